@@ -1,0 +1,52 @@
+# kinspect: `make demo` opens the TUI on a local lab; `make test` runs the test suite.
+# Both install what they need first: Debian packages, the virtualenv, Kafka's jars (Maven).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+KINSPECT := $(VENV)/bin/kinspect
+DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headless python3-venv
+
+.PHONY: demo test test-fast setup system-deps venv kafka lint bench down
+
+demo: setup
+	$(KINSPECT) demo
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+
+test-fast: setup
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+setup: system-deps venv kafka
+
+system-deps:
+	@missing=""; for pkg in $(DEBIAN_PACKAGES); do \
+	  dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -q && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+kafka: venv
+	$(KINSPECT) lab fetch
+
+lint: venv
+	$(VENV)/bin/ruff check kinspect tests bench
+	$(VENV)/bin/mypy kinspect
+
+bench: setup
+	$(PY) -m bench.run
+
+down: venv
+	$(KINSPECT) lab down

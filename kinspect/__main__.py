@@ -1,0 +1,3 @@
+from kinspect.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""The `kinspect` command: argparse front end; every user error is one line and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from kinspect import __version__
+from kinspect.errors import KinspectError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"kinspect: error: {message} (see: {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kinspect.cli import lab
+
+    parser = _Parser(prog="kinspect", description="Terminal inspector and fault console for "
+                     "Apache Kafka (ZooKeeper mode).")
+    parser.add_argument("--version", action="version", version=f"kinspect {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    lab.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(handler(args) or 0)
+    except KinspectError as exc:
+        print(f"kinspect: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kinspect: interrupted", file=sys.stderr)
+        return 130

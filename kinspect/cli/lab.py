@@ -1,0 +1,196 @@
+"""`kinspect lab ...`: fetch, up, down, reset, status and the faults."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from kinspect.errors import KinspectError
+from kinspect.lab import dist, presets, topology
+from kinspect.lab.backend import LabBackend, UpOptions, status_json
+from kinspect.lab.netns import can_use_netns
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def register(commands: Any) -> None:
+    lab = commands.add_parser("lab", help="start, break and tear down the local lab cluster")
+    sub = lab.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
+
+    fetch = sub.add_parser("fetch", help="fetch Kafka's jars with Maven (once; cached)")
+    fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
+    fetch.set_defaults(handler=cmd_fetch)
+
+    up = sub.add_parser("up", help="start zk1 and kafka1..N (fetches Kafka when missing)")
+    _up_arguments(up)
+    up.set_defaults(handler=cmd_up)
+
+    reset = sub.add_parser("reset", help="down, wipe data, up again")
+    _up_arguments(reset)
+    reset.set_defaults(handler=cmd_reset)
+
+    down = sub.add_parser("down", help="stop everything and remove what the lab made")
+    down.set_defaults(handler=cmd_down)
+
+    status = sub.add_parser("status", help="nodes, addresses, partitions and key settings")
+    status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    status.set_defaults(handler=cmd_status)
+
+    for action, text in (("kill", "SIGKILL a node"), ("stop", "clean shutdown of a node"),
+                         ("start", "start a stopped or killed node"),
+                         ("restart", "stop then start a node"),
+                         ("pause", "SIGSTOP a node (a frozen JVM, like a long GC pause)"),
+                         ("resume", "SIGCONT a paused node")):
+        p = sub.add_parser(action, help=text)
+        p.add_argument("node", help="zk1, kafka1, kafka2, ...")
+        p.set_defaults(handler=cmd_node_action, action=action)
+
+    part = sub.add_parser("partition", help="cut the network into groups (blockade semantics)",
+                          description="Two nodes can talk if and only if some GROUP holds both; "
+                          "nodes named in no group form one more group. Example: "
+                          "'partition kafka1,kafka2,kafka3 kafka1,kafka3,zk1' cuts kafka2 from "
+                          "ZooKeeper only.")
+    part.add_argument("groups", nargs="+", metavar="GROUP", help="comma-separated node names")
+    part.add_argument("--clients", metavar="NODE", help="clients (this host) join NODE's groups "
+                      "instead of reaching everyone")
+    part.set_defaults(handler=cmd_partition)
+
+    iso = sub.add_parser("isolate", help="cut one node off (sugar for partition)")
+    iso.add_argument("node")
+    iso.add_argument("--from", dest="scope", choices=["zk", "brokers", "all"], default="all",
+                     help="cut it from ZooKeeper, from the other brokers, or from all")
+    iso.add_argument("--clients", metavar="NODE", help="as for partition")
+    iso.set_defaults(handler=cmd_isolate)
+
+    heal = sub.add_parser("heal", help="remove all partitions")
+    heal.set_defaults(handler=cmd_heal)
+
+
+def _up_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    p.add_argument("--preset", choices=sorted(presets.PRESETS), default="demo",
+                   help="demo: 2018 timings, min.insync.replicas=2 (default); modern: 3.9 defaults")
+    p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any broker setting (repeatable)")
+    p.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto",
+                   help="netns (root: real network faults) or loopback; auto picks")
+    p.add_argument("--base-port", type=int, default=39090, help="first port in loopback mode")
+    p.add_argument("--backend", choices=["auto", "process"], default="auto")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the cluster")
+    p.add_argument("--json", action="store_true", help="print the status as JSON when up")
+
+
+def backend(name: str | None = None) -> LabBackend:
+    from kinspect.lab import open_backend
+
+    return open_backend(name)
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    kafka = dist.fetch(_progress, force=args.force)
+    print(f"Kafka {kafka.version} jars in {kafka.libs}")
+    return 0
+
+
+def _options(args: argparse.Namespace) -> UpOptions:
+    return UpOptions(brokers=args.brokers, preset=args.preset,
+                     overrides=presets.parse_overrides(args.broker_config),
+                     network=args.network, base_port=args.base_port, timeout_s=args.timeout)
+
+
+def cmd_up(args: argparse.Namespace, options: UpOptions | None = None) -> int:
+    options = options or _options(args)
+    started = time.monotonic()
+    lab = backend(args.backend)
+    lab.up(options, _progress)
+    _progress(f"lab up in {time.monotonic() - started:.1f} s")
+    return _print_status(lab, args.json)
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    options = _options(args)  # validate before anything is torn down
+    presets.effective(options.preset, options.overrides)
+    lab = backend(args.backend)
+    lab.down(_progress)
+    wipe = getattr(lab, "wipe", None)
+    if wipe:
+        wipe()
+        _progress("data wiped")
+    return cmd_up(args, options)
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    if not backend().down(_progress):
+        print("no lab is running; nothing to do")
+        return 0
+    print("lab down")
+    return 0
+
+
+def _print_status(lab: LabBackend, as_json: bool) -> int:
+    state = lab.state()
+    if state is None:
+        raise KinspectError("no lab is running (start one with: kinspect lab up)")
+    faults = state.network != "loopback"
+    data = status_json(state, network_faults=faults)
+    if as_json:
+        print(json.dumps(data))
+        return 0
+    print(f"lab {data['lab_id']}  backend {data['backend']}  network {data['network']}  "
+          f"preset {data['preset']}  Kafka {data['kafka_version']}")
+    print(f"bootstrap {data['bootstrap']}   zookeeper {data['zookeeper']}")
+    print(f"{'NODE':8} {'ROLE':10} {'STATE':9} {'ADDRESS':22} PID")
+    for node in data["nodes"]:
+        print(f"{node['name']:8} {node['role']:10} {node['state']:9} {node['address']:22} "
+              f"{node['pid'] or '-'}")
+    groups = " | ".join(",".join(g) for g in data["groups"]) or "none (healed)"
+    print(f"partitions: {groups}")
+    if not faults:
+        print(f"network faults: unavailable ({can_use_netns() or 'loopback network'})")
+    print("settings: " + ", ".join(f"{k}={v}" for k, v in data["broker_config"].items()))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    return _print_status(backend(), args.json)
+
+
+def cmd_node_action(args: argparse.Namespace) -> int:
+    lab = backend()
+    getattr(lab, args.action)(args.node)
+    print(f"{args.action}: {args.node}")
+    return 0
+
+
+def _node_names(lab: LabBackend) -> list[str]:
+    state = lab.state()
+    if state is None:
+        raise KinspectError("no lab is running (start one with: kinspect lab up)")
+    return [n.name for n in state.nodes]
+
+
+def cmd_partition(args: argparse.Namespace) -> int:
+    lab = backend()
+    groups = topology.parse_groups(args.groups, _node_names(lab))
+    lab.partition(groups, args.clients)
+    print("partitioned: " + " | ".join(",".join(g) for g in groups))
+    return 0
+
+
+def cmd_isolate(args: argparse.Namespace) -> int:
+    lab = backend()
+    groups = topology.isolate_groups(args.node, _node_names(lab), args.scope)
+    lab.partition(groups, args.clients)
+    print(f"isolated {args.node} from {args.scope}: " + " | ".join(",".join(g) for g in groups))
+    return 0
+
+
+def cmd_heal(args: argparse.Namespace) -> int:
+    backend().heal()
+    print("healed")
+    return 0

@@ -1,0 +1,75 @@
+"""Waiting for a lab to be usable: ZooKeeper answering, every broker registered, a controller."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+
+from kinspect.errors import KinspectError
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(
+    host: str, port: int, deadline: float, alive: Callable[[], bool], what: str
+) -> None:
+    while time.monotonic() < deadline:
+        if port_open(host, port):
+            return
+        if not alive():
+            raise KinspectError(f"{what} exited while starting")
+        time.sleep(0.2)
+    raise KinspectError(f"{what} did not open {host}:{port} in time")
+
+
+def quiet_kazoo() -> None:
+    """kazoo logs every reconnect attempt at WARNING; the lab reports state its own way."""
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+
+
+def wait_for_cluster(
+    zookeeper: str,
+    broker_ids: list[int],
+    deadline: float,
+    alive: Callable[[], list[str]],
+    progress: Callable[[str], None],
+) -> int:
+    """Block until every broker id is registered and a controller exists; return its id."""
+    quiet_kazoo()
+    zk = KazooClient(hosts=zookeeper, timeout=5.0)
+    try:
+        zk.start(timeout=max(1.0, deadline - time.monotonic()))
+    except Exception as exc:
+        raise KinspectError(f"cannot reach ZooKeeper at {zookeeper}: {exc}") from None
+    try:
+        seen: set[int] = set()
+        while time.monotonic() < deadline:
+            dead = alive()
+            if dead:
+                raise KinspectError(f"{', '.join(dead)} exited while starting")
+            registered = set()
+            if zk.exists("/brokers/ids"):
+                registered = {int(i) for i in zk.get_children("/brokers/ids")}
+            for broker in sorted(registered - seen):
+                progress(f"  broker {broker} registered")
+            seen |= registered
+            if set(broker_ids) <= registered and zk.exists("/controller"):
+                data, _ = zk.get("/controller")
+                return int(json.loads(data)["brokerid"])
+            time.sleep(0.2)
+        missing = sorted(set(broker_ids) - seen)
+        raise KinspectError(f"brokers {missing} did not register in time")
+    finally:
+        zk.stop()
+        zk.close()

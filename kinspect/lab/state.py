@@ -1,0 +1,112 @@
+"""The lab's state on disk: what runs where, so any command (or a later session) finds it.
+
+State is written before anything is made and updated after every change, under a file lock,
+so `lab down` can clean up even after the process that built the lab was SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinspect.paths import lab_dir
+
+
+@dataclass
+class NodeRecord:
+    """One node of the lab: ZooKeeper (zk1) or a broker (kafka1..N)."""
+
+    name: str
+    role: str  # "zookeeper" | "broker"
+    host: str
+    port: int
+    broker_id: int | None = None
+    pid: int | None = None
+    state: str = "stopped"  # running | paused | stopped | killed | exited
+    netns: str | None = None
+    container: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class LabState:
+    lab_id: str
+    backend: str
+    preset: str
+    network: str  # "netns" | "loopback" | "docker"
+    kafka_version: str
+    broker_config: dict[str, str]
+    overrides: dict[str, str]
+    nodes: list[NodeRecord]
+    created_at: int
+    slot: int | None = None
+    host_address: str = "127.0.0.1"
+    forward_rule: bool = False
+    groups: list[list[str]] = field(default_factory=list)
+    clients_with: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def node(self, name: str) -> NodeRecord | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    @property
+    def brokers(self) -> list[NodeRecord]:
+        return [n for n in self.nodes if n.role == "broker"]
+
+    @property
+    def zookeeper(self) -> NodeRecord:
+        return next(n for n in self.nodes if n.role == "zookeeper")
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.address for n in self.brokers)
+
+
+def state_path(root: Path | None = None) -> Path:
+    return (root or lab_dir()) / "state.json"
+
+
+def load_state(root: Path | None = None) -> LabState | None:
+    path = state_path(root)
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text())
+    nodes = [NodeRecord(**n) for n in raw.pop("nodes")]
+    return LabState(nodes=nodes, **raw)
+
+
+def save_state(state: LabState, root: Path | None = None) -> None:
+    """Atomic replace, so a reader never sees half a file."""
+    path = state_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2))
+    os.replace(tmp, path)
+
+
+def clear_state(root: Path | None = None) -> None:
+    path = state_path(root)
+    if path.exists():
+        os.replace(path, path.with_name("state.last.json"))
+
+
+@contextmanager
+def lab_lock(root: Path | None = None) -> Iterator[None]:
+    """One mutating lab command at a time (the TUI and a shell may both act)."""
+    directory = root or lab_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,84 @@
+"""Blockade's partition semantics, as a pure function.
+
+Groups are sets of node names; two endpoints can talk if and only if some group holds both.
+Nodes named in no group form one more group together. Clients (the root namespace) reach
+everyone unless `clients_with` names a node, in which case they join every group holding it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import combinations
+
+from kinspect.errors import KinspectError
+
+CLIENTS = "clients"
+
+
+def parse_groups(specs: Sequence[str], nodes: Iterable[str]) -> list[list[str]]:
+    """Turn `kafka1,kafka2 zk1` into validated groups; unnamed nodes form a last group."""
+    known = list(nodes)
+    if not specs:
+        raise KinspectError("partition needs at least one group, e.g. 'kafka2' or 'kafka1,zk1'")
+    groups: list[list[str]] = []
+    for spec in specs:
+        members = [m.strip() for m in spec.split(",")]
+        if any(not m for m in members):
+            raise KinspectError(f"empty node name in group {spec!r}")
+        for member in members:
+            if member not in known:
+                raise KinspectError(f"unknown node {member!r} (nodes: {', '.join(known)})")
+        if len(set(members)) != len(members):
+            raise KinspectError(f"group {spec!r} names a node twice")
+        if members in groups:
+            raise KinspectError(f"group {spec!r} is given twice")
+        groups.append(members)
+    named = {m for g in groups for m in g}
+    rest = [n for n in known if n not in named]
+    if rest:
+        groups.append(rest)
+    if len(groups) == 1:
+        raise KinspectError("those groups hold every node together: nothing would be cut "
+                            "(use heal)")
+    return groups
+
+
+def blocked_pairs(
+    nodes: Iterable[str], groups: Sequence[Sequence[str]], clients_with: str | None = None
+) -> set[frozenset[str]]:
+    """Every pair of endpoints (nodes, plus CLIENTS) that must not reach each other."""
+    known = list(nodes)
+    if not groups:
+        return set()
+    full = [set(g) for g in groups]
+    if clients_with is not None:
+        if clients_with not in known:
+            raise KinspectError(f"unknown node {clients_with!r} for --clients")
+        for group in full:
+            if clients_with in group:
+                group.add(CLIENTS)
+    endpoints = [*known, CLIENTS] if clients_with is not None else known
+    blocked: set[frozenset[str]] = set()
+    for a, b in combinations(endpoints, 2):
+        if not any(a in g and b in g for g in full):
+            blocked.add(frozenset((a, b)))
+    return blocked
+
+
+def isolate_groups(node: str, nodes: Iterable[str], scope: str) -> list[list[str]]:
+    """`isolate NODE --from zk|brokers|all` expressed as partition groups."""
+    known = list(nodes)
+    if node not in known:
+        raise KinspectError(f"unknown node {node!r} (nodes: {', '.join(known)})")
+    others = [n for n in known if n != node]
+    zookeepers = [n for n in others if n.startswith("zk")]
+    brokers = [n for n in others if not n.startswith("zk")]
+    if scope == "all":
+        return [[node], others]
+    if scope == "zk":
+        if not zookeepers:
+            raise KinspectError(f"{node} is ZooKeeper itself; use --from brokers or all")
+        return [[node, *brokers], others]
+    if scope == "brokers":
+        return [[node, *zookeepers], others] if brokers else [[node], others]
+    raise KinspectError(f"--from must be zk, brokers or all, not {scope!r}")

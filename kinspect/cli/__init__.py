@@ -18,12 +18,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import lab
+    from kinspect.cli import demo, lab
 
     parser = _Parser(prog="kinspect", description="Terminal inspector and fault console for "
                      "Apache Kafka (ZooKeeper mode).")
     parser.add_argument("--version", action="version", version=f"kinspect {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    demo.register(commands)
     lab.register(commands)
     return parser
 

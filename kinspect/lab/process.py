@@ -21,7 +21,13 @@ from kinspect.errors import KinspectError
 from kinspect.lab import dist, journal, netns, presets, topology
 from kinspect.lab.backend import LabBackend, Progress, UpOptions
 from kinspect.lab.nodes import java_command, node_dir, process_state, write_config
-from kinspect.lab.readiness import port_open, wait_for_cluster, wait_for_port
+from kinspect.lab.readiness import (
+    clear_stale_registrations,
+    port_open,
+    wait_for_cluster,
+    wait_for_port,
+    wait_registration_gone,
+)
 from kinspect.lab.state import LabState, NodeRecord, clear_state, lab_lock, load_state, save_state
 from kinspect.paths import lab_dir
 
@@ -116,6 +122,7 @@ class ProcessBackend(LabBackend):
         self._launch(state, zk, kafka)
         progress(f"zk1 starting at {zk.address}")
         wait_for_port(zk.host, zk.port, deadline, lambda: self._alive(state, zk), "zk1")
+        clear_stale_registrations(zk.address, progress)
         for broker in state.brokers:
             self._launch(state, broker, kafka)
             progress(f"{broker.name} starting at {broker.address}")
@@ -260,6 +267,10 @@ class ProcessBackend(LabBackend):
             if record.state in {"running", "paused"}:
                 raise KinspectError(f"{node} is already {record.state}")
             kafka = dist.ensure()
+            if record.broker_id is not None and state.zookeeper.state == "running":
+                session_ms = int(state.broker_config.get("zookeeper.session.timeout.ms", "18000"))
+                wait_registration_gone(state.zookeeper.address, record.broker_id,
+                                       session_ms / 1000 + 5, lambda line: None)
             self._launch(state, record, kafka)
             journal.record("start", state.lab_id, node=node, detail=f"start {node}",
                            root=self.root)

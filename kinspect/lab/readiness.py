@@ -38,6 +38,52 @@ def quiet_kazoo() -> None:
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 
 
+def _client(zookeeper: str, timeout: float) -> KazooClient:
+    quiet_kazoo()
+    zk = KazooClient(hosts=zookeeper, timeout=5.0)
+    try:
+        zk.start(timeout=max(1.0, timeout))
+    except Exception as exc:
+        raise KinspectError(f"cannot reach ZooKeeper at {zookeeper}: {exc}") from None
+    return zk
+
+
+def clear_stale_registrations(zookeeper: str, progress: Callable[[str], None]) -> None:
+    """Before a fresh start, drop broker and controller znodes left by SIGKILLed sessions.
+
+    ZooKeeper restores those sessions from disk and keeps their ephemeral nodes until they
+    time out; a broker starting meanwhile finds its id taken and exits.
+    """
+    zk = _client(zookeeper, 20.0)
+    try:
+        stale = zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else []
+        for broker in stale:
+            zk.delete(f"/brokers/ids/{broker}")
+        if zk.exists("/controller"):
+            zk.delete("/controller")
+        if stale:
+            progress(f"  cleared stale registrations of brokers {', '.join(sorted(stale))}")
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def wait_registration_gone(zookeeper: str, broker_id: int, timeout: float,
+                           progress: Callable[[str], None]) -> None:
+    """Wait for a killed broker's old session to expire, as the real cluster would."""
+    zk = _client(zookeeper, 10.0)
+    try:
+        path = f"/brokers/ids/{broker_id}"
+        if zk.exists(path):
+            progress(f"waiting for broker {broker_id}'s old ZooKeeper session to expire")
+        deadline = time.monotonic() + timeout
+        while zk.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def wait_for_cluster(
     zookeeper: str,
     broker_ids: list[int],
@@ -46,12 +92,7 @@ def wait_for_cluster(
     progress: Callable[[str], None],
 ) -> int:
     """Block until every broker id is registered and a controller exists; return its id."""
-    quiet_kazoo()
-    zk = KazooClient(hosts=zookeeper, timeout=5.0)
-    try:
-        zk.start(timeout=max(1.0, deadline - time.monotonic()))
-    except Exception as exc:
-        raise KinspectError(f"cannot reach ZooKeeper at {zookeeper}: {exc}") from None
+    zk = _client(zookeeper, deadline - time.monotonic())
     try:
         seen: set[int] = set()
         while time.monotonic() < deadline:

@@ -1,0 +1,50 @@
+"""`kinspect demo`: everything a newcomer needs in one command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from kinspect.lab import open_backend
+from kinspect.lab.backend import UpOptions
+from kinspect.lab.topics import DEMO_TOPICS, create_topics
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def register(commands: Any) -> None:
+    demo = commands.add_parser("demo", help="fetch Kafka, start the lab, create demo topics, "
+                               "open the TUI")
+    demo.add_argument("--no-ui", action="store_true", help="set everything up, then exit")
+    demo.add_argument("--no-confirm", action="store_true",
+                      help="fault keys act without asking (for stage demos)")
+    demo.set_defaults(handler=cmd_demo)
+
+
+def prepare_demo() -> str:
+    """Lab up (fetching Kafka if needed) and the demo topics; returns the bootstrap."""
+    lab = open_backend()
+    state = lab.up(UpOptions(), _progress)
+    created = create_topics(state.bootstrap, DEMO_TOPICS)
+    for name in created:
+        _progress(f"created topic {name} ({DEMO_TOPICS[name]} partitions, replication factor 3)")
+    return state.bootstrap
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    prepare_demo()
+    if args.no_ui:
+        from kinspect.cli.lab import _print_status
+
+        return _print_status(open_backend(), as_json=False)
+    try:
+        from kinspect.tui.app import run_app  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        _progress("the TUI is not built yet; the lab is up:")
+        from kinspect.cli.lab import _print_status
+
+        return _print_status(open_backend(), as_json=False)
+    return int(run_app(no_confirm=args.no_confirm) or 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka import NewTopic
+from confluent_kafka.cimpl import NewTopic
 from confluent_kafka.admin import AdminClient
 
 from kinspect.errors import KinspectError

@@ -18,7 +18,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import demo, lab
+    from kinspect.cli import demo, lab, load, observe
 
     parser = _Parser(prog="kinspect", description="Terminal inspector and fault console for "
                      "Apache Kafka (ZooKeeper mode).")
@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     demo.register(commands)
     lab.register(commands)
+    observe.register(commands)
+    load.register(commands)
     return parser
 
 

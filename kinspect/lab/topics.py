@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka.cimpl import NewTopic
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from kinspect.errors import KinspectError
 

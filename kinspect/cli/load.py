@@ -1,0 +1,144 @@
+"""`kinspect load run|stop|slow` and `kinspect verify`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kinspect.cli.common import add_cluster_arguments, librdkafka_properties, resolve_bootstrap
+from kinspect.errors import KinspectError
+
+
+def _progress(line: str) -> None:
+    if sys.stderr.isatty():
+        print("\r" + line, end="", file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _rate(text: str) -> float | None:
+    if text == "max":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rate must be a number or 'max', not {text!r}") from None
+    return value
+
+
+def register(commands: Any) -> None:
+    load = commands.add_parser("load", help="load generators with an acknowledgement ledger")
+    sub = load.add_subparsers(dest="load_command", metavar="ACTION", required=True)
+
+    run = sub.add_parser("run", help="produce messages with unique ids, recording every ack")
+    run.add_argument("--topic", required=True)
+    run.add_argument("--acks", default="1", help="0, 1 or all (default 1)")
+    amount = run.add_mutually_exclusive_group()
+    amount.add_argument("--count", type=int, help="messages in all (default 100000)")
+    amount.add_argument("--duration", type=float, help="seconds to run instead of a count")
+    run.add_argument("--rate", type=_rate, default=10000.0,
+                     help="messages/s over all producers, or 'max' (default 10000)")
+    run.add_argument("--producers", type=int, default=1, help="producer processes (default 1)")
+    run.add_argument("--size", type=int, default=100, help="message size in bytes (default 100)")
+    run.add_argument("--idempotent", action="store_true", help="enable.idempotence=true")
+    run.add_argument("--retries", type=int, help="librdkafka retries (default: its own)")
+    run.add_argument("--delivery-timeout-ms", type=int, help="delivery.timeout.ms")
+    run.add_argument("--max-in-flight", type=int, help="max.in.flight.requests.per.connection")
+    run.add_argument("--linger-ms", type=int, help="linger.ms")
+    run.add_argument("--run-dir", type=Path, required=True, help="where the ledger goes")
+    run.add_argument("--json", action="store_true", help="one JSON summary object on stdout")
+    add_cluster_arguments(run, zookeeper=False)
+    run.set_defaults(handler=cmd_run)
+
+    stop = sub.add_parser("stop", help="stop a load running in another process")
+    stop.add_argument("--run-dir", type=Path, required=True)
+    stop.set_defaults(handler=cmd_stop)
+
+    slow = sub.add_parser("slow", help="one message a second, watching the leader and offsets")
+    slow.add_argument("--topic", required=True)
+    slow.add_argument("--acks", default="1", help="0, 1 or all (default 1)")
+    slow.add_argument("--count", type=int, help="stop after this many messages")
+    add_cluster_arguments(slow, zookeeper=False)
+    slow.set_defaults(handler=cmd_slow)
+
+    verify = commands.add_parser("verify", help="read the final log back into the run dir")
+    verify.add_argument("--topic", required=True)
+    verify.add_argument("--run-dir", type=Path, required=True)
+    verify.add_argument("--timeout", type=float, default=120.0)
+    verify.add_argument("--json", action="store_true")
+    add_cluster_arguments(verify, zookeeper=False)
+    verify.set_defaults(handler=cmd_verify)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kinspect.load.runner import run_load
+    from kinspect.load.runsettings import LoadSettings
+
+    count = args.count if args.count is not None or args.duration else 100_000
+    if args.duration is not None:
+        count = None
+    settings = LoadSettings(
+        topic=args.topic, acks=str(args.acks), count=count, duration_s=args.duration,
+        rate=args.rate, producers=args.producers, size=args.size, idempotent=args.idempotent,
+        retries=args.retries, delivery_timeout_ms=args.delivery_timeout_ms,
+        max_in_flight=args.max_in_flight, linger_ms=args.linger_ms,
+        extra=librdkafka_properties(args), bootstrap=resolve_bootstrap(args),
+    )
+    summary = run_load(settings, args.run_dir, progress=None if args.json else _progress)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print(format_summary(summary))
+    return 0
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    failed = summary.get("failed_by_error") or {}
+    lines = [
+        f"sent {summary['sent']:,}  acked {summary['acked']:,}  failed {summary['failed']:,}  "
+        f"unknown {summary['unknown']:,}  in {summary.get('elapsed_s', 0):.1f} s",
+    ]
+    if failed:
+        lines.append("failed by error: " + ", ".join(f"{k} {v:,}" for k, v in sorted(failed.items())))
+    if summary.get("note"):
+        lines.append(str(summary["note"]))
+    return "\n".join(lines)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from kinspect.load.runner import stop_load
+
+    if not stop_load(args.run_dir):
+        raise KinspectError(f"no load is running in {args.run_dir}")
+    print(f"asked the load in {args.run_dir} to stop")
+    return 0
+
+
+def cmd_slow(args: argparse.Namespace) -> int:
+    from kinspect.load.slow import run_slow
+
+    return run_slow(resolve_bootstrap(args), args.topic, str(args.acks), args.count,
+                    librdkafka_properties(args))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from kinspect.load.verify import verify
+
+    reads = verify(resolve_bootstrap(args), args.topic, args.run_dir, timeout_s=args.timeout,
+                   progress=None if args.json else _progress)
+    total = sum(r.records for r in reads)
+    if args.json:
+        print(json.dumps({"topic": args.topic, "in_log": total, "partitions": [
+            {"partition": r.partition, "log_start": r.log_start,
+             "high_watermark": r.high_watermark, "records": r.records} for r in reads]}))
+        return 0
+    for read in reads:
+        print(f"{args.topic}-{read.partition}: {read.records:,} records "
+              f"(offsets {read.log_start:,}..{read.high_watermark:,})")
+    print(f"final log: {total:,} records in {args.run_dir / 'final_log'}")
+    return 0

@@ -1,0 +1,100 @@
+"""`kinspect snapshot` and `kinspect watch`: the observer from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from kinspect.cli.common import (
+    add_cluster_arguments,
+    lab_or_none,
+    librdkafka_properties,
+    resolve_bootstrap,
+    resolve_zookeeper,
+)
+from kinspect.errors import KinspectError
+
+
+def register(commands: Any) -> None:
+    snap = commands.add_parser("snapshot", help="one consistent snapshot of the cluster")
+    snap.add_argument("--json", action="store_true", help="the snapshot as one JSON object")
+    snap.add_argument("--topic", action="append", default=[], help="only these topics")
+    add_cluster_arguments(snap)
+    snap.set_defaults(handler=cmd_snapshot)
+
+    watch = commands.add_parser("watch", help="a live stream of events until Ctrl-C")
+    watch.add_argument("--jsonl", action="store_true", help="one JSON object per event")
+    watch.add_argument("--run-dir", type=Path, help="also append events to RUN_DIR/timeline.jsonl")
+    watch.add_argument("--interval", type=float, default=1.0, help="AdminClient poll seconds")
+    add_cluster_arguments(watch)
+    watch.set_defaults(handler=cmd_watch)
+
+
+def make_observer(args: argparse.Namespace, run_dir: Path | None = None) -> Any:
+    from kinspect.sources.observer import Observer
+
+    bootstrap = resolve_bootstrap(args)
+    zookeeper = resolve_zookeeper(args)
+    lab = lab_or_none() if not getattr(args, "bootstrap", None) else None
+    expected = ({b.broker_id: b.address for b in lab.brokers if b.broker_id is not None}
+                if lab else None)
+    return Observer(bootstrap, zookeeper, expected_brokers=expected,
+                    interval_s=getattr(args, "interval", 1.0),
+                    admin_config=librdkafka_properties(args), run_dir=run_dir)
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from kinspect.cli.render import render_snapshot
+    from kinspect.model import snapshot_to_json
+
+    observer = make_observer(args)
+    observer.start()
+    try:
+        snapshot = observer.wait_ready(timeout_s=15)
+    finally:
+        observer.stop()
+    if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
+        raise KinspectError(f"cannot reach the cluster at {resolve_bootstrap(args)}")
+    data = snapshot_to_json(snapshot)
+    if args.topic:
+        known = {t["name"] for t in data["topics"]}
+        unknown = [t for t in args.topic if t not in known]
+        if unknown:
+            raise KinspectError(f"unknown topic {unknown[0]!r}")
+        data["topics"] = [t for t in data["topics"] if t["name"] in args.topic]
+    if args.json:
+        print(json.dumps(data))
+    else:
+        print(render_snapshot(data))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    observer = make_observer(args, run_dir=args.run_dir)
+    done = threading.Event()
+
+    def show(_snapshot: Any, events: list[Any]) -> None:
+        for event in events:
+            if args.jsonl:
+                print(json.dumps(event.to_json()), flush=True)
+            else:
+                print(f"{event.ts}  {event.kind:24} {event.partition or '':16} {event.detail}",
+                      flush=True)
+
+    observer.subscribe(show)
+    observer.start()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        observer.stop()
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,114 @@
+"""Running a load: P worker processes, live progress, a summary, and stop from elsewhere.
+
+The runner writes its pid to RUN_DIR/load.pid so another process (the TUI, `kinspect load
+stop`) can stop it with SIGTERM; the workers then record what is still in flight as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kinspect.errors import KinspectError
+from kinspect.load.ledger import ledger_summary, read_ledger
+from kinspect.load.runsettings import LoadSettings
+from kinspect.load.runstats import aggregate, read_stats
+
+PID_FILE = "load.pid"
+
+
+def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0) -> int:
+    """The topic's partition count; a missing topic is bad input, not something to create."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
+    try:
+        metadata = admin.list_topics(topic=topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
+                            f"{exc.args[0].str()}") from None
+    info = metadata.topics.get(topic)
+    if info is None or info.error is not None:
+        raise KinspectError(f"topic {topic!r} does not exist (create it first, e.g. with "
+                            "`kinspect demo` or kafka-topics)")
+    return len(info.partitions)
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """A fresh run dir, or an empty one: never mix two runs' ledgers (nothing is overwritten)."""
+    if (run_dir / "ledger").exists() and any((run_dir / "ledger").iterdir()):
+        raise KinspectError(f"{run_dir} already holds a ledger; use a new --run-dir")
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def format_progress(totals: dict[str, Any], elapsed: float) -> str:
+    failed = totals.get("failed_by_error") or {}
+    errors = " ".join(f"{k}={v}" for k, v in sorted(failed.items())) or "-"
+    return (f"{elapsed:6.1f}s  rate {totals.get('rate', 0):>8.0f}/s  sent {totals.get('sent', 0):>9}"
+            f"  acked {totals.get('acked', 0):>9}  failed {totals.get('failed', 0):>6} ({errors})"
+            f"  in flight {totals.get('in_flight', 0):>6}  p50 {totals.get('latency_p50_ms', 0):.0f}"
+            f" ms  p99 {totals.get('latency_p99_ms', 0):.0f} ms")
+
+
+def run_load(settings: LoadSettings, run_dir: Path,
+             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the workers to completion (or until stopped) and return the ledger summary."""
+    settings.validate()
+    check_topic(settings.bootstrap, settings.topic)
+    prepare_run_dir(run_dir)
+    settings.save(run_dir)
+    (run_dir / PID_FILE).write_text(str(os.getpid()))
+    workers = [subprocess.Popen([sys.executable, "-m", "kinspect.load.worker", "--run-dir",
+                                 str(run_dir), "--producer", str(p)], stdin=subprocess.DEVNULL)
+               for p in range(settings.producers)]
+    (run_dir / "workers.json").write_text(json.dumps([w.pid for w in workers]))
+    stopping = False
+
+    def stop(*_args: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        for worker in workers:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    started = time.monotonic()
+    try:
+        while any(w.poll() is None for w in workers):
+            time.sleep(0.5)
+            if progress:
+                progress(format_progress(aggregate(read_stats(run_dir)), time.monotonic() - started))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        (run_dir / PID_FILE).unlink(missing_ok=True)
+    summary = ledger_summary(read_ledger(run_dir))
+    summary.update(elapsed_s=round(time.monotonic() - started, 3), stopped=stopping,
+                   acks=settings.acks, producers=settings.producers, topic=settings.topic,
+                   worker_exit_codes=[w.returncode for w in workers])
+    if settings.acks == "0":
+        summary["note"] = ("acks=0: 'acked' means the client sent it; no broker acknowledged "
+                           "anything")
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def stop_load(run_dir: Path) -> bool:
+    """Ask a running load (in any process) to stop; False when none runs in that run dir."""
+    pid_file = run_dir / PID_FILE
+    if not pid_file.exists():
+        return False
+    try:
+        os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+    except (ProcessLookupError, ValueError):
+        pid_file.unlink(missing_ok=True)
+        return False
+    return True

@@ -1,0 +1,75 @@
+"""Load settings: validated once, saved in the run dir, turned into producer config."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinspect.errors import KinspectError
+
+SETTINGS_FILE = "settings.json"
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """Defaults follow the source material's producer: 100,000 messages at 10,000/s, acks=1."""
+
+    topic: str
+    bootstrap: str
+    acks: str = "1"
+    count: int | None = 100_000
+    duration_s: float | None = None
+    rate: float | None = 10_000.0  # None = as fast as possible
+    producers: int = 1
+    size: int = 100
+    idempotent: bool = False
+    retries: int | None = None
+    delivery_timeout_ms: int | None = None
+    max_in_flight: int | None = None
+    linger_ms: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.acks not in {"0", "1", "all", "-1"}:
+            raise KinspectError(f"--acks must be 0, 1 or all, not {self.acks!r}")
+        if self.count is not None and self.duration_s is not None:
+            raise KinspectError("give --count or --duration, not both")
+        if self.count is not None and self.count < 1:
+            raise KinspectError("--count must be at least 1")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise KinspectError("--duration must be positive")
+        if self.rate is not None and self.rate <= 0:
+            raise KinspectError(f"--rate must be positive or 'max', not {self.rate:g}")
+        if self.producers < 1 or self.producers > 64:
+            raise KinspectError("--producers must be between 1 and 64")
+        if self.size < 16:
+            raise KinspectError("--size must be at least 16 bytes (the id must fit)")
+        for name in ("retries", "delivery_timeout_ms", "max_in_flight", "linger_ms"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise KinspectError(f"--{name.replace('_', '-')} must not be negative")
+        if self.idempotent and self.acks not in {"all", "-1"}:
+            raise KinspectError("--idempotent needs --acks all (Kafka's rule)")
+
+    def to_producer_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"acks": self.acks, "enable.idempotence": self.idempotent,
+                                  "queue.buffering.max.messages": 200_000}
+        optional = {"retries": self.retries, "delivery.timeout.ms": self.delivery_timeout_ms,
+                    "max.in.flight.requests.per.connection": self.max_in_flight,
+                    "linger.ms": self.linger_ms}
+        config.update({k: v for k, v in optional.items() if v is not None})
+        config.update(self.extra)
+        return config
+
+    def save(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / SETTINGS_FILE).write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> LoadSettings:
+        path = run_dir / SETTINGS_FILE
+        if not path.exists():
+            raise KinspectError(f"{path} is missing: not a kinspect run dir")
+        return cls(**json.loads(path.read_text()))

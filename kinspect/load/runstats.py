@@ -1,0 +1,108 @@
+"""Live counters one generator publishes about once a second, for other processes to read."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+# Log-scale latency buckets (ms): O(1) per message, percentiles good to a bucket's width.
+_BOUNDS = [0.5 * 1.25**i for i in range(60)]
+
+
+def _bucket(ms: float) -> int:
+    lo, hi = 0, len(_BOUNDS) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ms <= _BOUNDS[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+class StatsPublisher:
+    def __init__(self, run_dir: Path, producer: int) -> None:
+        self.dir = run_dir / "stats"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / f"p{producer:03d}.json"
+        self.producer = producer
+        self.acked_count = 0
+        self.failed_count = 0
+        self.failed_by_error: dict[str, int] = {}
+        self.hist = [0] * len(_BOUNDS)
+        self.last_ms = 0
+        self.last_done = 0
+        self.history: list[tuple[int, int, int]] = []  # ts, acked, failed per publish
+
+    def acked(self, latency_ms: float) -> None:
+        self.acked_count += 1
+        self.hist[_bucket(latency_ms)] += 1
+
+    def failed(self, error: str) -> None:
+        self.failed_count += 1
+        self.failed_by_error[error] = self.failed_by_error.get(error, 0) + 1
+
+    def _percentile(self, q: float) -> float:
+        total = sum(self.hist)
+        if not total:
+            return 0.0
+        target, seen = q * total, 0
+        for index, count in enumerate(self.hist):
+            seen += count
+            if seen >= target:
+                return _BOUNDS[index]
+        return _BOUNDS[-1]
+
+    def maybe_publish(self, now_ms: int, sent: int, in_flight: int, done: bool = False,
+                      force: bool = False) -> None:
+        if not force and now_ms - self.last_ms < 1000:
+            return
+        elapsed = max(1, now_ms - self.last_ms) if self.last_ms else 1000
+        finished = self.acked_count + self.failed_count
+        rate = (finished - self.last_done) * 1000 / elapsed
+        self.last_ms, self.last_done = now_ms, finished
+        data: dict[str, Any] = {
+            "producer": self.producer, "pid": os.getpid(), "ts": now_ms, "sent": sent,
+            "acked": self.acked_count, "failed": self.failed_count,
+            "failed_by_error": self.failed_by_error, "in_flight": in_flight, "rate": rate,
+            "latency_p50_ms": self._percentile(0.5), "latency_p99_ms": self._percentile(0.99),
+            "done": done,
+        }
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.path)
+
+
+def read_stats(run_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted((run_dir / "stats").glob("p*.json")):
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over producers; latency percentiles are the worst producer's (conservative)."""
+    total: dict[str, Any] = {"producers": len(stats), "sent": 0, "acked": 0, "failed": 0,
+                             "in_flight": 0, "rate": 0.0, "failed_by_error": {},
+                             "latency_p50_ms": 0.0, "latency_p99_ms": 0.0,
+                             "done": bool(stats) and all(s.get("done") for s in stats),
+                             "ts": max((s.get("ts", 0) for s in stats), default=0)}
+    for s in stats:
+        for key in ("sent", "acked", "failed", "in_flight"):
+            total[key] += s.get(key, 0)
+        total["rate"] += 0 if s.get("done") else s.get("rate", 0)
+        for name, count in (s.get("failed_by_error") or {}).items():
+            total["failed_by_error"][name] = total["failed_by_error"].get(name, 0) + count
+        for key in ("latency_p50_ms", "latency_p99_ms"):
+            total[key] = max(total[key], s.get(key, 0))
+    return total
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,156 @@
+"""One producer process: sends ids, records every delivery report in the ledger, publishes stats.
+
+The hot path is one produce() and one callback per message, so it is kept plain: sequential
+seqs index flat lists, the callback parses the seq from the value's prefix, and everything
+slower (Parquet, stats files) happens at most once a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+
+from kinspect.load.ledger import LedgerWriter
+from kinspect.load.runsettings import LoadSettings
+from kinspect.load.runstats import StatsPublisher
+
+SEND_BATCH = 200  # messages between rate checks / polls
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Worker:
+    def __init__(self, settings: LoadSettings, producer_id: int, run_dir: Path) -> None:
+        self.settings = settings
+        self.id = producer_id
+        self.stopping = False
+        self.prefix = f"{producer_id}-".encode()
+        self.pad = b"x" * settings.size
+        self.send_ts: list[int] = []
+        self.reported = bytearray()
+        self.in_flight = 0
+        config: dict[str, Any] = {"bootstrap.servers": settings.bootstrap,
+                                  **settings.to_producer_config()}
+        config["on_delivery"] = self._on_delivery
+        self.producer = Producer(config)
+        self.ledger = LedgerWriter(run_dir, producer_id, settings.topic, settings.acks)
+        self.stats = StatsPublisher(run_dir, producer_id)
+
+    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        value = msg.value()
+        seq = int(value[len(self.prefix) : value.index(b"|")])
+        now = now_ms()
+        sent = self.send_ts[seq]
+        self.reported[seq] = 1
+        self.in_flight -= 1
+        if err is None:
+            offset = msg.offset()
+            epoch = msg.leader_epoch()
+            self.ledger.record(seq, msg.partition(), offset if offset >= 0 else -1,
+                               epoch if epoch is not None and epoch >= 0 else None,
+                               "acked", None, sent, now)
+            self.stats.acked(now - sent)
+        else:
+            name = err.name()
+            self.ledger.record(seq, msg.partition(), -1, None, "failed", name, sent, now)
+            self.stats.failed(name)
+
+    def _value(self, seq: int) -> bytes:
+        head = self.prefix + str(seq).encode() + b"|"
+        return head + self.pad[: max(0, self.settings.size - len(head))]
+
+    def _quota(self) -> int:
+        """Sends already allowed by the count and the rate (at most one batch)."""
+        quota = SEND_BATCH
+        if self.total is not None:
+            quota = min(quota, self.total - self.seq)
+        if self.rate is not None:
+            elapsed = time.monotonic() - self.started
+            quota = min(quota, int(elapsed * self.rate) + 1 - self.seq)
+        return quota
+
+    def run(self) -> int:
+        settings = self.settings
+        self.rate = settings.rate / settings.producers if settings.rate else None
+        self.total: int | None = None
+        if settings.count is not None:
+            share, extra = divmod(settings.count, settings.producers)
+            self.total = share + (1 if self.id < extra else 0)
+        deadline = time.monotonic() + settings.duration_s if settings.duration_s else None
+        self.started = time.monotonic()
+        self.seq = 0
+        produce, poll, topic = self.producer.produce, self.producer.poll, settings.topic
+        while not self.stopping:
+            if self.total is not None and self.seq >= self.total:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            quota = self._quota()
+            if quota <= 0:
+                poll(0.002)
+                self._tick()
+                continue
+            for _ in range(quota):
+                seq = self.seq
+                ts = now_ms()
+                self.send_ts.append(ts)
+                self.reported.append(0)
+                try:
+                    produce(topic, self._value(seq))
+                except BufferError:
+                    self.send_ts.pop()
+                    self.reported.pop()
+                    poll(0.05)
+                    break
+                self.in_flight += 1
+                self.ledger.note_sent(seq, ts)
+                self.seq = seq + 1
+            poll(0)
+            self._tick()
+        return self._finish()
+
+    def _tick(self) -> None:
+        now = now_ms()
+        self.ledger.maybe_flush(now)
+        self.stats.maybe_publish(now, sent=len(self.send_ts), in_flight=self.in_flight)
+
+    def _finish(self) -> int:
+        """Wait for outstanding reports (bounded by the delivery timeout), then record the rest."""
+        limit = time.monotonic() + (self.settings.delivery_timeout_ms or 120000) / 1000 + 5
+        while self.in_flight > 0 and time.monotonic() < limit and not self.stopping:
+            self.producer.poll(0.1)
+            self._tick()
+        if self.stopping:
+            self.producer.flush(2.0)
+        unknown = [(s, self.send_ts[s]) for s, done in enumerate(self.reported) if not done]
+        self.ledger.close(unknown)
+        self.stats.maybe_publish(now_ms(), sent=len(self.send_ts), in_flight=len(unknown),
+                                 done=True, force=True)
+        return 0
+
+    def request_stop(self, *_args: Any) -> None:
+        self.stopping = True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kinspect-load-worker")
+    parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument("--producer", type=int, required=True)
+    args = parser.parse_args(argv)
+    settings = LoadSettings.load(args.run_dir)
+    worker = Worker(settings, args.producer, args.run_dir)
+    signal.signal(signal.SIGTERM, worker.request_stop)
+    signal.signal(signal.SIGINT, worker.request_stop)
+    return worker.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Combining ZooKeeper's view and the brokers' view into one snapshot (pure).
+
+ZooKeeper wins for leader, ISR and epochs when present: it holds what the controller decided.
+The broker view fills in when ZooKeeper is absent (KRaft, or no address), and is kept beside
+it so disagreements — a zombie leader — can be flagged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kinspect.model.snapshot import (
+    BrokerInfo,
+    ClusterSnapshot,
+    ControllerInfo,
+    PartitionInfo,
+    TopicInfo,
+)
+from kinspect.model.views import BrokerView, ConfigValue, ZkView
+from kinspect.model.warnings import cluster_warnings
+
+DEFAULT_MIN_ISR = 1
+
+
+def _min_isr(config: dict[str, ConfigValue]) -> int:
+    value = config.get("min.insync.replicas")
+    try:
+        return int(value.value) if value else DEFAULT_MIN_ISR
+    except ValueError:
+        return DEFAULT_MIN_ISR
+
+
+def _disagree(leader: int | None, isr: tuple[int, ...], b_leader: int | None,
+              b_isr: tuple[int, ...] | None) -> bool:
+    if b_isr is None:
+        return False
+    return leader != b_leader or set(isr) != set(b_isr)
+
+
+def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
+                config: dict[str, ConfigValue]) -> list[PartitionInfo]:
+    ids: set[int] = set()
+    if zk and topic in zk.topics:
+        ids |= set(zk.topics[topic])
+    if broker:
+        ids |= {p for t, p in broker.partitions if t == topic}
+    min_isr = _min_isr(config)
+    out = []
+    for pid in sorted(ids):
+        key = (topic, pid)
+        meta = broker.partitions.get(key) if broker else None
+        offsets = broker.offsets.get(key) if broker else None
+        state = zk.partitions.get(key) if zk else None
+        replicas = (zk.topics.get(topic, {}).get(pid) if zk else None) or (
+            meta.replicas if meta else ())
+        b_leader = (meta.leader if meta.leader >= 0 else None) if meta else None
+        b_isr = meta.isr if meta else None
+        if state is not None:
+            leader = state.leader if state.leader >= 0 else None
+            epoch: int | None = state.leader_epoch
+            isr = state.isr
+            disagree = _disagree(leader, isr, b_leader, b_isr) and broker is not None \
+                and broker.state == "ok"
+        else:
+            leader, isr, disagree = b_leader, b_isr or (), False
+            epoch = offsets.leader_epoch if offsets else None
+        out.append(PartitionInfo(
+            topic=topic, partition=pid, leader=leader, leader_epoch=epoch,
+            replicas=tuple(replicas), isr=tuple(isr),
+            high_watermark=offsets.high_watermark if offsets else None,
+            log_start=offsets.log_start if offsets else None, min_isr=min_isr,
+            broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree))
+    return out
+
+
+def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
+                   expected_brokers: Sequence[int] | None, taken_at: int) -> ClusterSnapshot:
+    expected = set(expected_brokers or ())
+    addresses: dict[int, str] = {}
+    if broker:
+        addresses.update(broker.brokers)
+    if zk:
+        addresses.update(zk.brokers)
+    ids = set(addresses) | expected
+    brokers = tuple(BrokerInfo(id=b, address=addresses.get(b),
+                               registered=(b in zk.brokers) if zk else None,
+                               expected=b in expected) for b in sorted(ids))
+    names: set[str] = set()
+    if zk:
+        names |= set(zk.topics)
+    if broker:
+        names |= {t for t, _ in broker.partitions}
+    topics = []
+    for name in sorted(names):
+        config = dict(broker.configs.get(name, {})) if broker else {}
+        parts = _partitions(name, zk, broker, config)
+        rf = max((len(p.replicas) for p in parts), default=0)
+        topics.append(TopicInfo(name=name, replication_factor=rf,
+                                config=tuple(sorted(config.items())), partitions=tuple(parts)))
+    controller = ControllerInfo(
+        id=zk.controller_id if zk else (broker.controller_id if broker else None),
+        epoch=zk.controller_epoch if zk else None,
+        broker_reported_id=broker.controller_id if broker else None)
+    limitations = []
+    if zk is None:
+        limitations.append("no ZooKeeper: controller epoch, leader epochs from ZooKeeper and "
+                           "the ZooKeeper view are not available")
+    if broker is None:
+        limitations.append("no AdminClient: high watermarks and topic configs are not available")
+    elif broker.state != "ok":
+        limitations.append(f"AdminClient: {broker.error or broker.state}; broker data is stale")
+    snapshot = ClusterSnapshot(
+        taken_at=taken_at, controller=controller,
+        zookeeper_state=zk.session_state if zk else None,
+        admin_state=broker.state if broker else "absent",
+        admin_error=broker.error if broker else None,
+        brokers=brokers, topics=tuple(topics), warnings=(), limitations=tuple(limitations))
+    return ClusterSnapshot(**{**snapshot.__dict__, "warnings": cluster_warnings(snapshot)})

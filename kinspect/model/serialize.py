@@ -1,0 +1,80 @@
+"""Snapshots to JSON and back: the `snapshot --json` contract, and recorded snapshots for tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinspect.model.snapshot import (
+    BrokerInfo,
+    ClusterSnapshot,
+    ClusterWarning,
+    ControllerInfo,
+    PartitionInfo,
+    TopicInfo,
+)
+from kinspect.model.views import ConfigValue
+
+
+def _partition(p: PartitionInfo) -> dict[str, Any]:
+    return {
+        "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
+        "replicas": list(p.replicas), "isr": list(p.isr),
+        "high_watermark": p.high_watermark, "log_start": p.log_start,
+        "offline": p.offline, "under_replicated": p.under_replicated,
+        "under_min_isr": p.under_min_isr, "at_min_isr": p.at_min_isr,
+        "preferred_leader": p.preferred_leader, "views_disagree": p.views_disagree,
+        "min_isr": p.min_isr,
+        "broker_view": {"leader": p.broker_leader,
+                        "isr": list(p.broker_isr) if p.broker_isr is not None else None},
+    }
+
+
+def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
+    return {
+        "taken_at": s.taken_at,
+        "controller": {"id": s.controller.id, "epoch": s.controller.epoch,
+                       "broker_reported_id": s.controller.broker_reported_id},
+        "zookeeper": {"state": s.zookeeper_state} if s.sees_zookeeper else None,
+        "admin": {"state": s.admin_state, "error": s.admin_error},
+        "brokers": [{"id": b.id, "address": b.address, "registered": b.registered,
+                     "expected": b.expected} for b in s.brokers],
+        "topics": [{
+            "name": t.name, "replication_factor": t.replication_factor,
+            "config": {k: v.value for k, v in t.config},
+            "config_source": {k: v.source for k, v in t.config},
+            "partitions": [_partition(p) for p in t.partitions],
+        } for t in s.topics],
+        "warnings": [{"kind": w.kind, "topic": w.topic, "broker": w.broker,
+                      "severity": w.severity, "message": w.message} for w in s.warnings],
+        "limitations": list(s.limitations),
+    }
+
+
+def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
+    topics = []
+    for t in d["topics"]:
+        sources = t.get("config_source", {})
+        config = tuple(sorted((k, ConfigValue(v, sources.get(k, "unknown")))
+                              for k, v in t.get("config", {}).items()))
+        parts = tuple(PartitionInfo(
+            topic=t["name"], partition=p["partition"], leader=p["leader"],
+            leader_epoch=p["leader_epoch"], replicas=tuple(p["replicas"]), isr=tuple(p["isr"]),
+            high_watermark=p["high_watermark"], log_start=p["log_start"],
+            min_isr=p.get("min_isr", 1), broker_leader=p["broker_view"]["leader"],
+            broker_isr=tuple(p["broker_view"]["isr"]) if p["broker_view"]["isr"] is not None
+            else None, views_disagree=p["views_disagree"]) for p in t["partitions"])
+        topics.append(TopicInfo(t["name"], t["replication_factor"], config, parts))
+    c = d["controller"]
+    return ClusterSnapshot(
+        taken_at=d["taken_at"],
+        controller=ControllerInfo(c["id"], c["epoch"], c.get("broker_reported_id")),
+        zookeeper_state=(d.get("zookeeper") or {}).get("state"),
+        admin_state=(d.get("admin") or {}).get("state", "ok"),
+        admin_error=(d.get("admin") or {}).get("error"),
+        brokers=tuple(BrokerInfo(b["id"], b["address"], b["registered"], b.get("expected", False))
+                      for b in d["brokers"]),
+        topics=tuple(topics),
+        warnings=tuple(ClusterWarning(w["kind"], w["message"], w.get("topic"), w.get("broker"),
+                                      w.get("severity", "warn")) for w in d["warnings"]),
+        limitations=tuple(d.get("limitations", [])),
+    )

@@ -1,0 +1,125 @@
+"""The cluster snapshot: immutable, combined from both views, with derived flags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kinspect.model.views import ConfigValue
+
+SEVERITY_ORDER = {"offline": 0, "under_min_isr": 1, "warn": 2, "ok": 3}
+
+
+@dataclass(frozen=True)
+class ControllerInfo:
+    id: int | None
+    epoch: int | None
+    broker_reported_id: int | None
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    id: int
+    address: str | None
+    registered: bool | None  # None when ZooKeeper is not watched
+    expected: bool
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int | None
+    leader_epoch: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    high_watermark: int | None
+    log_start: int | None
+    min_isr: int
+    broker_leader: int | None
+    broker_isr: tuple[int, ...] | None
+    views_disagree: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def offline(self) -> bool:
+        return self.leader is None
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.min_isr
+
+    @property
+    def at_min_isr(self) -> bool:
+        """One more lost replica and acks=all writes stop (only when some replica is missing)."""
+        return len(self.isr) == self.min_isr and self.under_replicated
+
+    @property
+    def preferred_leader(self) -> bool:
+        return bool(self.replicas) and self.leader == self.replicas[0]
+
+    @property
+    def missing(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.isr)
+
+    @property
+    def severity(self) -> str:
+        if self.offline:
+            return "offline"
+        if self.under_min_isr:
+            return "under_min_isr"
+        if self.under_replicated or self.at_min_isr:
+            return "warn"
+        return "ok"
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    replication_factor: int
+    config: tuple[tuple[str, ConfigValue], ...]
+    partitions: tuple[PartitionInfo, ...]
+
+    def setting(self, key: str) -> str | None:
+        return next((v.value for k, v in self.config if k == key), None)
+
+
+@dataclass(frozen=True)
+class ClusterWarning:
+    kind: str
+    message: str
+    topic: str | None = None
+    broker: int | None = None
+    severity: str = "warn"  # warn | critical
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    taken_at: int
+    controller: ControllerInfo
+    zookeeper_state: str | None  # None when ZooKeeper is not watched
+    admin_state: str
+    admin_error: str | None
+    brokers: tuple[BrokerInfo, ...]
+    topics: tuple[TopicInfo, ...]
+    warnings: tuple[ClusterWarning, ...]
+    limitations: tuple[str, ...]
+
+    @property
+    def sees_zookeeper(self) -> bool:
+        return self.zookeeper_state is not None
+
+    def partitions(self) -> list[PartitionInfo]:
+        return [p for t in self.topics for p in t.partitions]
+
+    def partition(self, topic: str, partition: int) -> PartitionInfo | None:
+        for t in self.topics:
+            if t.name == topic:
+                return next((p for p in t.partitions if p.partition == partition), None)
+        return None

@@ -1,0 +1,41 @@
+"""Cluster-level warnings: the settings and states that lose data or stop consumers."""
+
+from __future__ import annotations
+
+from kinspect.model.snapshot import ClusterSnapshot, ClusterWarning
+
+
+def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
+    out: list[ClusterWarning] = []
+    if s.sees_zookeeper and s.zookeeper_state == "connected" and s.controller.id is None:
+        out.append(ClusterWarning("no_controller", "no controller: no leader can be elected",
+                                  severity="critical"))
+    for b in s.brokers:
+        if b.expected and b.registered is False:
+            out.append(ClusterWarning("broker_missing", f"broker {b.id} is expected but not "
+                                      "registered in ZooKeeper", broker=b.id))
+    for t in s.topics:
+        if t.replication_factor == 1:
+            why = ("every consumer group stops when its one broker dies"
+                   if t.name == "__consumer_offsets" else "one broker loss loses or blocks it")
+            out.append(ClusterWarning("replication_factor_1", f"{t.name} has replication "
+                                      f"factor 1: {why}", topic=t.name))
+        raw = t.setting("min.insync.replicas")
+        if raw is not None and raw.isdigit():
+            min_isr = int(raw)
+            if t.replication_factor > 1 and min_isr >= t.replication_factor:
+                out.append(ClusterWarning("min_isr_ge_rf", f"{t.name}: min.insync.replicas="
+                                          f"{min_isr} >= replication factor "
+                                          f"{t.replication_factor}: acks=all cannot survive one "
+                                          "broker", topic=t.name))
+            elif min_isr < 2 and t.replication_factor > 1:
+                out.append(ClusterWarning("min_isr_below_2", f"{t.name}: min.insync.replicas="
+                                          f"{min_isr}: an acks=all write can rest on one replica",
+                                          topic=t.name))
+        if t.setting("unclean.leader.election.enable") == "true":
+            out.append(ClusterWarning("unclean_election_enabled", f"{t.name}: unclean leader "
+                                      "election is on: committed data can vanish", topic=t.name))
+    order = {"critical": 0, "warn": 1}
+    first = {"no_controller": 0, "broker_missing": 1, "replication_factor_1": 2}
+    return tuple(sorted(out, key=lambda w: (order[w.severity], first.get(w.kind, 3),
+                                            w.topic != "__consumer_offsets", w.topic or "")))

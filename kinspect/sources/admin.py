@@ -1,0 +1,193 @@
+"""The brokers' side of the story: AdminClient metadata, configs and offsets, polled.
+
+One poll at a time on a thread of its own (the next poll starts when the last one finished, so
+a slow cluster never stacks requests), every call bounded by a timeout. A failed poll is a state
+("error: ..."), never an exception that escapes. Each broker is also asked directly what it
+believes (see wire.py), which is how a zombie leader shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    OffsetSpec,
+    ResourceType,
+)
+
+from kinspect.model import BrokerView, ConfigValue, Offsets, PartitionMeta
+from kinspect.sources.wire import BrokerClaim, ask_metadata
+
+DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
+CONFIG_EVERY_N_POLLS = 10
+
+_silent = logging.getLogger("kinspect.librdkafka")
+_silent.addHandler(logging.NullHandler())
+_silent.propagate = False
+
+
+def _result(future: Future[Any], timeout: float) -> Any:
+    return future.result(timeout=timeout)
+
+
+def _source_name(source: Any) -> str:
+    name = getattr(source, "name", str(source))
+    return str(name).lower().replace("_config", "")
+
+
+class AdminSource:
+    """Polls the cluster every `interval_s` on its own thread and keeps the last BrokerView."""
+
+    def __init__(self, bootstrap: str, on_change: Callable[[], None], interval_s: float = 1.0,
+                 timeout_s: float = 3.0, config: Mapping[str, str] | None = None,
+                 probe_brokers: bool = True) -> None:
+        self.bootstrap = bootstrap
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.probe_brokers = probe_brokers
+        self._on_change = on_change
+        settings: dict[str, Any] = {"bootstrap.servers": bootstrap,
+                                    "socket.timeout.ms": int(timeout_s * 1000),
+                                    "logger": _silent, **(config or {})}
+        self._admin = AdminClient(settings)
+        self._lock = threading.Lock()
+        self._view = BrokerView(state="unknown", error=None, brokers={}, controller_id=None,
+                                partitions={}, configs={}, offsets={})
+        self._claims: dict[int, dict[tuple[str, int], BrokerClaim]] = {}
+        self._configs: dict[str, dict[str, ConfigValue]] = {}
+        self._polls = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.last_poll_ms = 0.0
+        self.known_brokers: dict[int, str] = {}  # e.g. the lab's brokers, probed even if unlisted
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="kinspect-admin", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=self.timeout_s * 3)
+
+    def view(self) -> BrokerView:
+        with self._lock:
+            return self._view
+
+    def claims(self) -> dict[int, dict[tuple[str, int], BrokerClaim]]:
+        """Each reachable broker's own metadata: who it thinks leads what."""
+        with self._lock:
+            return dict(self._claims)
+
+    def poll_once(self) -> BrokerView:
+        """One full poll (also used by `kinspect snapshot`); never raises."""
+        started = time.perf_counter()
+        try:
+            view, claims = self._poll()
+        except (KafkaException, TimeoutError, OSError, RuntimeError) as exc:
+            reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+            with self._lock:
+                old = self._view
+                view = BrokerView(state="error", error=reason or type(exc).__name__,
+                                  brokers=old.brokers, controller_id=old.controller_id,
+                                  partitions=old.partitions, configs=old.configs,
+                                  offsets=old.offsets)
+                claims = {}
+        with self._lock:
+            self._view, self._claims = view, claims
+        self.last_poll_ms = (time.perf_counter() - started) * 1000
+        self._on_change()
+        return view
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            self.poll_once()
+            self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - began)))
+
+    def _poll(self) -> tuple[BrokerView, dict[int, dict[tuple[str, int], BrokerClaim]]]:
+        metadata = self._admin.list_topics(timeout=self.timeout_s)
+        brokers = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
+        cluster = _result(self._admin.describe_cluster(request_timeout=self.timeout_s),
+                          self.timeout_s)
+        controller = cluster.controller.id if cluster.controller is not None else None
+        partitions: dict[tuple[str, int], PartitionMeta] = {}
+        for name, topic in metadata.topics.items():
+            for pid, part in topic.partitions.items():
+                partitions[(name, pid)] = PartitionMeta(
+                    leader=part.leader, replicas=tuple(part.replicas), isr=tuple(part.isrs))
+        if self._polls % CONFIG_EVERY_N_POLLS == 0 or set(self._configs) != set(metadata.topics):
+            self._configs = self._describe_configs(list(metadata.topics))
+        self._polls += 1
+        offsets = self._offsets(list(partitions))
+        claims = self._probe(brokers) if self.probe_brokers else {}
+        view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
+                          partitions=partitions, configs=dict(self._configs), offsets=offsets)
+        return view, claims
+
+    def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, ConfigValue]]:
+        if not topics:
+            return {}
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        futures = self._admin.describe_configs(resources, request_timeout=self.timeout_s)
+        out: dict[str, dict[str, ConfigValue]] = {}
+        for resource, future in futures.items():
+            try:
+                entries = _result(future, self.timeout_s)
+            except KafkaException:
+                continue
+            out[resource.name] = {key: ConfigValue(value=str(entries[key].value),
+                                                   source=_source_name(entries[key].source))
+                                  for key in DURABILITY_KEYS if key in entries}
+        return out
+
+    def _offsets(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Offsets]:
+        if not keys:
+            return {}
+        latest: dict[tuple[str, int], tuple[int, int | None]] = {}
+        earliest: dict[tuple[str, int], int] = {}
+        specs = ((OffsetSpec.latest(), "latest"),  # type: ignore[no-untyped-call]
+                 (OffsetSpec.earliest(), "earliest"))  # type: ignore[no-untyped-call]
+        for spec, sink in specs:
+            request = {TopicPartition(t, p): spec for t, p in keys}
+            futures = self._admin.list_offsets(request, request_timeout=self.timeout_s)
+            for tp, future in futures.items():
+                try:
+                    info = _result(future, self.timeout_s)
+                except KafkaException:
+                    continue
+                key = (tp.topic, tp.partition)
+                if sink == "latest":
+                    epoch = info.leader_epoch if info.leader_epoch is not None else None
+                    latest[key] = (info.offset, epoch if epoch is None or epoch >= 0 else None)
+                else:
+                    earliest[key] = info.offset
+        return {key: Offsets(high_watermark=latest[key][0] if key in latest else None,
+                             log_start=earliest.get(key),
+                             leader_epoch=latest[key][1] if key in latest else None)
+                for key in keys}
+
+    def _probe(self, brokers: dict[int, str]) -> dict[int, dict[tuple[str, int], BrokerClaim]]:
+        """Ask every broker in parallel; a frozen or cut-off one just does not answer in time."""
+        targets = {**self.known_brokers, **brokers}
+
+        def ask(item: tuple[int, str]) -> tuple[int, dict[tuple[str, int], BrokerClaim] | None]:
+            broker, address = item
+            try:
+                answer = ask_metadata(address, timeout=min(1.0, self.timeout_s), broker_id=broker)
+            except (OSError, ConnectionError, ValueError, struct.error):
+                return broker, None
+            return broker, answer.partitions
+
+        with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+            answers = list(pool.map(ask, sorted(targets.items())))
+        return {broker: claim for broker, claim in answers if claim is not None}

@@ -1,0 +1,142 @@
+"""The observer: ZooKeeper watches + AdminClient polls → snapshots and events.
+
+Sources only signal "something changed"; one builder thread then takes their latest immutable
+views, builds a snapshot, diffs it against the previous one and hands both to subscribers (the
+TUI, `kinspect watch`) and to a timeline file. Bursts of ZooKeeper notifications coalesce into
+one snapshot, so a 2,000-partition election costs one rebuild, not 2,000.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from kinspect.model import ClusterSnapshot, Event, HwStallTracker, build_snapshot, diff
+from kinspect.sources.admin import AdminSource
+from kinspect.sources.claims import merge_claims
+from kinspect.sources.zookeeper import ZooKeeperSource
+
+Subscriber = Callable[[ClusterSnapshot, list[Event]], None]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Observer:
+    """A live model of one cluster. Start it, subscribe, read `latest`; stop it when done."""
+
+    def __init__(self, bootstrap: str | None, zookeeper: str | None,
+                 expected_brokers: Mapping[int, str] | None = None, interval_s: float = 1.0,
+                 admin_config: Mapping[str, str] | None = None, run_dir: Path | None = None,
+                 zk_auth: list[tuple[str, str]] | None = None, timeout_s: float = 3.0) -> None:
+        self.expected = dict(expected_brokers or {})
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+        self.latest: ClusterSnapshot | None = None
+        self._stalls = HwStallTracker()
+        self.zk = ZooKeeperSource(zookeeper, self._wake.set, auth=zk_auth) if zookeeper else None
+        self.admin = (AdminSource(bootstrap, self._wake.set, interval_s=interval_s,
+                                  timeout_s=timeout_s, config=admin_config)
+                      if bootstrap else None)
+        if self.admin:
+            self.admin.known_brokers = dict(self.expected)
+        self._timeline: IO[str] | None = None
+        if run_dir is not None:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            self._timeline = open(run_dir / "timeline.jsonl", "a")  # noqa: SIM115
+        self._thread: threading.Thread | None = None
+        self.build_ms = 0.0
+        self.last_error: str | None = None
+        self._build_lock = threading.Lock()
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        with self._lock:
+            self._subscribers.append(subscriber)
+
+    def start(self, zk_timeout_s: float = 10.0) -> None:
+        """Connect; an unreachable ZooKeeper at start raises KinspectError (exit 2)."""
+        if self.zk:
+            self.zk.start(timeout=zk_timeout_s)
+        if self.admin:
+            self.admin.start()
+        self._thread = threading.Thread(target=self._run, name="kinspect-observer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self.admin:
+            self.admin.stop()
+        if self.zk:
+            self.zk.stop()
+        if self._thread:
+            self._thread.join(timeout=5)
+        if self._timeline:
+            self._timeline.close()
+            self._timeline = None
+
+    def build(self) -> tuple[ClusterSnapshot, list[Event]]:
+        """One snapshot from the sources' current views, diffed against the last one."""
+        with self._build_lock:
+            return self._build()
+
+    def _build(self) -> tuple[ClusterSnapshot, list[Event]]:
+        zk_view = self.zk.view() if self.zk else None
+        broker_view = None
+        if self.admin:
+            broker_view = merge_claims(self.admin.view(), self.admin.claims(), zk_view)
+        started = time.perf_counter()
+        snapshot = build_snapshot(zk_view, broker_view, sorted(self.expected) or None,
+                                  taken_at=now_ms())
+        events = diff(self.latest, snapshot)
+        events += self._stalls.observe(snapshot)
+        self.build_ms = (time.perf_counter() - started) * 1000
+        self.latest = snapshot
+        return snapshot, events
+
+    def _run(self) -> None:
+        last_flush = 0.0
+        while not self._stop.is_set():
+            woke = self._wake.wait(timeout=1.0)
+            if self._stop.is_set():
+                break
+            self._wake.clear()
+            if not woke and self.latest is None:
+                continue
+            try:
+                snapshot, events = self.build()
+            except Exception as exc:  # a bad view must not end the observer
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                continue
+            self._record(events)
+            with self._lock:
+                subscribers = list(self._subscribers)
+            for subscriber in subscribers:
+                subscriber(snapshot, events)
+            if self._timeline and time.monotonic() - last_flush >= 1.0:
+                os.fsync(self._timeline.fileno())
+                last_flush = time.monotonic()
+
+    def _record(self, events: Sequence[Event]) -> None:
+        if self._timeline and events:
+            for event in events:
+                self._timeline.write(json.dumps(event.to_json()) + "\n")
+            self._timeline.flush()
+
+    def wait_ready(self, timeout_s: float = 10.0) -> ClusterSnapshot:
+        """Block until both sources have answered once (for one-shot commands)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            admin_done = self.admin is None or self.admin.view().state != "unknown"
+            if admin_done and self.latest is not None:
+                return self.build()[0]
+            time.sleep(0.05)
+        return self.build()[0]

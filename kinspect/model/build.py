@@ -20,6 +20,9 @@ from kinspect.model.views import BrokerView, ConfigValue, ZkView
 from kinspect.model.warnings import cluster_warnings
 
 DEFAULT_MIN_ISR = 1
+# Brokers learn the controller's decisions a little after ZooKeeper does; a broker view is
+# compared with a ZooKeeper state only when it was polled at least this long after the change.
+METADATA_GRACE_MS = 500
 
 
 def _min_isr(config: dict[str, ConfigValue]) -> int:
@@ -30,11 +33,18 @@ def _min_isr(config: dict[str, ConfigValue]) -> int:
         return DEFAULT_MIN_ISR
 
 
-def _disagree(leader: int | None, isr: tuple[int, ...], b_leader: int | None,
-              b_isr: tuple[int, ...] | None) -> bool:
-    if b_isr is None:
+def _disagree(leader: int | None, b_leader: int | None, broker: BrokerView | None,
+              mtime_ms: int | None) -> bool:
+    """A broker acts as leader where the controller decided otherwise (the zombie leader).
+
+    ISR differences are left out: broker metadata always trails ZooKeeper by a moment.
+    """
+    if broker is None or broker.state != "ok" or b_leader is None:
         return False
-    return leader != b_leader or set(isr) != set(b_isr)
+    if mtime_ms is not None and broker.polled_at_ms is not None \
+            and broker.polled_at_ms - mtime_ms < METADATA_GRACE_MS:
+        return False
+    return leader != b_leader
 
 
 def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
@@ -59,8 +69,7 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
             leader = state.leader if state.leader >= 0 else None
             epoch: int | None = state.leader_epoch
             isr = state.isr
-            disagree = _disagree(leader, isr, b_leader, b_isr) and broker is not None \
-                and broker.state == "ok"
+            disagree = _disagree(leader, b_leader, broker, state.mtime_ms)
         else:
             leader, isr, disagree = b_leader, b_isr or (), False
             epoch = offsets.leader_epoch if offsets else None

@@ -57,3 +57,4 @@ class BrokerView:
     partitions: dict[tuple[str, int], PartitionMeta]
     configs: dict[str, dict[str, ConfigValue]]
     offsets: dict[tuple[str, int], Offsets]
+    polled_at_ms: int | None = None  # when the poll that produced this view started

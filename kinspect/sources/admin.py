@@ -115,6 +115,7 @@ class AdminSource:
             self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - began)))
 
     def _poll(self) -> tuple[BrokerView, dict[int, dict[tuple[str, int], BrokerClaim]]]:
+        polled_at = time.time_ns() // 1_000_000
         metadata = self._admin.list_topics(timeout=self.timeout_s)
         brokers = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
         cluster = _result(self._admin.describe_cluster(request_timeout=self.timeout_s),
@@ -131,7 +132,8 @@ class AdminSource:
         offsets = self._offsets(list(partitions))
         claims = self._probe(brokers) if self.probe_brokers else {}
         view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
-                          partitions=partitions, configs=dict(self._configs), offsets=offsets)
+                          partitions=partitions, configs=dict(self._configs), offsets=offsets,
+                          polled_at_ms=polled_at)
         return view, claims
 
     def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, ConfigValue]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,24 @@ def lab_session(lab_home: Path) -> Iterator[Lab]:
     lab.down()
 
 
+def wait_for_all_brokers(status: dict[str, Any], timeout: float = 60.0) -> None:
+    """A broker restarted by the previous test may not be back in every broker's metadata yet;
+    topic creation with replication factor 3 would then fail."""
+    from kinspect.sources.admin import quiet_admin
+
+    brokers = [n for n in status["nodes"] if n["role"] == "broker"]
+    admin = quiet_admin(status["bootstrap"])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if len(admin.list_topics(timeout=5).brokers) == len(brokers):
+                return
+        except Exception:  # a broker still starting: ask again
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"not every broker is back after {timeout:.0f} s")
+
+
 @pytest.fixture
 def lab(lab_session: Lab) -> Iterator[dict[str, Any]]:
     """A running, healed lab with every node up; the status JSON."""
@@ -72,6 +91,7 @@ def lab(lab_session: Lab) -> Iterator[dict[str, Any]]:
             kinspect("lab", "start", node["name"])
     if status["groups"]:
         kinspect("lab", "heal")
+    wait_for_all_brokers(status)
     yield lab_session.status()
     after = kinspect("lab", "status", "--json", check=False)
     if after.returncode == 0 and json.loads(after.stdout)["groups"]:

@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kinspect.cli.common import add_cluster_arguments, librdkafka_properties, resolve_bootstrap
+from kinspect.cli.common import (
+    add_cluster_arguments,
+    lab_or_none,
+    librdkafka_properties,
+    resolve_bootstrap,
+    resolve_zookeeper,
+)
 from kinspect.errors import KinspectError
 
 
@@ -50,7 +56,9 @@ def register(commands: Any) -> None:
     run.add_argument("--linger-ms", type=int, help="linger.ms")
     run.add_argument("--run-dir", type=Path, required=True, help="where the ledger goes")
     run.add_argument("--json", action="store_true", help="one JSON summary object on stdout")
-    add_cluster_arguments(run, zookeeper=False)
+    run.add_argument("--no-timeline", action="store_true",
+                     help="do not observe the cluster into RUN_DIR/timeline.jsonl")
+    add_cluster_arguments(run)
     run.set_defaults(handler=cmd_run)
 
     stop = sub.add_parser("stop", help="stop a load running in another process")
@@ -87,7 +95,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_in_flight=args.max_in_flight, linger_ms=args.linger_ms,
         extra=librdkafka_properties(args), bootstrap=resolve_bootstrap(args),
     )
-    summary = run_load(settings, args.run_dir, progress=None if args.json else _progress)
+    lab = lab_or_none() if not args.bootstrap else None
+    zookeeper = None if args.no_timeline else resolve_zookeeper(args)
+    expected = {b.broker_id: b.address for b in lab.brokers if b.broker_id} if lab else None
+    summary = run_load(settings, args.run_dir, progress=None if args.json else _progress,
+                       zookeeper=zookeeper, expected_brokers=expected)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -127,11 +139,14 @@ def cmd_slow(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from kinspect.load.evidence import collect_lab_evidence
     from kinspect.load.verify import verify
 
     reads = verify(resolve_bootstrap(args), args.topic, args.run_dir, timeout_s=args.timeout,
                    progress=None if args.json else _progress)
     total = sum(r.records for r in reads)
+    lab = lab_or_none() if not args.bootstrap else None
+    kept = collect_lab_evidence(args.run_dir, lab, _run_started_ms(args.run_dir)) if lab else []
     if args.json:
         print(json.dumps({"topic": args.topic, "in_log": total, "partitions": [
             {"partition": r.partition, "log_start": r.log_start,
@@ -141,4 +156,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{args.topic}-{read.partition}: {read.records:,} records "
               f"(offsets {read.log_start:,}..{read.high_watermark:,})")
     print(f"final log: {total:,} records in {args.run_dir / 'final_log'}")
+    if kept:
+        print("kept for the post-mortem: " + ", ".join(kept))
     return 0
+
+
+def _run_started_ms(run_dir: Path) -> int:
+    """When the load began: from its summary, else the settings file it wrote first."""
+    summary = run_dir / "summary.json"
+    if summary.exists():
+        try:
+            return int(json.loads(summary.read_text()).get("started_at_ms", 0))
+        except (ValueError, AttributeError):
+            pass
+    settings = run_dir / "settings.json"
+    return int(settings.stat().st_mtime * 1000) if settings.exists() else 0

@@ -12,7 +12,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kinspect.errors import KinspectError
+from kinspect.load.evidence import recording_timeline
 from kinspect.load.ledger import ledger_summary, read_ledger
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
@@ -59,12 +61,29 @@ def format_progress(totals: dict[str, Any], elapsed: float) -> str:
 
 
 def run_load(settings: LoadSettings, run_dir: Path,
-             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the workers to completion (or until stopped) and return the ledger summary."""
+             progress: Callable[[str], None] | None = None, zookeeper: str | None = None,
+             expected_brokers: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """Run the workers to completion (or until stopped) and return the ledger summary.
+
+    With a ZooKeeper address the cluster is observed meanwhile and its events land in
+    RUN_DIR/timeline.jsonl, so the post-mortem can explain what the ledger shows.
+    """
     settings.validate()
     check_topic(settings.bootstrap, settings.topic)
     prepare_run_dir(run_dir)
     settings.save(run_dir)
+    started_at_ms = time.time_ns() // 1_000_000
+    observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers)
+                 if zookeeper else nullcontext())
+    with observing:
+        summary = _run_workers(settings, run_dir, progress)
+    summary["started_at_ms"] = started_at_ms
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _run_workers(settings: LoadSettings, run_dir: Path,
+                 progress: Callable[[str], None] | None) -> dict[str, Any]:
     (run_dir / PID_FILE).write_text(str(os.getpid()))
     workers = [subprocess.Popen([sys.executable, "-m", "kinspect.load.worker", "--run-dir",
                                  str(run_dir), "--producer", str(p)], stdin=subprocess.DEVNULL)
@@ -97,7 +116,6 @@ def run_load(settings: LoadSettings, run_dir: Path,
     if settings.acks == "0":
         summary["note"] = ("acks=0: 'acked' means the client sent it; no broker acknowledged "
                            "anything")
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 

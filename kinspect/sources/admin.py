@@ -35,6 +35,17 @@ _silent.addHandler(logging.NullHandler())
 _silent.propagate = False
 
 
+def quiet_logger() -> logging.Logger:
+    """librdkafka logs connection churn to stderr; during faults that is noise, not news."""
+    return _silent
+
+
+def quiet_admin(bootstrap: str, **settings: Any) -> AdminClient:
+    """An AdminClient whose connection churn stays out of the terminal."""
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _silent, **settings}
+    return AdminClient(config)
+
+
 def _result(future: Future[Any], timeout: float) -> Any:
     return future.result(timeout=timeout)
 

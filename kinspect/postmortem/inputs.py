@@ -1,0 +1,175 @@
+"""Find and check a run dir's files before Spark starts, so a bad run dir costs one line, not a JVM.
+
+Only Parquet footers are read here (cheap): the schema of every file, the ledger's
+`kinspect.sent_upto` metadata and row counts. Spark reads the data itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kinspect.errors import KinspectError
+from kinspect.load.ledger import LEDGER_SCHEMA
+from kinspect.load.verify import FINAL_LOG_SCHEMA
+
+DISRUPTIVE = {"kill", "stop", "pause", "partition", "isolate", "restart", "slow", "delay", "loss"}
+
+
+@dataclass
+class ProducerMeta:
+    """What the footers say about one producer's chunks."""
+
+    sent_upto: int = -1
+    rows: int = 0
+    max_seq: int = -1
+    first_send_ts: int | None = None
+    last_ack_ts: int | None = None
+
+
+@dataclass
+class RunInputs:
+    run_dir: Path
+    ledger_files: list[Path]
+    final_log_files: list[Path]
+    producers: dict[int, ProducerMeta]
+    topic: str
+    acks: str
+    settings: dict[str, Any]
+    summary: dict[str, Any]
+    timeline: list[dict[str, Any]] | None
+    faults: list[dict[str, Any]] | None
+    broker_logs: dict[str, list[Path]] = field(default_factory=dict)
+    final_log_partitions: list[int] = field(default_factory=list)
+    final_log_rows: int = 0
+
+    @property
+    def ledger_rows(self) -> int:
+        return sum(m.rows for m in self.producers.values())
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]] | None:
+    """None when absent; a torn or garbled line (crash mid-write) is skipped, never fatal."""
+    if not path.is_file():
+        return None
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("ts"), int | float):
+            out.append(entry)
+    return out
+
+
+def _footer(path: Path, expected: pa.Schema, run_dir: Path) -> pq.FileMetaData:
+    name = path.relative_to(run_dir)
+    try:
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+    except Exception as exc:  # pyarrow raises several types for a bad footer
+        raise KinspectError(f"{name} is not a readable Parquet file ({exc})") from None
+    missing = [f.name for f in expected if f.name not in schema.names]
+    if missing:
+        raise KinspectError(f"{name} lacks column(s) {', '.join(missing)}: not a kinspect file")
+    return meta
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise KinspectError(f"{path.name} in the run dir is not valid JSON") from None
+    return value if isinstance(value, dict) else {}
+
+
+def load_inputs(run_dir: Path) -> RunInputs:
+    """Everything the job needs to know up front; KinspectError names what is missing."""
+    if not run_dir.is_dir():
+        raise KinspectError(f"run dir {run_dir} does not exist")
+    ledger_dir = run_dir / "ledger"
+    ledger_files = sorted(ledger_dir.glob("p*.parquet")) if ledger_dir.is_dir() else []
+    if not ledger_files:
+        raise KinspectError(f"{run_dir}: ledger/ has no p*.parquet files: not a kinspect run dir "
+                            "(run `kinspect load run --run-dir DIR` first)")
+    settings = _json_file(run_dir / "settings.json")
+    producers: dict[int, ProducerMeta] = {}
+    topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
+    for path in ledger_files:
+        meta = _footer(path, LEDGER_SCHEMA, run_dir)
+        kv = meta.metadata or {}
+        try:
+            producer = int(path.name[1:4])
+            upto = int(kv.get(b"kinspect.sent_upto", b"-1"))
+        except ValueError:
+            raise KinspectError(f"{path.relative_to(run_dir)}: bad name or sent_upto metadata") from None
+        topic = kv.get(b"kinspect.topic", b"").decode() or topic
+        acks = kv.get(b"kinspect.acks", b"").decode() or acks
+        pm = producers.setdefault(producer, ProducerMeta())
+        pm.sent_upto = max(pm.sent_upto, upto)
+        pm.rows += meta.num_rows
+        pm.max_seq = max(pm.max_seq, _stat(meta, "seq", max, -1))
+        first, last = _stat(meta, "send_ts", min, None), _stat(meta, "ack_ts", max, None)
+        pm.first_send_ts = min(x for x in (first, pm.first_send_ts) if x is not None) \
+            if first is not None or pm.first_send_ts is not None else None
+        pm.last_ack_ts = max(x for x in (last, pm.last_ack_ts) if x is not None) \
+            if last is not None or pm.last_ack_ts is not None else None
+    final_dir = run_dir / "final_log"
+    final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
+    if not final_files:
+        raise KinspectError(f"{run_dir}: final_log/ missing: run `kinspect verify --topic "
+                            f"{topic or 'TOPIC'} --run-dir {run_dir}` first")
+    partitions, final_rows = [], 0
+    for path in final_files:
+        final_rows += _footer(path, FINAL_LOG_SCHEMA, run_dir).num_rows
+        try:
+            partitions.append(int(path.stem.split("-", 1)[1]))
+        except ValueError:
+            raise KinspectError(f"{path.relative_to(run_dir)}: expected part-NNNN.parquet") from None
+    return RunInputs(
+        run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
+        producers=producers, topic=topic, acks=acks, settings=settings,
+        summary=_json_file(run_dir / "summary.json"),
+        timeline=read_jsonl(run_dir / "timeline.jsonl"), faults=read_jsonl(run_dir / "faults.jsonl"),
+        broker_logs=_broker_logs(run_dir / "broker-logs"), final_log_partitions=sorted(partitions),
+        final_log_rows=final_rows)
+
+
+def _stat(meta: pq.FileMetaData, name: str, pick: Any, default: Any) -> Any:
+    """A column's min or max from the footer statistics (free); `default` when there are none."""
+    column = meta.schema.to_arrow_schema().names.index(name)
+    values = []
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            continue
+        values.append(int(stats.min if pick is min else stats.max))
+    return pick(values) if values else default
+
+
+def run_window(inputs: RunInputs) -> tuple[int | None, int | None]:
+    """First send and last ack over all producers, from footers only (None when unknown)."""
+    firsts = [m.first_send_ts for m in inputs.producers.values() if m.first_send_ts is not None]
+    lasts = [m.last_ack_ts for m in inputs.producers.values() if m.last_ack_ts is not None]
+    return (min(firsts) if firsts else None, max(lasts) if lasts else None)
+
+
+def _broker_logs(root: Path) -> dict[str, list[Path]]:
+    """node -> its server/controller/state-change logs (rotated ones too, oldest first)."""
+    if not root.is_dir():
+        return {}
+    out: dict[str, list[Path]] = {}
+    for node in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = [f for f in node.iterdir() if f.is_file() and ".log" in f.name
+                 and f.name.split(".log")[0] in {"server", "controller", "state-change"}]
+        if files:
+            out[node.name] = sorted(files)
+    return out

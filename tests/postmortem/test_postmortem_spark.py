@@ -1,0 +1,145 @@
+"""The post-mortem on real Spark (local mode), against run dirs whose answers are known exactly.
+
+One SparkSession for the module: Spark takes seconds to start on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinspect.postmortem import run_postmortem
+from tests.postmortem.rundirs import EXPECTED_A, T0, clean_run, scenario_a, write_final_log
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from kinspect.postmortem.job import start_spark
+
+    session = start_spark("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def report_a(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    run = scenario_a(tmp_path_factory.mktemp("pm") / "run")
+    lines: list[str] = []
+    report = run_postmortem(run, spark=spark, progress=lines.append)
+    report["_progress"] = lines
+    return report
+
+
+def test_exact_counts(report_a: dict[str, Any]) -> None:
+    assert {k: report_a[k] for k in EXPECTED_A} == EXPECTED_A
+    assert report_a["engine"].startswith("pyspark 4.")
+
+
+def test_per_partition(report_a: dict[str, Any]) -> None:
+    rows = {p["partition"]: p for p in report_a["partitions"]}
+    assert sorted(rows) == [0, 1, 2]
+    assert {k: rows[0][k] for k in ("acked", "failed", "unknown", "in_log", "acked_lost",
+                                    "unacked_present", "duplicates", "reordered", "lost_by_epoch")} == {
+        "acked": 15, "failed": 2, "unknown": 1, "in_log": 14, "acked_lost": 4, "unacked_present": 2,
+        "duplicates": 1, "reordered": 1, "lost_by_epoch": {"1": 2, "2": 2}}
+    assert {k: rows[1][k] for k in ("acked", "in_log", "foreign", "acked_lost", "unacked_present",
+                                    "not_in_ledger")} == {
+        "acked": 11, "in_log": 14, "foreign": 1, "acked_lost": 0, "unacked_present": 2,
+        "not_in_ledger": 1}
+    # No final log for partition 2: everything acked there is lost, and said so.
+    assert rows[2]["final_log"] is False and rows[2]["in_log"] == 0
+    assert rows[2]["acked_lost"] == 5 and rows[2]["lost_by_epoch"] == {"7": 5}
+
+
+def test_attribution(report_a: dict[str, Any]) -> None:
+    assert [(a["partition"], a["leader_epoch"], a["broker"], a["count"]) for a in report_a["attribution"]] \
+        == [(2, 7, 3, 5), (0, 1, 1, 2), (0, 2, 2, 2)]
+    top = report_a["attribution"][0]
+    assert (top["first_ack_ts"], top["last_ack_ts"]) == (T0 + 7, T0 + 47)
+    assert report_a["explanation"].startswith("9 acknowledged messages were lost: broker 3")
+
+
+def test_timeline_and_unavailability(report_a: dict[str, Any]) -> None:
+    assert report_a["fault"]["ts"] == T0 + 98 and report_a["fault"]["node"] == "kafka1"
+    kinds = [e["kind"] for e in report_a["timeline"]]
+    assert "fault" in kinds and "leader_changed" in kinds and "log_leader_start" in kinds
+    fault = next(e for e in report_a["timeline"] if e["kind"] == "fault")
+    assert fault["delta_ms"] == 0
+    assert [(w["partition"], w["start"], w["end"]) for w in report_a["unavailable"]] == [
+        ("t-1", T0 + 96, T0 + 5000), ("t-1", T0 + 200, T0 + 1200)]
+
+
+def test_outputs_written(report_a: dict[str, Any]) -> None:
+    out = Path(report_a["out"])
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["acked_lost"] == 9 and saved["lost_ranges"] == EXPECTED_A["lost_ranges"]
+    md = (out / "report.md").read_text()
+    assert "9 acknowledged messages were lost" in md and "| acked lost | 9 |" in md
+    assert "no final log" in md  # partition 2
+    assert (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+    assert any(line.startswith("reading ledger: 36 rows") for line in report_a["_progress"])
+
+
+def test_clean_run_zero_loss_and_no_timeline(spark: Any, tmp_path: Path) -> None:
+    run = clean_run(tmp_path / "run")
+    report = run_postmortem(run, out=tmp_path / "out", spark=spark, chart=False)
+    assert (report["sent"], report["acked"], report["in_log"], report["acked_lost"]) == (100, 100, 100, 0)
+    assert report["duplicates"] == report["reordered"] == report["unacked_present"] == 0
+    assert report["explanation"].startswith("No acknowledged message was lost: all 100 acknowledged")
+    assert report["timeline"] == [] and report["fault"] is None
+    assert any("no timeline was recorded" in n for n in report["notes"])
+    assert "No timeline was recorded" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_unknown_tail_only_and_many_ranges(spark: Any, tmp_path: Path) -> None:
+    """Every other seq lost: 60 ranges, capped at 50 with the rest counted; the unknown tail
+    comes only from sent_upto."""
+    from kinspect.load.ledger import LedgerWriter
+
+    run = tmp_path / "run"
+    writer = LedgerWriter(run, 0, "t", "1")
+    for seq in range(120):
+        writer.record(seq, 0, seq, 3, "acked", None, T0 + seq, T0 + seq + 1)
+    writer.note_sent(129, T0)
+    writer.flush()
+    write_final_log(run, 0, [(0, s, 3) for s in range(0, 120, 2)])
+    report = run_postmortem(run, spark=spark, chart=False)
+    assert (report["sent"], report["unknown"], report["acked_lost"]) == (130, 10, 60)
+    assert len(report["lost_ranges"]["0"]) == 50 and report["lost_ranges_more"] == {"0": 10}
+    assert report["lost_ranges"]["0"][:2] == [[1, 1], [3, 3]]
+    assert report["attribution"][0]["broker"] is None  # nothing says who led epoch 3
+
+
+def test_cli_json_and_quiet_stderr(tmp_path: Path) -> None:
+    """The real command: --json prints exactly the report; Spark's noise stays out of stderr."""
+    run = clean_run(tmp_path / "run")
+    proc = subprocess.run([sys.executable, "-m", "kinspect", "postmortem", str(run), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["acked"] == 100 and report["acked_lost"] == 0
+    assert "starting Spark (local[2])" in proc.stderr
+    for bad in ("WARN", "INFO", "log4j", "Exception", "Traceback", "Setting default log level"):
+        assert bad not in proc.stderr, proc.stderr
+    human = subprocess.run([sys.executable, "-m", "kinspect", "postmortem", str(run), "--no-chart",
+                            "--out", str(tmp_path / "o2")], capture_output=True, text=True, timeout=300)
+    assert human.returncode == 0 and "acked but lost 0" in human.stdout
+    assert (tmp_path / "o2" / "report.md").exists() and not (tmp_path / "o2" / "timeline.png").exists()
+
+
+def test_bad_master_is_one_line(tmp_path: Path) -> None:
+    run = clean_run(tmp_path / "run")
+    proc = subprocess.run([sys.executable, "-m", "kinspect", "postmortem", str(run), "--master",
+                           "bogus://nowhere"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("kinspect: error:")]
+    assert len(errors) == 1 and "cannot start Spark (bogus://nowhere)" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr

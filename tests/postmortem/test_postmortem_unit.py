@@ -1,0 +1,213 @@
+"""Post-mortem pieces that need no Spark: inputs, broker log lines, timeline, report text, CLI errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kinspect.errors import KinspectError
+from kinspect.postmortem import brokerlogs, timeline
+from kinspect.postmortem import report as rep
+from kinspect.postmortem.inputs import load_inputs, read_jsonl, run_window
+from tests.postmortem.rundirs import T0, clean_run, log_stamp, scenario_a
+
+STAMP = "[2026-11-23 10:01:26,123]"
+
+
+def test_log_timestamps_are_local_time() -> None:
+    event = brokerlogs.parse_line(f"{log_stamp(T0 + 42)} INFO [Controller id=3] 3 successfully "
+                                  "elected as the controller. Epoch incremented to 2 and epoch zk "
+                                  "version is now 2 (kafka.controller.KafkaController)", "kafka3")
+    assert event is not None and event["ts"] == T0 + 42
+    assert event["kind"] == "log_controller_elected" and event["broker"] == 3 and event["epoch"] == 2
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("INFO [Partition test1-0 broker=2] Shrinking ISR from 1,2,3 to 2. Leader: (highWatermark: 34669, "
+     "endOffset: 66453). Out of sync replicas: (brokerId: 1, endOffset: 34669) (kafka.cluster.Partition)",
+     {"kind": "log_isr_shrink", "partition": "test1-0", "broker": 2, "old_isr": [1, 2, 3], "new_isr": [2]}),
+    ("INFO [Partition test1-0 broker=3] Expanding ISR from 3 to 3,2 (kafka.cluster.Partition)",
+     {"kind": "log_isr_expand", "broker": 3, "new_isr": [3, 2]}),
+    ("INFO [Broker id=3] Leader test1-0 with topic id Some(Rn5-q_1) starts at leader epoch 5 from "
+     "offset 34669 with partition epoch 9, high watermark 34669, ISR [3,1], adding replicas [] and "
+     "removing replicas [] . Previous leader epoch was 4. (state.change.logger)",
+     {"kind": "log_leader_start", "partition": "test1-0", "broker": 3, "epoch": 5, "offset": 34669}),
+    ("INFO [Partition test1-0 broker=0] test1-0 starts at Leader Epoch 0 from offset 0. Previous "
+     "Leader Epoch was: -1 (kafka.cluster.Partition)",
+     {"kind": "log_leader_start", "partition": "test1-0", "broker": 0, "epoch": 0}),
+    ("INFO [Broker id=2] Follower test1-0 starts at leader epoch 5 from offset 66453 with partition "
+     "epoch 9 and high watermark 34669. Current leader is 3. Previous leader epoch was 4. "
+     "(state.change.logger)",
+     {"kind": "log_follower_start", "broker": 2, "epoch": 5, "leader": 3}),
+    ("INFO [ReplicaFetcher replicaId=2, leaderId=3, fetcherId=0] Truncating partition test1-0 with "
+     "TruncationState(offset=34669, completed=true) due to leader epoch and offset "
+     "EpochEndOffset(errorCode=0, partition=0, leaderEpoch=5, endOffset=34669) "
+     "(kafka.server.ReplicaFetcherThread)",
+     {"kind": "log_truncate", "partition": "test1-0", "broker": 2, "offset": 34669}),
+    ("INFO [UnifiedLog partition=test1-0, dir=/data/kafka2] Truncating to offset 34669 "
+     "(kafka.log.UnifiedLog$)", {"kind": "log_truncate", "partition": "test1-0", "offset": 34669}),
+    ("INFO [Controller id=1 epoch=2] Changed partition test1-0 from OnlinePartition to "
+     "OnlinePartition with state LeaderAndIsr(leader=3, leaderEpoch=5, isrWithBrokerEpoch=List(), "
+     "leaderRecoveryState=RECOVERED, partitionEpoch=9) (state.change.logger)",
+     {"kind": "log_leader_and_isr", "partition": "test1-0", "broker": 3, "epoch": 5}),
+    ("WARN Unable to reconnect to ZooKeeper service, session 0x100004a1b2c0002 has expired "
+     "(org.apache.zookeeper.ClientCnxn)", {"kind": "log_zk_expired", "broker": 2}),
+    ("INFO Registered broker 2 at path /brokers/ids/2 with addresses: PLAINTEXT://x:9092 "
+     "(kafka.zk.KafkaZkClient)", {"kind": "log_broker_registered", "broker": 2}),
+])
+def test_kafka_log_lines(line: str, expected: dict[str, object]) -> None:
+    event = brokerlogs.parse_line(f"{STAMP} {line}", "kafka2")
+    assert event is not None
+    assert {k: event[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("line", [
+    f"{STAMP} INFO [UnifiedLog partition=test1-0, dir=/d] Truncating to 5 has no effect as the "
+    "largest offset in the log is 4 (kafka.log.UnifiedLog)",
+    f"{STAMP} INFO [KafkaServer id=1] started (kafka.server.KafkaServer)",
+    "\tat kafka.cluster.Partition.makeLeader(Partition.scala:1)",
+    "",
+])
+def test_irrelevant_lines_are_skipped(line: str) -> None:
+    assert brokerlogs.parse_line(line, "kafka1") is None
+
+
+def test_other_topics_and_repeated_zk_lines_are_dropped() -> None:
+    zk = "WARN Unable to reconnect to ZooKeeper service, session 0x1 has expired"
+    lines = [f"{log_stamp(T0 + i * 1000)} {zk}" for i in range(8)] + [
+        f"{log_stamp(T0)} INFO [Partition test10-0 broker=1] Shrinking ISR from 1,2 to 1.",
+        f"{log_stamp(T0)} INFO [Partition test1-0 broker=1] Shrinking ISR from 1,2 to 1."]
+    events = brokerlogs.parse_lines(lines, "kafka1", "test1")
+    assert [e["kind"] for e in events] == ["log_zk_expired", "log_zk_expired", "log_isr_shrink"]
+    assert events[2]["partition"] == "test1-0"
+
+
+def test_torn_jsonl_line_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "timeline.jsonl"
+    path.write_text('{"ts": 1, "kind": "a"}\nnot json\n{"ts": 2, "kind": "b"}\n{"ts": 3, "ki')
+    assert [e["kind"] for e in read_jsonl(path) or []] == ["a", "b"]
+    assert read_jsonl(tmp_path / "absent.jsonl") is None
+
+
+def test_inputs_from_footers_only(tmp_path: Path) -> None:
+    inputs = load_inputs(scenario_a(tmp_path / "run"))
+    assert inputs.topic == "t" and inputs.acks == "1"
+    assert {p: (m.sent_upto, m.rows, m.max_seq) for p, m in inputs.producers.items()} == {
+        0: (19, 20, 19), 1: (14, 11, 12), 2: (7, 5, 4)}
+    assert inputs.final_log_partitions == [0, 1] and inputs.final_log_rows == 28
+    assert run_window(inputs) == (T0, T0 + 5000)
+    assert inputs.timeline is not None and len(inputs.timeline) == 5  # the torn line is gone
+    assert list(inputs.broker_logs) == ["kafka3"]
+
+
+def test_timeline_epochs_and_windows(tmp_path: Path) -> None:
+    inputs = load_inputs(scenario_a(tmp_path / "run"))
+    logs = brokerlogs.read_broker_logs(inputs.broker_logs, "t")
+    fault = timeline.main_fault(inputs.faults, T0, T0 + 5000)
+    assert fault is not None and fault["ts"] == T0 + 98  # not the one an hour earlier
+    events = timeline.merge(inputs.timeline, inputs.faults, logs, "t", T0 - 60_000, T0 + 600_000)
+    assert all(e.get("partition") in {None, "t-0", "t-1", "t-2"} for e in events)
+    assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
+    leaders = timeline.epoch_leaders(events)
+    assert {k: v[0] for k, v in leaders.items()} == {("t-0", 1): 1, ("t-0", 2): 2, ("t-1", 4): 2,
+                                                      ("t-2", 7): 3}
+    assert timeline.no_leader_windows(events, None) == [
+        {"partition": "t-1", "start": T0 + 200, "end": T0 + 1200, "ms": 1000, "reason": "no leader"}]
+    entries, more = timeline.report_entries(events, fault["ts"], cap=3)
+    assert len(entries) == 3 and more == len(events) - 3
+    assert entries[0]["delta_ms"] == entries[0]["ts"] - fault["ts"]
+
+
+def test_broker_log_beats_observer_for_epoch_owner() -> None:
+    events = [
+        {"ts": 5, "kind": "leader_changed", "partition": "t-0", "new": 1, "epoch": 4, "source": "observer"},
+        {"ts": 9, "kind": "log_leader_start", "partition": "t-0", "broker": 2, "epoch": 4},
+    ]
+    assert timeline.epoch_leaders(events) == {("t-0", 4): (2, 5)}
+
+
+def _report(**over: object) -> dict[str, object]:
+    base: dict[str, object] = {"acks": "1", "acked": 0, "acked_lost": 0, "unacked_present": 0,
+                               "duplicates": 0, "duplicate_ids": 0, "reordered": 0,
+                               "first_ack_after_fault_ms": None, "topic": "test1", "attribution": []}
+    return {**base, **over}
+
+
+def test_explanation_zero_loss_says_so() -> None:
+    text = rep.explain(_report(acked=20000), [], {})
+    assert text.startswith("No acknowledged message was lost: all 20,000 acknowledged messages")
+
+
+def test_explanation_names_broker_epoch_and_truncation() -> None:
+    attribution = [{"partition": 0, "leader_epoch": 4, "broker": 2, "count": 31784,
+                    "first_ack_ts": T0, "last_ack_ts": T0 + 14_000}]
+    events = [{"ts": T0 + 500, "kind": "log_zk_expired", "broker": 2},
+              {"ts": T0 + 30_000, "kind": "log_truncate", "broker": 2, "partition": "test1-0",
+               "offset": 34669}]
+    leaders = {("test1-0", 4): (2, T0 - 9000), ("test1-0", 5): (3, T0 + 100)}
+    report = _report(acked=66453, acked_lost=31784, attribution=attribution,
+                     fault={"ts": T0 - 100, "action": "partition", "node": "kafka2"})
+    text = rep.explain(report, events, leaders)
+    assert text.startswith(f"31,784 acknowledged messages were lost: broker 2 acknowledged them at "
+                           f"leader epoch 4 between {rep.clock(T0)} and {rep.clock(T0 + 14_000)}")
+    assert "it lost ZooKeeper at" in text
+    assert f"had already made broker 3 leader at {rep.clock(T0 + 100)} (epoch 5)" in text
+    assert "truncated its log to offset 34,669" in text
+
+
+def test_explanation_unknown_broker() -> None:
+    attribution = [{"partition": 0, "leader_epoch": 7, "broker": None, "count": 3,
+                    "first_ack_ts": T0, "last_ack_ts": T0}]
+    text = rep.explain(_report(acked=5, acked_lost=3, attribution=attribution), [], {})
+    assert "an unknown broker" in text and "Nothing recorded says which broker led epoch 7" in text
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kinspect", "postmortem", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str], words: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kinspect: error:") and words in lines[0], lines
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_missing_run_dir(tmp_path: Path) -> None:
+    _one_line_error(_cli(str(tmp_path / "nope")), "does not exist")
+
+
+def test_cli_missing_ledger(tmp_path: Path) -> None:
+    (tmp_path / "final_log").mkdir()
+    _one_line_error(_cli(str(tmp_path)), "ledger/")
+
+
+def test_cli_missing_final_log(tmp_path: Path) -> None:
+    run = clean_run(tmp_path / "run")
+    for part in (run / "final_log").iterdir():
+        part.unlink()
+    _one_line_error(_cli(str(run)), "final_log/ missing: run `kinspect verify --topic t")
+
+
+def test_cli_malformed_parquet(tmp_path: Path) -> None:
+    run = clean_run(tmp_path / "run")
+    (run / "ledger" / "p001-000000.parquet").write_bytes(b"PAR1 this is not parquet")
+    _one_line_error(_cli(str(run)), "ledger/p001-000000.parquet is not a readable Parquet file")
+    run2 = clean_run(tmp_path / "run2")
+    (run2 / "final_log" / "part-0000.parquet").write_text("garbage")
+    _one_line_error(_cli(str(run2)), "final_log/part-0000.parquet is not a readable Parquet file")
+
+
+def test_wrong_schema_is_named(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = clean_run(tmp_path / "run")
+    pq.write_table(pa.table({"x": [1]}), run / "final_log" / "part-0001.parquet")
+    with pytest.raises(KinspectError, match=r"part-0001\.parquet lacks column"):
+        load_inputs(run)

@@ -18,7 +18,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import demo, lab, load, observe
+    from kinspect.cli import demo, lab, load, observe, postmortem
 
     parser = _Parser(prog="kinspect", description="Terminal inspector and fault console for "
                      "Apache Kafka (ZooKeeper mode).")
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab.register(commands)
     observe.register(commands)
     load.register(commands)
+    postmortem.register(commands)
     return parser
 
 
@@ -35,9 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 0
+    if handler is None:  # plain `kinspect` opens the TUI
+        args = parser.parse_args(["ui"])
+        handler = args.handler
     try:
         return int(handler(args) or 0)
     except KinspectError as exc:

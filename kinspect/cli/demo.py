@@ -8,7 +8,7 @@ from typing import Any
 
 from kinspect.lab import open_backend
 from kinspect.lab.backend import UpOptions
-from kinspect.lab.topics import DEMO_TOPICS, create_topics
+from kinspect.lab.topics import DEMO_TOPICS, balance_leaders, create_topics
 
 
 def _progress(line: str) -> None:
@@ -23,6 +23,14 @@ def register(commands: Any) -> None:
                       help="fault keys act without asking (for stage demos)")
     demo.set_defaults(handler=cmd_demo)
 
+    ui = commands.add_parser("ui", help="open the TUI on the running lab (the default command), "
+                             "or read-only on --bootstrap/--zookeeper")
+    ui.add_argument("--bootstrap", metavar="H:P[,H:P]", help="any cluster (read-only)")
+    ui.add_argument("--zookeeper", metavar="H:P[/chroot]", help="its ZooKeeper (read-only)")
+    ui.add_argument("--no-confirm", action="store_true",
+                    help="fault keys act without asking (for stage demos)")
+    ui.set_defaults(handler=cmd_ui)
+
 
 def prepare_demo() -> str:
     """Lab up (fetching Kafka if needed) and the demo topics; returns the bootstrap."""
@@ -31,6 +39,7 @@ def prepare_demo() -> str:
     created = create_topics(state.bootstrap, DEMO_TOPICS)
     for name in created:
         _progress(f"created topic {name} ({DEMO_TOPICS[name]} partitions, replication factor 3)")
+    balance_leaders(state.bootstrap)
     return state.bootstrap
 
 
@@ -40,11 +49,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from kinspect.cli.lab import _print_status
 
         return _print_status(open_backend(), as_json=False)
-    try:
-        from kinspect.tui.app import run_app  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        _progress("the TUI is not built yet; the lab is up:")
-        from kinspect.cli.lab import _print_status
+    from kinspect.tui.app import run_app
 
-        return _print_status(open_backend(), as_json=False)
-    return int(run_app(no_confirm=args.no_confirm) or 0)
+    return run_app(no_confirm=args.no_confirm)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from kinspect.tui.app import run_app
+
+    return run_app(no_confirm=args.no_confirm, bootstrap=args.bootstrap,
+                   zookeeper=args.zookeeper)

@@ -1,0 +1,64 @@
+"""One registry of what the TUI can do: it feeds the key bindings, footer, help and palette.
+
+Adding an action here is enough for it to get a key, a line in `?`, and a palette entry; the
+app only has to implement `action_<name>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class UiAction:
+    name: str          # the app implements action_<name>
+    key: str
+    label: str         # short, for the footer
+    help: str          # one line, for `?` and the palette
+    group: str         # "broker" | "cluster" | "view" | "app"
+    fault: bool = False         # acts on the lab: hidden and refused on other clusters
+    destructive: bool = False   # asks in a modal first, unless --no-confirm
+    footer: bool = True
+
+
+ACTIONS: tuple[UiAction, ...] = (
+    UiAction("kill", "k", "kill", "SIGKILL the selected broker (a crash)", "broker",
+             fault=True, destructive=True),
+    UiAction("stop", "s", "stop", "stop the selected broker cleanly (controlled shutdown)",
+             "broker", fault=True, destructive=True, footer=False),
+    UiAction("start", "r", "start", "start the selected broker, or restart it if it runs",
+             "broker", fault=True, destructive=True),
+    UiAction("pause", "p", "pause", "freeze (SIGSTOP) or thaw the selected broker: a long GC",
+             "broker", fault=True, destructive=True),
+    UiAction("isolate", "i", "isolate", "cut the selected broker off from ZooKeeper, the "
+             "other brokers, or all", "broker", fault=True, destructive=True),
+    UiAction("partition", "x", "partition", "build network partition groups from any nodes",
+             "cluster", fault=True, destructive=True, footer=False),
+    UiAction("heal", "h", "heal", "remove every network partition", "cluster", fault=True),
+    UiAction("load", "l", "load", "start or stop a load generator", "cluster", fault=True),
+    UiAction("postmortem", "m", "post-mortem", "verify the last load run and report what "
+             "was lost (PySpark)", "cluster", fault=True, footer=False),
+    UiAction("filter", "slash", "filter", "filter partitions by topic or name", "view"),
+    UiAction("unhealthy", "u", "unhealthy", "show only unhealthy partitions", "view"),
+    UiAction("command_palette", "colon", "commands", "open the command palette", "app",
+             footer=False),
+    UiAction("help", "question_mark", "help", "show every key", "app"),
+    UiAction("quit", "q", "quit", "quit (the lab keeps running)", "app"),
+)
+
+KEY_NAMES = {"slash": "/", "colon": ":", "question_mark": "?"}
+
+
+def by_name(name: str) -> UiAction | None:
+    return next((a for a in ACTIONS if a.name == name), None)
+
+
+def display_key(action: UiAction) -> str:
+    return KEY_NAMES.get(action.key, action.key)
+
+
+def bindings() -> list[Binding]:
+    return [Binding(a.key, a.name, a.label, show=a.footer, key_display=display_key(a))
+            for a in ACTIONS]

@@ -1,0 +1,405 @@
+"""The kinspect TUI: renders the observer's model and dispatches keys to the fault console.
+
+Everything that waits on a network, ZooKeeper or a subprocess runs in a thread worker and
+answers with a message; handlers here only render.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.events import Key, Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from kinspect.lab.state import LabState
+from kinspect.model import ClusterSnapshot
+from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
+from kinspect.tui.console import LabConsole, LoadRequest
+from kinspect.tui.feed import Feed, FeedFailed, LabArrived, LoadStatus, SnapshotArrived
+from kinspect.tui.modals import ConfirmScreen, HelpScreen, IsolateScreen, LoadForm, PartitionEditor
+from kinspect.tui.render import event_line, fault_line, header_text, load_text, warnings_text
+from kinspect.tui.report_screen import ReportScreen
+from kinspect.tui.widgets import BrokerTable, EventLog, PartitionTable
+
+FAULT_KEYS = {a.key: a for a in ACTIONS if a.fault}
+
+
+class KinspectApp(App[None]):
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    TITLE = "kinspect"
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
+        *bindings(),
+        *[Binding(str(n), f"select_broker({n})", show=False) for n in range(1, 10)],
+        Binding("escape", "close_filter", show=False),
+    ]
+
+    def __init__(self, feed: Feed, console: LabConsole | None = None, no_confirm: bool = False,
+                 read_only_reason: str | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.feed, self.lab_console, self.no_confirm = feed, console, no_confirm
+        self.read_only_reason = read_only_reason if console is None else None
+        if console is None and self.read_only_reason is None:
+            self.read_only_reason = "this cluster was not started by kinspect"
+        self.clock = clock
+        self.snapshot: ClusterSnapshot | None = None
+        self.lab: LabState | None = None
+        self.load: LoadStatus | None = None
+        self.load_dir: Path | None = None
+        self.last_render_ms = 0.0
+
+    # ----- layout ----------------------------------------------------------------------
+
+    @property
+    def main(self) -> Screen[Any]:
+        """The main screen: data keeps arriving while a modal is on top of it."""
+        return self.screen_stack[0]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        with Horizontal(id="top"):
+            yield BrokerTable(id="brokers")
+            with Vertical(id="side"):
+                yield Static(id="load")
+                yield Static(id="warnings")
+        yield PartitionTable(id="partitions")
+        yield EventLog(id="events")
+        yield Input(placeholder="filter partitions (topic or topic-N); Enter keeps, Esc clears",
+                    id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.main.query_one("#brokers").border_title = "brokers"
+        self.main.query_one("#partitions").border_title = "partitions"
+        self.main.query_one("#events").border_title = "events"
+        self.main.query_one("#load").border_title = "load"
+        self.main.query_one("#warnings").border_title = "warnings"
+        self._render_header()
+        self._render_side()
+        self.main.query_one(PartitionTable).focus()
+        self.set_interval(1.0, self._render_header)
+        self.start_feed()
+
+    def on_resize(self, event: Resize) -> None:
+        """Small terminals favour partitions; tall ones give the event log more lines."""
+        self.main.query_one(EventLog).styles.height = max(7, event.size.height // 4)
+
+    @work(thread=True, exclusive=True, group="feed")
+    def start_feed(self) -> None:
+        self.feed.start(self.post_message)
+
+    def on_unmount(self) -> None:
+        self.feed.stop()
+
+    # ----- data in ---------------------------------------------------------------------
+
+    @on(SnapshotArrived)
+    def snapshot_arrived(self, message: SnapshotArrived) -> None:
+        if not self.screen_stack:  # shutting down: messages still in flight from the feed
+            return
+        started = time.perf_counter()
+        self.snapshot = message.snapshot
+        self.main.query_one(PartitionTable).show(message.snapshot)
+        self.main.query_one(BrokerTable).show(message.snapshot, self.lab)
+        log = self.main.query_one(EventLog)
+        for event in message.events:
+            log.write(event_line(event))
+        self._render_header()
+        self._render_side()
+        self.last_render_ms = (time.perf_counter() - started) * 1000
+
+    @on(LabArrived)
+    def lab_arrived(self, message: LabArrived) -> None:
+        if not self.screen_stack:
+            return
+        self.lab, self.load = message.lab, message.load
+        self.main.query_one(BrokerTable).show(self.snapshot, self.lab)
+        log = self.main.query_one(EventLog)
+        for entry in message.faults:
+            log.write(fault_line(entry))
+        self._render_side()
+
+    @on(FeedFailed)
+    def feed_failed(self, message: FeedFailed) -> None:
+        self.notify(message.reason, title="cannot observe the cluster", severity="error",
+                    timeout=30)
+
+    def _render_header(self) -> None:
+        if not self.screen_stack:
+            return
+        title = self.feed.title + ("  read-only" if self.read_only_reason else "")
+        self.main.query_one("#header", Static).update(
+            header_text(self.snapshot, int(self.clock() * 1000), title))
+
+    def _render_side(self) -> None:
+        load = self.load
+        self.main.query_one("#load", Static).update(load_text(
+            load.stats if load else None, load.settings if load else None,
+            bool(load and load.running)))
+        self.main.query_one("#warnings", Static).update(warnings_text(self.snapshot))
+
+    # ----- the registry: footer visibility, refusal, palette -------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        registered = by_name(action)
+        # Fault actions are hidden from the footer on other clusters; on_key refuses the key.
+        return not (registered and registered.fault and self.read_only_reason)
+
+    def on_key(self, event: Key) -> None:
+        action = FAULT_KEYS.get(event.key)
+        if action and self.read_only_reason and self.screen is self.screen_stack[0]:
+            event.stop()
+            self.notify(f"{action.label}: refused — {self.read_only_reason}",
+                        severity="warning")
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        for action in ACTIONS:
+            if action.name == "command_palette" or (action.fault and self.read_only_reason):
+                continue
+            yield SystemCommand(f"{action.label} [{action.key}]", action.help,
+                                self._runner(action))
+        yield from super().get_system_commands(screen)
+
+    def _runner(self, action: UiAction) -> Callable[[], Any]:
+        return lambda: self.run_action(action.name)
+
+    # ----- view keys -------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.read_only_reason))
+
+    def action_filter(self) -> None:
+        box = self.main.query_one("#filter", Input)
+        box.add_class("visible")
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def filter_changed(self, event: Input.Changed) -> None:
+        table = self.main.query_one(PartitionTable)
+        table.filter_text = event.value.strip()
+        table.refilter()
+
+    @on(Input.Submitted, "#filter")
+    def filter_done(self, _event: Input.Submitted) -> None:
+        self.main.query_one("#filter", Input).remove_class("visible")
+        self.main.query_one(PartitionTable).focus()
+
+    def action_close_filter(self) -> None:
+        box = self.main.query_one("#filter", Input)
+        if box.has_class("visible"):
+            box.value = ""
+            box.remove_class("visible")
+            self.main.query_one(PartitionTable).focus()
+
+    def action_unhealthy(self) -> None:
+        table = self.main.query_one(PartitionTable)
+        table.unhealthy_only = not table.unhealthy_only
+        table.border_title = "partitions (unhealthy only)" if table.unhealthy_only else "partitions"
+        table.refilter()
+
+    def action_select_broker(self, broker_id: int) -> None:
+        if not self.main.query_one(BrokerTable).select_broker(broker_id):
+            self.notify(f"no broker {broker_id}", severity="warning")
+
+    # ----- fault keys ------------------------------------------------------------------
+
+    def _target(self) -> tuple[int, str] | None:
+        broker_id = self.main.query_one(BrokerTable).selected_broker
+        node = None
+        if broker_id is not None and self.lab is not None:
+            node = next((n.name for n in self.lab.brokers if n.broker_id == broker_id), None)
+        if broker_id is None or node is None:
+            self.notify("select a lab broker first (arrows in the brokers panel, or 1-9)",
+                        severity="warning")
+            return None
+        return broker_id, node
+
+    def _refused(self) -> bool:
+        if self.read_only_reason or self.lab_console is None:
+            self.notify(f"refused — {self.read_only_reason}", severity="warning")
+            return True
+        return False
+
+    def _confirm_then(self, question: str, detail: str, act: Callable[[], str]) -> None:
+        if self.no_confirm:
+            self.run_fault(act)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_fault(act)
+
+        self.push_screen(ConfirmScreen(question, detail), answered)
+
+    @work(thread=True, group="faults")
+    def run_fault(self, act: Callable[[], str]) -> None:
+        try:
+            message = act()
+        except Exception as exc:  # backend errors are one line, like the CLI's
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
+            return
+        self.call_from_thread(self.notify, message)
+
+    def _broker_fault(self, verb: str, detail: str, act: Callable[[LabConsole, str], str]) -> None:
+        if self._refused():
+            return
+        target = self._target()
+        if target is None or self.lab_console is None:
+            return
+        broker_id, node = target
+        console = self.lab_console
+        self._confirm_then(f"{verb} broker {broker_id} ({node})?", detail,
+                           lambda: act(console, node))
+
+    def action_kill(self) -> None:
+        self._broker_fault("Kill", "SIGKILL: the broker dies at once, like a crash.",
+                           LabConsole.kill)
+
+    def action_stop(self) -> None:
+        self._broker_fault("Stop", "A clean shutdown: leadership moves away first.",
+                           LabConsole.stop)
+
+    def action_start(self) -> None:
+        self._broker_fault("Start / restart", "Starts it if down, restarts it if running.",
+                           LabConsole.start_or_restart)
+
+    def action_pause(self) -> None:
+        self._broker_fault("Pause / resume", "SIGSTOP freezes the JVM like a long GC pause; "
+                           "pressing again resumes it.", LabConsole.pause_or_resume)
+
+    def action_isolate(self) -> None:
+        if self._refused():
+            return
+        target = self._target()
+        if target is None or self.lab_console is None:
+            return
+        console, (_broker_id, node) = self.lab_console, target
+
+        def chosen(scope: str | None) -> None:
+            if scope:
+                self.run_fault(lambda: console.isolate(node, scope))
+
+        self.push_screen(IsolateScreen(node), chosen)
+
+    def action_partition(self) -> None:
+        if self._refused() or self.lab_console is None or self.lab is None:
+            return
+        console = self.lab_console
+
+        def chosen(specs: list[str] | None) -> None:
+            if specs:
+                self.run_fault(lambda: console.partition(specs))
+
+        self.push_screen(PartitionEditor([n.name for n in self.lab.nodes]), chosen)
+
+    def action_heal(self) -> None:
+        if self._refused() or self.lab_console is None:
+            return
+        self.run_fault(self.lab_console.heal)
+
+    # ----- load and post-mortem --------------------------------------------------------
+
+    def action_load(self) -> None:
+        if self._refused() or self.lab_console is None:
+            return
+        console = self.lab_console
+        if self.load_dir is not None and self.load is not None and self.load.running:
+            run_dir = self.load_dir
+            self._confirm_then("Stop the running load?", str(run_dir),
+                               lambda: console.stop_load(run_dir))
+            return
+        topics = sorted(t.name for t in self.snapshot.topics) if self.snapshot else []
+        self.push_screen(LoadForm([t for t in topics if not t.startswith("__")]),
+                         self._start_load)
+
+    def _start_load(self, request: LoadRequest | None) -> None:
+        if request is not None:
+            self.start_load(request)
+
+    @work(thread=True, group="load")
+    def start_load(self, request: LoadRequest) -> None:
+        assert self.lab_console is not None
+        try:
+            run_dir = self.lab_console.start_load(request)
+        except Exception as exc:
+            self.call_from_thread(self.notify, f"load did not start: {exc}", severity="error")
+            return
+        self.load_dir = run_dir
+        self.feed.watch_load(run_dir)
+        self.call_from_thread(self.notify, f"load started; ledger in {run_dir}")
+
+    def action_postmortem(self) -> None:
+        if self._refused() or self.lab is None:
+            return
+        run_dir = self.load_dir or latest_run()
+        if run_dir is None:
+            self.notify("no load run yet: start one with l, break something, then press m",
+                        severity="warning")
+            return
+        if self.load is not None and self.load.running:
+            self.notify("the load is still running: stop it with l first", severity="warning")
+            return
+        self.run_postmortem(run_dir, self.lab)
+
+    @work(thread=True, exclusive=True, group="postmortem")
+    def run_postmortem(self, run_dir: Path, lab: LabState) -> None:
+        """verify (read the final log back) → Spark job → report screen; progress as toasts."""
+        from kinspect.load.evidence import collect_lab_evidence
+        from kinspect.load.runsettings import LoadSettings
+        from kinspect.load.verify import verify
+        from kinspect.postmortem import run_postmortem
+
+        def say(line: str) -> None:
+            self.call_from_thread(self.notify, line, title="post-mortem", timeout=4)
+
+        try:
+            settings = LoadSettings.load(run_dir)
+            say(f"reading {settings.topic} back to its high watermark…")
+            verify(lab.bootstrap, settings.topic, run_dir)
+            collect_lab_evidence(run_dir, lab, int((run_dir / "settings.json").stat().st_mtime * 1000))
+            report = run_postmortem(run_dir, progress=say)
+        except Exception as exc:  # one line, like the CLI; the run dir is untouched
+            self.call_from_thread(self.notify, f"post-mortem failed: {exc}", severity="error",
+                                  timeout=15)
+            return
+        self.call_from_thread(self.push_screen, ReportScreen(report, run_dir / "postmortem"))
+
+
+def latest_run() -> Path | None:
+    from kinspect.paths import kinspect_home
+
+    runs = sorted((kinspect_home() / "runs").glob("*/settings.json"))
+    return runs[-1].parent if runs else None
+
+
+def run_app(no_confirm: bool = False, bootstrap: str | None = None,
+            zookeeper: str | None = None) -> int:
+    """Open the TUI on the running lab, or read-only on the cluster given."""
+    from kinspect.errors import KinspectError
+    from kinspect.lab import running_lab
+    from kinspect.tui.feed import LiveFeed
+
+    lab = running_lab()
+    if bootstrap is None and zookeeper is None:
+        if lab is None:
+            raise KinspectError("no lab is running: start one with `kinspect demo` (or "
+                                "`kinspect lab up`), or point at a cluster with --bootstrap")
+        expected = {n.broker_id: n.address for n in lab.brokers if n.broker_id is not None}
+        feed = LiveFeed(lab.bootstrap, lab.zookeeper.address, lab_backed=True,
+                        expected=expected, title=f"lab ({lab.preset} preset, {lab.backend})")
+        KinspectApp(feed, LabConsole(), no_confirm=no_confirm).run()
+        return 0
+    if bootstrap is None:
+        raise KinspectError("--zookeeper needs --bootstrap too (the AdminClient's view)")
+    feed = LiveFeed(bootstrap, zookeeper, lab_backed=False, title=bootstrap)
+    reason = "fault keys act only on a lab kinspect started; this is " + bootstrap
+    KinspectApp(feed, None, no_confirm=no_confirm, read_only_reason=reason).run()
+    return 0

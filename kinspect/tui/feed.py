@@ -1,0 +1,152 @@
+"""Where the TUI's data comes from, delivered as Textual messages from background threads.
+
+`LiveFeed` runs the observer (ZooKeeper watches + AdminClient polls) and a once-a-second poll of
+the lab state, fault journal and load counters. `RecordedFeed` replays one fixed model: it is
+the stand-in used by snapshot tests and screenshots of layouts, named so, never live data.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+
+from kinspect.lab.state import LabState
+from kinspect.model import ClusterSnapshot, Event
+
+
+class SnapshotArrived(Message):
+    def __init__(self, snapshot: ClusterSnapshot, events: list[Event]) -> None:
+        super().__init__()
+        self.snapshot, self.events = snapshot, events
+
+
+class LabArrived(Message):
+    """The lab as it is now, new fault journal entries, and the load's counters."""
+
+    def __init__(self, lab: LabState | None, faults: list[dict[str, Any]],
+                 load: LoadStatus | None) -> None:
+        super().__init__()
+        self.lab, self.faults, self.load = lab, faults, load
+
+
+class FeedFailed(Message):
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class LoadStatus:
+    run_dir: Path
+    running: bool
+    settings: Mapping[str, Any]
+    stats: Mapping[str, Any]
+
+
+Post = Callable[[Message], object]
+
+
+class Feed:
+    """Starts in a worker thread, posts messages until stopped."""
+
+    title = "cluster"
+    lab_backed = False
+
+    def start(self, post: Post) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Nothing to release by default."""
+
+    def watch_load(self, run_dir: Path | None) -> None:
+        """Report this run dir's counters from now on (None: no load)."""
+
+
+class RecordedFeed(Feed):
+    """A fixed, recorded model (for snapshot tests): posts it once and goes quiet."""
+
+    def __init__(self, snapshot: ClusterSnapshot, lab: LabState | None = None,
+                 events: list[Event] | None = None, faults: list[dict[str, Any]] | None = None,
+                 load: LoadStatus | None = None, title: str = "recorded model") -> None:
+        self.snapshot, self.lab, self.events = snapshot, lab, events or []
+        self.faults, self.load, self.title = faults or [], load, title
+        self.lab_backed = lab is not None
+
+    def start(self, post: Post) -> None:
+        post(LabArrived(self.lab, self.faults, self.load))
+        post(SnapshotArrived(self.snapshot, self.events))
+
+
+class LiveFeed(Feed):
+    """The real thing: an Observer plus the lab on disk, polled off the event loop."""
+
+    def __init__(self, bootstrap: str, zookeeper: str | None, lab_backed: bool,
+                 expected: Mapping[int, str] | None = None, title: str = "cluster") -> None:
+        self.bootstrap, self.zookeeper = bootstrap, zookeeper
+        self.lab_backed, self.expected, self.title = lab_backed, dict(expected or {}), title
+        self._stop = threading.Event()
+        self._load_dir: Path | None = None
+        self._observer: Any = None
+
+    def watch_load(self, run_dir: Path | None) -> None:
+        self._load_dir = run_dir
+
+    def start(self, post: Post) -> None:
+        from kinspect.errors import KinspectError
+        from kinspect.lab import journal
+        from kinspect.sources.observer import Observer, now_ms
+
+        observer = Observer(self.bootstrap, self.zookeeper, expected_brokers=self.expected)
+
+        def deliver(snapshot: ClusterSnapshot, events: list[Event]) -> None:
+            post(SnapshotArrived(snapshot, events))
+
+        observer.subscribe(deliver)
+        self._observer = observer
+        try:
+            observer.start()
+        except KinspectError as exc:
+            post(FeedFailed(str(exc)))
+            return
+        since = now_ms()
+        while not self._stop.wait(1.0):
+            lab = _lab_state() if self.lab_backed else None
+            faults = journal.read(since_ms=since) if self.lab_backed else []
+            if faults:
+                since = int(faults[-1]["ts"]) + 1
+            post(LabArrived(lab, faults, _load_status(self._load_dir)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._observer is not None:
+            self._observer.stop()
+
+
+def _lab_state() -> LabState | None:
+    from kinspect.lab import running_lab
+
+    try:
+        return running_lab()
+    except Exception:  # a torn state file mid-write: try again next second
+        return None
+
+
+def _load_status(run_dir: Path | None) -> LoadStatus | None:
+    if run_dir is None:
+        return None
+    import json
+
+    from kinspect.load.runner import PID_FILE
+    from kinspect.load.runstats import aggregate, read_stats
+
+    try:
+        settings = json.loads((run_dir / "settings.json").read_text())
+    except (OSError, ValueError):
+        settings = {}
+    running = (run_dir / PID_FILE).exists()
+    return LoadStatus(run_dir, running, settings, aggregate(read_stats(run_dir)))

@@ -1,0 +1,183 @@
+"""Modal screens: confirm, isolate menu, partition editor, load form, help, messages."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from kinspect.errors import KinspectError
+from kinspect.lab.topology import parse_groups
+from kinspect.tui.actions import ACTIONS, display_key
+from kinspect.tui.console import ISOLATE_SCOPES, LoadRequest
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes/no before anything destructive; `y` / Enter confirms, `n` / Esc cancels."""
+
+    BINDINGS = [Binding("y", "answer(True)", "yes"), Binding("n,escape", "answer(False)", "no")]
+    AUTO_FOCUS = "#yes"
+
+    def __init__(self, question: str, detail: str = "") -> None:
+        super().__init__()
+        self.question, self.detail = question, detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(self.question, "bold"))
+            if self.detail:
+                yield Static(Text(self.detail, "dim"))
+            with Horizontal(classes="buttons"):
+                yield Button("Yes (y)", variant="error", id="yes")
+                yield Button("No (n)", id="no")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class IsolateScreen(ModalScreen[str | None]):
+    """Which way to cut a broker off: ZooKeeper only (the zombie leader), brokers, or all."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node = node
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(f"Isolate {self.node}", "bold"))
+            yield OptionList(*[Option(f"{label}", id=scope)
+                               for scope, label in ISOLATE_SCOPES.items()])
+
+    @on(OptionList.OptionSelected)
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
+class PartitionEditor(ModalScreen[list[str] | None]):
+    """Type groups as in `kinspect lab partition`: each group is comma-separated nodes."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+
+    def __init__(self, nodes: list[str]) -> None:
+        super().__init__()
+        self.nodes = nodes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(Text("Network partition", "bold"))
+            yield Static(Text("Groups separated by spaces, nodes by commas; two nodes talk only "
+                              "if some group holds both, unnamed nodes form one more group.\n"
+                              f"Nodes: {', '.join(self.nodes)}.   Example: "
+                              "kafka1,kafka2,kafka3 kafka1,kafka3,zk1 (kafka2 loses ZooKeeper)",
+                              "dim"))
+            yield Input(placeholder="kafka2", id="groups")
+            yield Static(id="preview")
+
+    @on(Input.Changed)
+    def preview(self, event: Input.Changed) -> None:
+        self.query_one("#preview", Static).update(self._check(event.value)[1])
+
+    def _check(self, value: str) -> tuple[list[str] | None, Text]:
+        specs = value.split()
+        try:
+            groups = parse_groups(specs, self.nodes)
+        except KinspectError as exc:
+            return None, Text(str(exc), "red")
+        return specs, Text("groups: " + "  |  ".join(",".join(g) for g in groups), "green")
+
+    @on(Input.Submitted)
+    def submit(self, event: Input.Submitted) -> None:
+        specs, message = self._check(event.value)
+        if specs is None:
+            self.query_one("#preview", Static).update(message)
+            return
+        self.dismiss(specs)
+
+
+class LoadForm(ModalScreen[LoadRequest | None]):
+    """The source material's producer by default: test1, acks=1, 10,000 msg/s, 100,000."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+    FIELDS = ("topic", "acks", "rate", "count", "producers")
+
+    def __init__(self, topics: list[str], defaults: LoadRequest | None = None) -> None:
+        super().__init__()
+        self.topics, self.defaults = topics, defaults or LoadRequest()
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text("Start a load generator", "bold"))
+            with Grid(classes="form"):
+                for name in self.FIELDS:
+                    yield Label(name)
+                    yield Input(str(getattr(self.defaults, name)), id=name)
+            yield Static(Text("topics: " + ", ".join(self.topics), "dim"), id="hint")
+            with Horizontal(classes="buttons"):
+                yield Button("Start", variant="primary", id="start")
+                yield Button("Cancel", id="cancel")
+
+    def _request(self) -> LoadRequest | str:
+        values = {name: self.query_one(f"#{name}", Input).value.strip() for name in self.FIELDS}
+        if values["acks"] not in ("0", "1", "all", "-1"):
+            return "acks must be 0, 1 or all"
+        for name in ("count", "producers"):
+            if not values[name].isdigit() or int(values[name]) < 1:
+                return f"{name} must be a positive whole number"
+        rate = values["rate"]
+        if rate != "max" and not rate.replace(".", "", 1).isdigit():
+            return "rate must be a number of messages per second, or max"
+        if self.topics and values["topic"] not in self.topics:
+            return f"no topic {values['topic']!r} on this cluster"
+        return LoadRequest(**values)
+
+    @on(Button.Pressed)
+    @on(Input.Submitted)
+    def submit(self, event: Button.Pressed | Input.Submitted) -> None:
+        if isinstance(event, Button.Pressed) and event.button.id == "cancel":
+            self.dismiss(None)
+            return
+        request = self._request()
+        if isinstance(request, str):
+            self.query_one("#hint", Static).update(Text(request, "bold red"))
+            return
+        self.dismiss(request)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key, from the same registry as the bindings."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss(None)", "close")]
+
+    def __init__(self, read_only_reason: str | None) -> None:
+        super().__init__()
+        self.read_only_reason = read_only_reason
+
+    def compose(self) -> ComposeResult:
+        text = Text()
+        titles = {"broker": "On the selected broker", "cluster": "Cluster",
+                  "view": "View", "app": "App"}
+        for group, title in titles.items():
+            text.append(f"{title}\n", "bold underline")
+            for action in (a for a in ACTIONS if a.group == group):
+                hidden = action.fault and self.read_only_reason is not None
+                style = "dim strike" if hidden else ""
+                text.append(f"  {display_key(action):>3}  ", "bold cyan")
+                text.append(f"{action.help}\n", style)
+            text.append("\n")
+        text.append("  1-9  select broker by id      tab  move between panels\n", "dim")
+        if self.read_only_reason:
+            text.append(f"\nFault keys are off: {self.read_only_reason}\n", "yellow")
+        with Vertical(classes="dialog wide"):
+            yield Label(Text("kinspect keys", "bold"))
+            yield Static(text)

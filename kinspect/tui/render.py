@@ -1,0 +1,197 @@
+"""Pure rendering: model → cells and lines. No Textual here, so it is cheap to test and reuse."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+
+from kinspect.lab.state import LabState, NodeRecord
+from kinspect.lab.topology import blocked_pairs
+from kinspect.model import ClusterSnapshot, Event, PartitionInfo
+
+STALE_AFTER_MS = 5000
+PARTITION_COLUMNS = ("topic", "part", "leader", "epoch", "replicas", "isr", "hw", "flags")
+BROKER_COLUMNS = ("id", "address", "lab", "zk", "leads", "not in ISR")
+SEVERITY_STYLE = {"offline": "bold white on red", "under_min_isr": "bold red",
+                  "warn": "yellow", "ok": ""}
+EVENT_STYLE = {"error": "bold red", "warn": "yellow", "info": "green"}
+
+
+def clock_text(ts_ms: int) -> str:
+    local = time.localtime(ts_ms / 1000)
+    return time.strftime("%H:%M:%S", local) + f".{ts_ms % 1000:03d}"
+
+
+def _ids(values: tuple[int, ...]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
+                admin_note: str = "") -> Text:
+    """One line: where we are, who controls it, and how fresh the picture is."""
+    text = Text.assemble(("kinspect ", "bold"), (title, "bold cyan"))
+    if snapshot is None:
+        return text.append("  connecting…", "yellow")
+    controller = snapshot.controller
+    if controller.id is None:
+        text.append("  NO CONTROLLER", "bold white on red")
+    else:
+        text.append(f"  controller {controller.id}")
+        text.append(f" (epoch {controller.epoch})", "dim")
+    session = snapshot.zookeeper_state
+    if session is None:
+        text.append("  ZooKeeper: not watched", "dim")
+    else:
+        text.append("  ZK ")
+        text.append(session, "green" if session == "connected" else "bold red")
+    text.append("  admin ")
+    text.append(snapshot.admin_state, "green" if snapshot.admin_state == "ok" else "bold red")
+    if admin_note:
+        text.append(f" {admin_note}", "dim")
+    age = max(0, now_ms - snapshot.taken_at)
+    if age > STALE_AFTER_MS:
+        text.append(f"  STALE {age / 1000:.0f} s", "bold white on red")
+    else:
+        text.append(f"  {age / 1000:.1f} s ago", "dim")
+    return text
+
+
+@dataclass(frozen=True)
+class BrokerRow:
+    broker_id: int
+    cells: tuple[Text, ...]
+
+
+def cut_off_from(node: str, lab: LabState) -> list[str]:
+    """The other nodes (and clients) this node cannot reach under the current groups."""
+    names = [n.name for n in lab.nodes]
+    pairs = blocked_pairs(names, lab.groups, lab.clients_with)
+    return sorted(next(iter(pair - {node})) for pair in pairs if node in pair)
+
+
+def lab_state_text(node: NodeRecord | None, lab: LabState | None) -> Text:
+    if node is None or lab is None:
+        return Text("—", "dim")
+    style = {"running": "green", "paused": "bold yellow", "stopped": "yellow",
+             "killed": "bold red", "exited": "bold red"}.get(node.state, "")
+    text = Text(node.state, style)
+    blocked = cut_off_from(node.name, lab) if lab.groups else []
+    if blocked:
+        text.append(" cut off from " + ",".join(blocked), "bold magenta")
+    return text
+
+
+def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None) -> list[BrokerRow]:
+    """Brokers the cluster knows, plus lab brokers it does not (those are the news)."""
+    lab_nodes = {n.broker_id: n for n in lab.brokers} if lab else {}
+    known = {b.id: b for b in snapshot.brokers} if snapshot else {}
+    partitions = snapshot.partitions() if snapshot else []
+    rows = []
+    for broker_id in sorted(set(known) | {i for i in lab_nodes if i is not None}):
+        info = known.get(broker_id)
+        node = lab_nodes.get(broker_id)
+        address = (info.address if info and info.address else node.address if node else "?")
+        if info is None or info.registered is None:
+            zk = Text("?", "dim")
+        else:
+            zk = Text("yes", "green") if info.registered else Text("NO", "bold red")
+        leads = sum(1 for p in partitions if p.leader == broker_id)
+        missing = sum(1 for p in partitions if broker_id in p.missing)
+        rows.append(BrokerRow(broker_id, (
+            Text(str(broker_id), "bold"), Text(address), lab_state_text(node, lab), zk,
+            Text(str(leads)), Text(str(missing), "bold yellow" if missing else "dim"))))
+    return rows
+
+
+def partition_flags(p: PartitionInfo) -> Text:
+    text = Text()
+    if p.offline:
+        text.append("OFFLINE ", "bold white on red")
+    if p.views_disagree:
+        text.append(f"ZK≠broker {p.broker_leader} ", "bold magenta")
+    if p.under_min_isr:
+        text.append("<min-ISR ", "bold red")
+    elif p.at_min_isr:
+        text.append("at-min-ISR ", "yellow")
+    if p.under_replicated:
+        text.append("URP ", "yellow")
+    if not p.offline and not p.preferred_leader:
+        text.append("not-preferred", "dim")
+    return text
+
+
+def isr_text(p: PartitionInfo) -> Text:
+    text = Text(_ids(p.isr), "")
+    if p.missing:
+        text.append(" -" + _ids(p.missing), "bold red")
+    return text
+
+
+def partition_cells(p: PartitionInfo) -> dict[str, Text]:
+    """Cells by column; each is compared with the last one shown to mark what changed."""
+    leader = Text(str(p.leader), "bold") if p.leader is not None else Text("none", "bold red")
+    hw = "?" if p.high_watermark is None else f"{p.high_watermark:,}"
+    epoch = "?" if p.leader_epoch is None else str(p.leader_epoch)
+    return {"topic": Text(p.topic, SEVERITY_STYLE[p.severity]), "part": Text(str(p.partition)),
+            "leader": leader, "epoch": Text(epoch), "replicas": Text(_ids(p.replicas)),
+            "isr": isr_text(p), "hw": Text(hw, justify="right"), "flags": partition_flags(p)}
+
+
+def healthy(p: PartitionInfo) -> bool:
+    return p.severity == "ok" and not p.views_disagree
+
+
+def event_line(event: Event) -> Text:
+    text = Text(clock_text(event.ts) + " ", "dim")
+    text.append(f"{event.kind:<24}", EVENT_STYLE.get(event.severity, ""))
+    if event.partition:
+        text.append(f"{event.partition} ", "bold")
+    return text.append(event.detail)
+
+
+def fault_line(entry: Mapping[str, Any]) -> Text:
+    text = Text(clock_text(int(entry.get("ts", 0))) + " ", "dim")
+    text.append(f"{'fault: ' + str(entry.get('action')):<24}", "bold magenta")
+    target = entry.get("node") or ""
+    groups = entry.get("groups")
+    detail = " | ".join(",".join(g) for g in groups) if groups else entry.get("detail") or ""
+    return text.append(f"{target} {detail}".strip())
+
+
+def load_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | None,
+              running: bool) -> Text:
+    if not settings:
+        return Text("no load running — press l to start one", "dim")
+    text = Text.assemble(("load ", "bold"), (f"{settings.get('topic')} ", "bold cyan"),
+                         f"acks={settings.get('acks')} ")
+    text.append("running\n" if running else "finished\n", "green" if running else "dim")
+    if not stats:
+        return text.append("starting…", "dim")
+    text.append(f"{stats.get('rate', 0):,.0f} msg/s  acked {stats.get('acked', 0):,}  "
+                f"in flight {stats.get('in_flight', 0):,}\n")
+    failed = stats.get("failed", 0)
+    text.append(f"failed {failed:,}", "bold red" if failed else "dim")
+    by_error = stats.get("failed_by_error") or {}
+    if by_error:
+        top = sorted(by_error.items(), key=lambda kv: -kv[1])[:2]
+        text.append(" (" + ", ".join(f"{k} {v:,}" for k, v in top) + ")", "red")
+    text.append(f"\nlatency p50 {stats.get('latency_p50_ms', 0):.0f} ms  "
+                f"p99 {stats.get('latency_p99_ms', 0):.0f} ms", "dim")
+    return text
+
+
+def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
+    if snapshot is None or not (snapshot.warnings or snapshot.limitations):
+        return Text("no cluster warnings", "dim")
+    text = Text()
+    for warning in snapshot.warnings:
+        style = "bold red" if warning.severity == "critical" else "yellow"
+        text.append("▲ ", style).append(warning.message + "\n")
+    for limitation in snapshot.limitations:
+        text.append("· " + limitation + "\n", "dim")
+    text.rstrip()
+    return text

@@ -1,0 +1,80 @@
+"""Regenerate the README's screenshots from a real lab during a failover (SVG, via Pilot).
+
+    kinspect demo --no-ui && .venv/bin/python screenshots/take.py
+
+Keys are pressed as a person would: start load with `l`, isolate test1's leader with `i`,
+watch the zombie leader and the election, heal with `h`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import Input
+
+from kinspect.lab import running_lab
+from kinspect.tui.app import KinspectApp
+from kinspect.tui.console import LabConsole
+from kinspect.tui.feed import LiveFeed
+
+HERE = Path(__file__).parent
+SIZE = (120, 34)
+
+
+async def until(pilot: Any, probe: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if probe():
+            return
+        await pilot.pause(0.2)
+    raise SystemExit(f"screenshots: timed out waiting for {what}")
+
+
+def test1(app: KinspectApp) -> Any:
+    return app.snapshot.partition("test1", 0) if app.snapshot else None
+
+
+async def take() -> None:
+    lab = running_lab()
+    if lab is None:
+        raise SystemExit("screenshots: no lab is running (kinspect demo --no-ui first)")
+    expected = {n.broker_id: n.address for n in lab.brokers if n.broker_id is not None}
+    feed = LiveFeed(lab.bootstrap, lab.zookeeper.address, True, expected,
+                    title=f"lab ({lab.preset} preset, {lab.backend})")
+    app = KinspectApp(feed, LabConsole(), no_confirm=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: test1(app) is not None and app.lab is not None, 30, "test1")
+        await pilot.press("l")
+        await pilot.pause(0.5)
+        app.screen.query_one("#count", Input).value = "2000000"  # outlast the failover
+        await pilot.press("enter")  # otherwise the form's defaults: test1, acks=1, 10,000 msg/s
+        await until(pilot, lambda: bool(app.load and app.load.stats.get("acked")), 30, "load")
+        await pilot.pause(3)
+        app.save_screenshot(str(HERE / "1-healthy-under-load.svg"))
+        leader = test1(app).leader
+        await pilot.press(str(leader), "i")
+        await pilot.pause(0.5)
+        await pilot.press("down", "down", "enter")  # from everything (clients still reach it)
+        await until(pilot, lambda: test1(app).views_disagree or test1(app).leader != leader,
+                    30, "the zombie leader")
+        app.save_screenshot(str(HERE / "2-leader-cut-off.svg"))
+        await until(pilot, lambda: test1(app).leader not in (None, leader), 60, "a new leader")
+        await pilot.pause(4)
+        app.save_screenshot(str(HERE / "3-new-leader.svg"))
+        await pilot.press("h")
+        await until(pilot, lambda: not test1(app).missing, 90, "the ISR to heal")
+        await pilot.press("l")  # stop the load
+        await pilot.pause(2)
+        await pilot.press("question_mark")
+        await pilot.pause(0.5)
+        app.save_screenshot(str(HERE / "4-help.svg"))
+    print(f"screenshots written to {HERE}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    asyncio.run(take())

@@ -1,0 +1,48 @@
+"""A recorded model for layout tests: the zombie-leader moment of the workshop, frozen.
+
+kafka3 led test1-0 and orders-2, then lost ZooKeeper: the controller moved leadership to
+kafka1 (epoch 3) while kafka3 still claims it. Not live data: a fixed stand-in so the SVG
+snapshots only change when the layout does.
+"""
+
+from __future__ import annotations
+
+from kinspect.lab.state import LabState, NodeRecord
+from kinspect.model import Event
+from kinspect.tui.app import KinspectApp
+from kinspect.tui.console import LabConsole
+from kinspect.tui.feed import RecordedFeed
+from tests.unit.model_fixtures import T0, demo_snapshot
+
+FROZEN_NOW = (T0 + 400) / 1000
+
+
+def recorded_lab() -> LabState:
+    nodes = [NodeRecord("zk1", "zookeeper", "198.18.1.10", 2181, None, 100, "running", "ks1-zk1")]
+    nodes += [NodeRecord(f"kafka{i}", "broker", f"198.18.1.1{i}", 9092, i, 100 + i, "running",
+                         f"ks1-kafka{i}") for i in (1, 2, 3)]
+    return LabState(lab_id="recorded", backend="process", preset="demo", network="netns",
+                    kafka_version="3.9.2", broker_config={}, overrides={}, nodes=nodes,
+                    created_at=T0 - 60_000, slot=1, groups=[["kafka1", "kafka2", "kafka3"],
+                                                            ["kafka1", "kafka2", "zk1"]])
+
+
+def recorded_events() -> list[Event]:
+    return [
+        Event(T0 - 9000, "isr_shrank", "3 left the ISR → [1, 2]", "test1-0", 3, "warn"),
+        Event(T0 - 5000, "broker_gone", "broker 3 left ZooKeeper", None, 3, "error"),
+        Event(T0 - 5000, "leader_changed", "leader 3 → 1 (epoch 3)", "test1-0", 1, "warn"),
+        Event(T0 - 4990, "views_disagree_started", "ZooKeeper says 1, broker 3 still claims it",
+              "test1-0", 3, "error"),
+    ]
+
+
+def recorded_app(read_only: bool = False) -> KinspectApp:
+    faults = [{"ts": T0 - 12_000, "action": "partition", "node": None,
+               "groups": [["kafka1", "kafka2", "kafka3"], ["kafka1", "kafka2", "zk1"]],
+               "detail": "", "lab_id": "recorded"}]
+    feed = RecordedFeed(demo_snapshot(isolated_leader=True, taken_at=T0), recorded_lab(),
+                        recorded_events(), faults, title="lab (demo preset, process)")
+    console = None if read_only else LabConsole()
+    return KinspectApp(feed, console, read_only_reason="recorded cluster" if read_only else None,
+                       clock=lambda: FROZEN_NOW)

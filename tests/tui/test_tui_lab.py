@@ -1,0 +1,141 @@
+"""The TUI against the real lab, driven by Textual's Pilot: keys in, screen contents out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from kinspect.lab.topics import create_topics
+from kinspect.tui.app import KinspectApp
+from kinspect.tui.console import LabConsole
+from kinspect.tui.feed import LiveFeed
+from kinspect.tui.widgets import PartitionTable
+from tests.helpers import kinspect, partition_state
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+ROW = "test1\x000"
+
+
+def live_app(lab: dict[str, Any], read_only: bool = False) -> KinspectApp:
+    expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
+    feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], lab_backed=not read_only,
+                    expected=expected, title="test lab")
+    if read_only:
+        return KinspectApp(feed, None, read_only_reason="not a kinspect lab (test)")
+    return KinspectApp(feed, LabConsole())
+
+
+def cell(app: KinspectApp, column: str) -> str:
+    return app.screen_stack[0].query_one(PartitionTable).get_cell(ROW, column).plain  # type: ignore[no-any-return]
+
+
+async def until(pilot: Any, probe: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if probe():
+                return
+        except Exception:  # the row may not exist yet
+            pass
+        await pilot.pause(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def test1(lab: dict[str, Any], zk: KazooClient) -> dict[str, Any]:
+    create_topics(lab["bootstrap"], {"test1": 1})
+    deadline = time.monotonic() + 30
+    while not zk.exists("/brokers/topics/test1/partitions/0/state"):
+        assert time.monotonic() < deadline, "test1 never got a state znode"
+        time.sleep(0.2)
+    return partition_state(zk, "test1", 0)
+
+
+def test_screen_shows_controller_and_leader(lab: dict[str, Any], zk: KazooClient,
+                                            test1: dict[str, Any]) -> None:
+    async def scenario() -> None:
+        app = live_app(lab)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: cell(app, "leader") != "", 20, "test1 on screen")
+            state = partition_state(zk, "test1", 0)
+            controller = int(__import__("json").loads(zk.get("/controller")[0])["brokerid"])
+            await until(pilot, lambda: cell(app, "leader") == str(state["leader"]), 10,
+                        "test1's leader on screen")
+            header = str(app.query_one("#header").render())
+            assert f"controller {controller}" in header
+            assert "ZK connected" in header
+
+    asyncio.run(scenario())
+
+
+def test_kill_key_elects_a_new_leader_on_screen(lab: dict[str, Any], zk: KazooClient,
+                                                test1: dict[str, Any]) -> None:
+    old = partition_state(zk, "test1", 0)["leader"]
+
+    async def scenario() -> None:
+        app = live_app(lab)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: cell(app, "leader") == str(old), 20, "the old leader")
+            await until(pilot, lambda: app.lab is not None, 5, "the lab state")
+            await pilot.press(str(old))
+            await pilot.press("k")
+            await pilot.pause(0.3)
+            assert type(app.screen).__name__ == "ConfirmScreen"
+            await pilot.press("y")
+            await until(pilot, lambda: cell(app, "leader") not in ("", str(old), "none"), 45,
+                        "a new leader on screen")
+            assert partition_state(zk, "test1", 0)["leader"] != old
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        kinspect("lab", "start", f"kafka{old}", check=False)
+
+
+def test_pausing_a_follower_shows_it_leave_the_isr(lab: dict[str, Any], zk: KazooClient,
+                                                  test1: dict[str, Any]) -> None:
+    state = partition_state(zk, "test1", 0)
+    follower = next(r for r in state["isr"] if r != state["leader"])
+
+    async def scenario() -> None:
+        app = live_app(lab, read_only=False)
+        app.no_confirm = True
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: str(follower) in cell(app, "isr"), 20, "full ISR")
+            await until(pilot, lambda: app.lab is not None, 5, "the lab state")
+            await pilot.press(str(follower))
+            await pilot.press("p")
+            # replica.lag.time.max.ms is 10 s in the demo preset; the shrink follows it
+            await until(pilot, lambda: f"-{follower}" in cell(app, "isr"), 45,
+                        f"broker {follower} marked missing from the ISR")
+            assert "URP" in cell(app, "flags")
+            await pilot.press("p")  # resume
+            await until(pilot, lambda: "-" not in cell(app, "isr"), 60, "the ISR expanding")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        kinspect("lab", "resume", f"kafka{follower}", check=False)
+
+
+def test_read_only_refuses_fault_keys(lab: dict[str, Any], test1: dict[str, Any]) -> None:
+    async def scenario() -> None:
+        app = live_app(lab, read_only=True)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: cell(app, "leader") != "", 20, "test1 on screen")
+            await pilot.press("1", "k")
+            await pilot.pause(0.3)
+            assert type(app.screen).__name__ != "ConfirmScreen"
+            messages = [n.message for n in app._notifications]
+            assert any("refused" in m for m in messages), messages
+            footer_keys = {b.binding.key for b in app.active_bindings.values() if b.binding.show}
+            assert "k" not in footer_keys and "q" in footer_keys
+
+    asyncio.run(scenario())
+    status = kinspect("lab", "status", "--json").stdout
+    assert '"paused"' not in status and '"killed"' not in status

@@ -1,0 +1,67 @@
+"""SVG snapshots of the screens, rendered from a recorded model with a frozen clock.
+
+Run `pytest tests/tui/test_tui_snapshots.py --snapshot-update` after an intended layout change.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.tui.recorded import recorded_app
+
+SIZE = (100, 30)
+
+
+@pytest.fixture(autouse=True)
+def utc() -> Iterator[None]:
+    """Event times are shown in local time: pin it so the snapshots match on any machine."""
+    previous = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if previous is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = previous
+    time.tzset()
+
+
+def test_main_screen(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=SIZE)
+
+
+def test_main_screen_wide(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=(160, 45))
+
+
+def test_unhealthy_only(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["u"])
+
+
+def test_help_screen(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["question_mark"])
+
+
+def test_confirm_kill_modal(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["3", "k"])
+
+
+def test_isolate_menu(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["2", "i"])
+
+
+def test_load_form(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["l"])
+
+
+def test_partition_editor(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["x", *"kafka2"])
+
+
+def test_read_only_footer(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(read_only=True), terminal_size=SIZE)

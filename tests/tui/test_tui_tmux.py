@@ -1,0 +1,64 @@
+"""The real `kinspect ui` in tmux, read back with capture-pane, as a person would see it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from kinspect.lab.topics import create_topics
+from tests.helpers import kinspect, partition_state, wait_until
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+SOCKET = "kinspect-test"
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.fixture
+def screen(lab: dict[str, Any]) -> Iterator[None]:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (make system-deps installs it)")
+    command = (f"env KINSPECT_HOME={os.environ['KINSPECT_HOME']} TERM=xterm-256color "
+               f"{sys.executable} -m kinspect ui")
+    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "36", command)
+    yield
+    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+
+
+def leader_of_test1_on_screen() -> str | None:
+    """The leader column of test1's row, as drawn: `│ test1  0  <leader>  <epoch> …`."""
+    for line in tmux("capture-pane", "-p", "-t", "ui").splitlines():
+        cells = line.strip("│ ").split()
+        if len(cells) > 3 and cells[0] == "test1" and cells[1] == "0":
+            return cells[2]
+    return None
+
+
+def test_kill_from_outside_shows_new_leader(lab: dict[str, Any], zk: KazooClient,
+                                            screen: None) -> None:
+    create_topics(lab["bootstrap"], {"test1": 1})
+    wait_until(lambda: zk.exists("/brokers/topics/test1/partitions/0/state"), 30, "test1")
+    old = str(partition_state(zk, "test1", 0)["leader"])
+    time.sleep(2)
+    tmux("send-keys", "-t", "ui", "/", "test1", "Enter")  # other tests' topics may fill the screen
+    wait_until(lambda: leader_of_test1_on_screen() == old, 30, f"leader {old} on screen")
+    try:
+        kinspect("lab", "kill", f"kafka{old}")
+        started = time.monotonic()
+        new = wait_until(lambda: (leader := leader_of_test1_on_screen()) not in (None, old, "none")
+                         and leader, 45, "a new leader on screen")
+        assert new == str(partition_state(zk, "test1", 0)["leader"])
+        print(f"new leader {new} on screen {time.monotonic() - started:.1f} s after kill -9")
+    finally:
+        kinspect("lab", "start", f"kafka{old}", check=False)

@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KINSPECT := $(VENV)/bin/kinspect
 DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headless python3-venv
 
-.PHONY: demo test test-fast setup system-deps venv kafka lint bench down
+.PHONY: demo test test-fast setup system-deps venv kafka lint bench down screenshots
 
 demo: setup
 	$(KINSPECT) demo
@@ -42,11 +42,15 @@ kafka: venv
 	$(KINSPECT) lab fetch
 
 lint: venv
-	$(VENV)/bin/ruff check kinspect tests bench
-	$(VENV)/bin/mypy kinspect
+	$(VENV)/bin/ruff check kinspect tests bench screenshots
+	$(VENV)/bin/mypy kinspect bench
 
 bench: setup
 	$(PY) -m bench.run
+
+screenshots: setup
+	$(KINSPECT) demo --no-ui
+	$(PY) screenshots/take.py
 
 down: venv
 	$(KINSPECT) lab down

@@ -1,0 +1,30 @@
+"""`make bench`: every benchmark, each side by side with its peer, on one lab (one at a time)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.postmortem")
+
+
+def main(argv: list[str] | None = None) -> int:
+    chosen = list(argv if argv is not None else sys.argv[1:]) or list(SUITES)
+    failed = []
+    for name in chosen:
+        module_name = name if name.startswith("bench.") else f"bench.{name}"
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            print(f"bench: skipping {module_name}: {exc}", file=sys.stderr)
+            continue
+        print(f"bench: running {module_name}", file=sys.stderr)
+        if module.main([]) != 0:
+            failed.append(module_name)
+    if failed:
+        print(f"bench: failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""TUI responsiveness with 2,000 partitions: refresh latency and key response under churn.
+
+Refresh latency: from the snapshot's build (taken_at) to the table updated on screen.
+Key response: wall time of a key press until Textual has processed it and repainted (Pilot),
+idle and while a broker dies and 2,000 partitions change leaders and ISRs at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from typing import Any
+
+from bench.lab import bench_lab, describe
+from bench.observer import BIG_PARTITIONS, _create_big_topic
+from kinspect.tui.app import KinspectApp
+from kinspect.tui.console import LabConsole
+from kinspect.tui.feed import LiveFeed, SnapshotArrived
+from kinspect.tui.widgets import PartitionTable
+
+
+class TimedApp(KinspectApp):
+    """The real app, recording how long each snapshot took to reach the screen."""
+
+    lags_ms: list[float]
+    render_ms: list[float]
+
+    def snapshot_arrived(self, message: SnapshotArrived) -> None:
+        super().snapshot_arrived(message)
+        self.lags_ms.append(time.time() * 1000 - message.snapshot.taken_at)
+        self.render_ms.append(self.last_render_ms)
+
+
+async def presses(pilot: Any, keys: list[str]) -> list[float]:
+    out = []
+    for key in keys:
+        started = time.perf_counter()
+        await pilot.press(key)
+        out.append((time.perf_counter() - started) * 1000)
+        await pilot.pause(0.05)
+    return out
+
+
+async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
+    expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
+    feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], True, expected, title="bench")
+    app = TimedApp(feed, LabConsole(), no_confirm=True)
+    app.lags_ms, app.render_ms = [], []
+    async with app.run_test(size=(160, 50)) as pilot:
+        deadline = time.monotonic() + 60
+        while app.query_one(PartitionTable).row_count < BIG_PARTITIONS:
+            if time.monotonic() > deadline:
+                raise SystemExit("bench: the table never showed 2,000 partitions")
+            await pilot.pause(0.2)
+        await pilot.pause(2)
+        app.lags_ms.clear()
+        app.render_ms.clear()
+        idle = await presses(pilot, ["down"] * 20)
+        steady_lag = list(app.lags_ms)
+        subprocess.run([sys.executable, "-m", "kinspect", "lab", "kill", "kafka3"], check=True,
+                       capture_output=True)
+        app.lags_ms.clear()
+        app.render_ms.clear()
+        churn = await presses(pilot, ["down", "up"] * 20)
+        churn += await presses(pilot, ["u", "u"])
+        await pilot.pause(5)
+        churn_lag, churn_render = list(app.lags_ms), list(app.render_ms)
+    subprocess.run([sys.executable, "-m", "kinspect", "lab", "start", "kafka3"], check=True,
+                   capture_output=True)
+    return {"idle_keys": idle, "churn_keys": churn, "steady_lag": steady_lag or [0.0],
+            "churn_lag": churn_lag or [0.0], "churn_render": churn_render or [0.0]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    with bench_lab() as lab:
+        _create_big_topic(lab["bootstrap"])
+        result = asyncio.run(measure(lab))
+    print(f"\n## TUI with {BIG_PARTITIONS:,} partitions (ms)")
+    print(f"- key response, idle: {describe(result['idle_keys'])}")
+    print(f"- key response while a broker dies (2,000 partitions changing): "
+          f"{describe(result['churn_keys'])}")
+    print(f"- snapshot → screen, steady: {describe(result['steady_lag'])}")
+    print(f"- snapshot → screen, during the failover: {describe(result['churn_lag'])}")
+    print(f"- table update per snapshot during the failover: {describe(result['churn_render'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -38,11 +38,37 @@ def screen(lab: dict[str, Any]) -> Iterator[None]:
 
 def leader_of_test1_on_screen() -> str | None:
     """The leader column of test1's row, as drawn: `│ test1  0  <leader>  <epoch> …`."""
-    for line in tmux("capture-pane", "-p", "-t", "ui").splitlines():
+    for line in screen_text().splitlines():
         cells = line.strip("│ ").split()
         if len(cells) > 3 and cells[0] == "test1" and cells[1] == "0":
             return cells[2]
     return None
+
+
+def screen_text() -> str:
+    return tmux("capture-pane", "-p", "-t", "ui")
+
+
+def filter_to(text: str, expected_leader: str) -> None:
+    """Type `/text Enter` once the UI is drawn, and again if the keys arrived too early.
+
+    Keys sent while Python is still importing land in a cooked-mode tty and are lost when
+    Textual switches to raw mode, so a person (and this test) looks before typing.
+    """
+    wait_until(lambda: "controller" in screen_text() and "partitions" in screen_text(), 60,
+               "the UI to draw its first snapshot")
+    for attempt in range(3):
+        if attempt:  # clear whatever half-typed filter is there; a lone Esc, not Alt+/
+            tmux("send-keys", "-t", "ui", "Escape")
+            time.sleep(1)
+        tmux("send-keys", "-t", "ui", "/", text, "Enter")
+        try:
+            wait_until(lambda: leader_of_test1_on_screen() == expected_leader, 20,
+                       f"leader {expected_leader} on screen")
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"test1 never showed leader {expected_leader}:\n{screen_text()}")
 
 
 def test_kill_from_outside_shows_new_leader(lab: dict[str, Any], zk: KazooClient,
@@ -50,9 +76,7 @@ def test_kill_from_outside_shows_new_leader(lab: dict[str, Any], zk: KazooClient
     create_topics(lab["bootstrap"], {"test1": 1})
     wait_until(lambda: zk.exists("/brokers/topics/test1/partitions/0/state"), 30, "test1")
     old = str(partition_state(zk, "test1", 0)["leader"])
-    time.sleep(2)
-    tmux("send-keys", "-t", "ui", "/", "test1", "Enter")  # other tests' topics may fill the screen
-    wait_until(lambda: leader_of_test1_on_screen() == old, 30, f"leader {old} on screen")
+    filter_to("test1", old)  # other tests' topics may fill the screen
     try:
         kinspect("lab", "kill", f"kafka{old}")
         started = time.monotonic()

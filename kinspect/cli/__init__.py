@@ -18,7 +18,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import demo, lab, load, observe, postmortem
+    from kinspect.cli import demo, lab, load, observe, postmortem, scenario
 
     parser = _Parser(prog="kinspect", description="Terminal inspector and fault console for "
                      "Apache Kafka (ZooKeeper mode).")
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     observe.register(commands)
     load.register(commands)
     postmortem.register(commands)
+    scenario.register(commands)
     return parser
 
 

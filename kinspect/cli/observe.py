@@ -88,12 +88,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     observer.subscribe(show)
     observer.start()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    # Both set explicitly: a process started in the background by a shell inherits SIGINT
+    # ignored, and Ctrl-C (or a test's SIGINT) must still end the watch cleanly.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
     try:
         while not done.wait(0.5):
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
         observer.stop()
     sys.stdout.flush()

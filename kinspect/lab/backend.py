@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinspect.errors import KinspectError
 from kinspect.lab import presets
 from kinspect.lab.state import LabState
 
@@ -70,6 +71,13 @@ class LabBackend(ABC):
 
     @abstractmethod
     def heal(self) -> None: ...
+
+    def slow(self, node: str, delay_ms: int, jitter_ms: int) -> None:
+        """Delay everything a node sends (netem); backends that cannot, say so."""
+        raise KinspectError(f"the {self.name} lab cannot slow links")
+
+    def unslow(self) -> None:
+        """Links back to full speed (nothing to do where nothing can be slowed)."""
 
     @abstractmethod
     def broker_log_dir(self, node: str) -> Path | None:

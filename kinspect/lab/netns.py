@@ -186,3 +186,36 @@ def leftovers(slot: Slot) -> list[str]:
     rules = run(["iptables", "-S"], check=False).stdout if shutil.which("iptables") else ""
     found += [r for r in rules.splitlines() if slot.bridge in r]
     return found
+
+
+_NETEM: list[str | None] = []
+
+
+def netem_available() -> str | None:
+    """None when the kernel can delay packets (sch_netem), else the one-line reason why not."""
+    if _NETEM:
+        return _NETEM[0]
+    reason = can_use_netns() or (None if shutil.which("tc") else "slow links need 'tc' (iproute2)")
+    if reason is None:
+        probe = f"ks-netem-{os.getpid()}"
+        run(["ip", "netns", "add", probe], check=False)
+        try:
+            proc = run(in_ns(probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay",
+                             "1ms"), check=False)
+            if proc.returncode != 0:
+                reason = ("this kernel has no netem (sch_netem), so links cannot be slowed: "
+                          + (proc.stderr.strip().splitlines() or ["tc failed"])[-1])
+        finally:
+            run(["ip", "netns", "delete", probe], check=False)
+    _NETEM.append(reason)
+    return reason
+
+
+def slow_node(slot: Slot, node: str, delay_ms: int, jitter_ms: int) -> None:
+    """netem delay (and jitter) on everything the node sends."""
+    run(in_ns(slot.netns(node), "tc", "qdisc", "replace", "dev", "eth0", "root", "netem",
+              "delay", f"{delay_ms}ms", f"{jitter_ms}ms"))
+
+
+def unslow_node(slot: Slot, node: str) -> None:
+    run(in_ns(slot.netns(node), "tc", "qdisc", "del", "dev", "eth0", "root"), check=False)

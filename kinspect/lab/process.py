@@ -316,6 +316,31 @@ class ProcessBackend(LabBackend):
             save_state(state, self.root)
             journal.record("heal", state.lab_id, detail="all partitions removed", root=self.root)
 
+    def slow(self, node: str, delay_ms: int, jitter_ms: int) -> None:
+        with lab_lock(self.root):
+            state = self._require()
+            if state.slot is None or state.node(node) is None:
+                raise KinspectError(f"cannot slow {node}: no such node in a namespace lab")
+            reason = netns.netem_available()
+            if reason:
+                raise KinspectError(reason)
+            netns.slow_node(netns.Slot(state.slot), node, delay_ms, jitter_ms)
+            state.extra["slowed"] = sorted({*state.extra.get("slowed", []), node})
+            save_state(state, self.root)
+            journal.record("slow", state.lab_id, node=node, root=self.root,
+                           detail=f"netem delay {delay_ms} ms ± {jitter_ms} ms on {node}")
+
+    def unslow(self) -> None:
+        with lab_lock(self.root):
+            state = self._require()
+            slowed = state.extra.pop("slowed", [])
+            if state.slot is None or not slowed:
+                return
+            for node in slowed:
+                netns.unslow_node(netns.Slot(state.slot), node)
+            save_state(state, self.root)
+            journal.record("unslow", state.lab_id, detail="links at full speed", root=self.root)
+
     def broker_log_dir(self, node: str) -> Path | None:
         path = node_dir(self.root, node) / "logs"
         return path if path.exists() else None

@@ -80,7 +80,11 @@ def test_acks1_isolated_leader_loses_and_is_blamed(lab: dict[str, Any], zk: Kazo
         if load.poll() is None:
             load.kill()
         watch.send_signal(signal.SIGINT)
-        watch.wait(timeout=30)
+        try:
+            watch.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            watch.kill()  # never leave a watcher behind for the next test
+            raise
     kinspect("verify", "--topic", topic, "--run-dir", str(tmp_path))
     collect_lab_records(tmp_path, lab_home, [n["name"] for n in lab["nodes"]])
     report = postmortem(tmp_path)

@@ -57,11 +57,15 @@ def filter_to(text: str, expected_leader: str) -> None:
     """
     wait_until(lambda: "controller" in screen_text() and "partitions" in screen_text(), 60,
                "the UI to draw its first snapshot")
-    for attempt in range(3):
-        if attempt:  # clear whatever half-typed filter is there; a lone Esc, not Alt+/
-            tmux("send-keys", "-t", "ui", "Escape")
-            time.sleep(1)
-        tmux("send-keys", "-t", "ui", "/", text, "Enter")
+    for _attempt in range(3):
+        # One key at a time, looking in between: keys sent in one burst can reach the table
+        # before the filter box has focus, and `s`…Enter there would stop a broker.
+        tmux("send-keys", "-t", "ui", "/")
+        wait_until(lambda: "▔▔▔▔" in screen_text(), 10, "the filter box")
+        tmux("send-keys", "-t", "ui", "C-u")
+        tmux("send-keys", "-t", "ui", "-l", text)
+        time.sleep(0.5)
+        tmux("send-keys", "-t", "ui", "Enter")
         try:
             wait_until(lambda: leader_of_test1_on_screen() == expected_leader, 20,
                        f"leader {expected_leader} on screen")

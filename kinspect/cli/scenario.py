@@ -1,0 +1,130 @@
+"""`kinspect scenario list|run|matrix`: the classic data-loss experiments, replayed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kinspect.errors import KinspectError
+from kinspect.paths import kinspect_home
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def register(commands: Any) -> None:
+    scenario = commands.add_parser("scenario", help="replay the classic data-loss experiments")
+    sub = scenario.add_subparsers(dest="scenario_command", metavar="ACTION", required=True)
+
+    listing = sub.add_parser("list", help="the built-in scenarios and what each should show")
+    listing.add_argument("--json", action="store_true", help="one JSON array on stdout")
+    listing.set_defaults(handler=cmd_list)
+
+    run = sub.add_parser("run", help="reset the lab, load, break, heal, verify, post-mortem")
+    run.add_argument("name", metavar="NAME", help="a scenario name, or the path of a .toml file")
+    run.add_argument("--json", action="store_true", help="one JSON result object on stdout")
+    run.add_argument("--keep-lab", action="store_true", help="leave the lab running afterwards")
+    run.add_argument("--run-dir", type=Path, help="where the evidence goes "
+                     "(default $KINSPECT_HOME/runs/scenario-NAME-TIME)")
+    run.set_defaults(handler=cmd_run)
+
+    matrix = sub.add_parser("matrix", help="run many scenarios, one table")
+    matrix.add_argument("--names", nargs="+", metavar="NAME", help="default: every scenario")
+    matrix.add_argument("--repeat", type=int, default=1, help="runs of each (default 1)")
+    matrix.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    matrix.add_argument("--out", type=Path, help="also write the table to this file")
+    matrix.set_defaults(handler=cmd_matrix)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from kinspect.scenarios.catalog import builtin
+
+    scenarios = builtin()
+    if args.json:
+        print(json.dumps([{"name": s.name, "title": s.title, "source": s.source,
+                           "expectation": s.expectation_text(), "needs": list(s.needs)}
+                          for s in scenarios]))
+        return 0
+    width = max(len(s.name) for s in scenarios)
+    for s in scenarios:
+        print(f"{s.name.ljust(width)}  {s.title}")
+        print(f"{'':{width}}  expect {s.expectation_text()}"
+              + (f"   [{s.source}]" if s.source else ""))
+    return 0
+
+
+def _run_dir(name: str, given: Path | None) -> Path:
+    if given is not None:
+        if given.exists() and any(given.iterdir()):
+            raise KinspectError(f"{given} is not empty; give a new --run-dir")
+        return given
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return kinspect_home() / "runs" / f"scenario-{Path(name).stem}-{stamp}"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kinspect.scenarios.catalog import find
+    from kinspect.scenarios.runner import run_scenario
+    from kinspect.scenarios.table import text_table
+
+    scenario = find(args.name)
+    run_dir = _run_dir(scenario.name, args.run_dir)
+    _say(f"{scenario.name}: {scenario.title}\nrun dir: {run_dir}")
+    row = run_scenario(scenario, run_dir, _say, keep_lab=args.keep_lab)
+    if args.json:
+        print(json.dumps(row))
+    else:
+        print(text_table([row]))
+        print(f"\nexpected: {row['expectation']}")
+        if row.get("explanation"):
+            print(row["explanation"])
+        print(f"why: {scenario.why}")
+        print(f"evidence: {run_dir} (report: {run_dir / 'postmortem' / 'report.md'})")
+    return 0
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from kinspect.scenarios.catalog import builtin, find
+    from kinspect.scenarios.runner import run_scenario
+    from kinspect.scenarios.table import markdown_table, text_table
+
+    if args.repeat < 1:
+        raise KinspectError("--repeat must be at least 1")
+    scenarios = [find(n) for n in args.names] if args.names else builtin()
+    root = kinspect_home() / "runs" / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
+    root.mkdir(parents=True)
+    results = root / "results.jsonl"
+    _say(f"{len(scenarios) * args.repeat} runs; results go to {results} as they finish")
+    rows: list[dict[str, Any]] = []
+    spark = None
+    try:
+        for n in range(args.repeat):
+            for scenario in scenarios:
+                _say(f"--- {scenario.name} (run {n + 1} of {args.repeat})")
+                if spark is None and "netem" not in scenario.needs:
+                    from kinspect.postmortem.job import start_spark
+
+                    spark = start_spark()
+                try:
+                    row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", _say,
+                                       spark=spark)
+                except KinspectError as exc:  # one broken run does not lose the others
+                    row = {"scenario": scenario.name, "status": "error", "reason": str(exc),
+                           "expectation_met": False}
+                    _say(f"{scenario.name}: {exc}")
+                rows.append(row)
+                with open(results, "a") as handle:
+                    handle.write(json.dumps(row) + "\n")
+    finally:
+        if spark is not None:
+            spark.stop()
+    table = markdown_table(rows) if args.markdown else text_table(rows)
+    print(table)
+    if args.out:
+        args.out.write_text(table + "\n")
+    return 0

@@ -1,0 +1,1 @@
+"""Scenarios: the classic data-loss experiments as data, and the runner that replays them."""

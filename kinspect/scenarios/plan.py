@@ -1,0 +1,157 @@
+"""Carrying out a fault plan while the load runs: resolve roles to nodes, act, undo, log.
+
+Roles are resolved at the moment a step fires ("the current leader of test1-0"), from
+ZooKeeper, because after the first fault the leader is somebody else.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from kinspect.errors import KinspectError
+from kinspect.lab.backend import LabBackend
+from kinspect.lab.topology import isolate_groups
+from kinspect.load.runstats import aggregate, read_stats
+from kinspect.scenarios.spec import UNDO, FaultStep
+
+Say = Callable[[str], None]
+
+
+def partition_state(zk: KazooClient, topic: str, partition: int) -> dict[str, Any]:
+    data, _ = zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+    return dict(json.loads(data))
+
+
+def node_of(broker: int) -> str:
+    return f"kafka{broker}"
+
+
+def resolve(target: str, zk: KazooClient, topic: str, remembered: dict[str, list[str]],
+            all_brokers: list[str]) -> list[str]:
+    """Node names a target means right now."""
+    if target.startswith("@"):
+        if target[1:] not in remembered:
+            raise KinspectError(f"target {target} names nothing remembered by an earlier step")
+        return remembered[target[1:]]
+    if target in ("leader", "follower", "followers"):
+        state = partition_state(zk, topic, 0)
+        leader = int(state["leader"])
+        if target == "leader":
+            if leader < 0:
+                raise KinspectError(f"{topic}-0 has no leader to hit")
+            return [node_of(leader)]
+        replicas = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["partitions"]["0"]
+        followers = [node_of(b) for b in replicas if b != leader]
+        return followers[:1] if target == "follower" else followers
+    if target == "controller":
+        return [node_of(int(json.loads(zk.get("/controller")[0])["brokerid"]))]
+    if target == "offsets-leader":
+        if not zk.exists("/brokers/topics/__consumer_offsets/partitions/0/state"):
+            raise KinspectError("__consumer_offsets does not exist yet")
+        return [node_of(int(partition_state(zk, "__consumer_offsets", 0)["leader"]))]
+    if target == "all":
+        return list(all_brokers)
+    return [target]
+
+
+@dataclass
+class PlanLog:
+    """What the plan did, with wall-clock times, for the result row and the report."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    first_fault_ms: int | None = None
+    skipped: list[str] = field(default_factory=list)
+
+    def add(self, do: str, nodes: list[str]) -> None:
+        ts = time.time_ns() // 1_000_000
+        self.entries.append({"ts": ts, "do": do, "nodes": nodes})
+        if self.first_fault_ms is None and do in UNDO:
+            self.first_fault_ms = ts
+
+
+class FaultPlan(threading.Thread):
+    """Fires each step when its moment comes; `probe` runs once in the middle of the first
+    held fault (reads or a consumer group, while the fault is on)."""
+
+    def __init__(self, steps: tuple[FaultStep, ...], lab: LabBackend, zk: KazooClient, topic: str,
+                 run_dir: Path, planned: int, say: Say,
+                 probe: Callable[[], None] | None = None) -> None:
+        super().__init__(name="fault-plan", daemon=True)
+        self.steps, self.lab, self.zk, self.topic = steps, lab, zk, topic
+        self.run_dir, self.planned, self.say, self.probe = run_dir, planned, say, probe
+        self.log = PlanLog()
+        self.load_done = threading.Event()
+        self.error: str | None = None
+        self._remembered: dict[str, list[str]] = {}
+        state = lab.state()
+        self._brokers = [b.name for b in state.brokers] if state else []
+        self._all_nodes = [n.name for n in state.nodes] if state else []
+
+    def run(self) -> None:
+        try:
+            for step in self.steps:
+                if not self._wait_for(step):
+                    self.log.skipped.append(f"{step.do} {step.target}: the load ended before "
+                                            f"{step.at:.0%} was acknowledged")
+                    continue
+                nodes = self._apply(step.do, step, resolve(step.target, self.zk, self.topic,
+                                                           self._remembered, self._brokers))
+                if step.remember:
+                    self._remembered[step.remember] = nodes
+                if step.for_s is not None:
+                    self._hold(step.for_s)
+                    self._apply(UNDO[step.do], step, nodes)
+        except Exception as exc:  # reported in the result; the runner heals everything anyway
+            self.error = f"fault plan stopped: {exc}"
+            self.say(self.error)
+
+    def _acked(self) -> int:
+        return int(aggregate(read_stats(self.run_dir)).get("acked", 0))
+
+    def _wait_for(self, step: FaultStep) -> bool:
+        if step.after_s is not None:
+            time.sleep(step.after_s)
+            return True
+        goal = (step.at or 0.0) * self.planned
+        while self._acked() < goal:
+            if self.load_done.is_set():
+                return False
+            time.sleep(0.05)
+        return True
+
+    def _hold(self, seconds: float) -> None:
+        probe, self.probe = self.probe, None
+        if probe is None:
+            time.sleep(seconds)
+            return
+        started = time.monotonic()
+        time.sleep(seconds / 3)
+        probe()
+        time.sleep(max(0.0, seconds - (time.monotonic() - started)))
+
+    def _apply(self, do: str, step: FaultStep, nodes: list[str]) -> list[str]:
+        self.say(f"fault: {do} {', '.join(nodes) or 'everything'}")
+        if do == "heal":
+            self.lab.heal()
+        elif do == "slow":
+            for node in nodes:
+                self.lab.slow(node, step.delay_ms, step.jitter_ms)
+        elif do == "unslow":
+            self.lab.unslow()
+        elif do.startswith("isolate"):
+            scope = {"isolate": "all", "isolate-zk": "zk", "isolate-brokers": "brokers"}[do]
+            groups = isolate_groups(nodes[0], self._all_nodes, scope)
+            self.lab.partition(groups, None)
+        else:
+            for node in nodes:
+                getattr(self.lab, do)(node)
+        self.log.add(do, nodes)
+        return nodes

@@ -1,0 +1,201 @@
+"""One scenario, start to finish: reset the lab, load, break, heal, verify, post-mortem, judge.
+
+Everything a run produces stays in its run dir (ledger, final log, timeline, faults, broker
+logs, post-mortem, scenario.json), so a result can always be explained after the fact.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from kinspect.errors import KinspectError
+from kinspect.lab import open_backend
+from kinspect.lab.backend import LabBackend, UpOptions
+from kinspect.lab.netns import netem_available
+from kinspect.lab.state import LabState
+from kinspect.lab.topics import create_topics
+from kinspect.load.evidence import collect_lab_evidence
+from kinspect.load.runner import run_load
+from kinspect.load.runsettings import LoadSettings
+from kinspect.load.verify import verify
+from kinspect.scenarios import probes
+from kinspect.scenarios.plan import FaultPlan, PlanLog, partition_state
+from kinspect.scenarios.spec import Scenario
+
+Say = Callable[[str], None]
+RESULT_FILE = "scenario.json"
+ROW_KEYS = ("scenario", "status", "acked", "in_log", "acked_lost", "unacked_present",
+            "duplicates", "failed", "failover_ms", "unavailable_ms", "expectation_met")
+
+
+def _wait(probe: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if probe():
+                return
+        except Exception:  # a node still starting: ask again
+            pass
+        time.sleep(0.25)
+    raise KinspectError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def reset_lab(scenario: Scenario, say: Say) -> tuple[LabBackend, LabState]:
+    """A fresh lab with the scenario's settings: nothing from an earlier run can leak in."""
+    lab = open_backend()
+    lab.down(say)
+    wipe = getattr(lab, "wipe", None)
+    if wipe:
+        wipe()
+    state = lab.up(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
+                             overrides=scenario.broker_config), say)
+    return lab, state
+
+
+def heal_everything(lab: LabBackend, say: Say) -> None:
+    """Undo whatever the plan left behind: partitions, paused and stopped nodes."""
+    state = lab.state()
+    if state is None:
+        return
+    if state.groups:
+        lab.heal()
+    for node in state.nodes:
+        if node.state == "paused":
+            lab.resume(node.name)
+        elif node.state != "running":
+            say(f"starting {node.name} again")
+            lab.start(node.name)
+    lab.unslow()
+
+
+def _full_isr(zk: KazooClient, scenario: Scenario) -> bool:
+    for p in range(scenario.partitions):
+        state = partition_state(zk, scenario.topic, p)
+        if state["leader"] < 0 or len(state["isr"]) < scenario.replication_factor:
+            return False
+    return True
+
+
+def load_settings(scenario: Scenario, bootstrap: str) -> LoadSettings:
+    load = dict(scenario.load)
+    extra = {str(k): str(v) for k, v in load.pop("extra", {}).items()}
+    return LoadSettings(topic=scenario.topic, bootstrap=bootstrap, extra=extra, **load)
+
+
+def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
+    """From the first fault to the first leader the observer saw elected after it."""
+    if fault_ts is None:
+        return None
+    for entry in report.get("timeline", []):
+        if (entry.get("kind") == "leader_changed" and entry["ts"] > fault_ts
+                and entry.get("source") == "observer" and entry.get("new") not in (None, -1)):
+            return int(entry["ts"] - fault_ts)
+    return None
+
+
+def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, Any],
+               log: PlanLog, probe: dict[str, int], plan_error: str | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"scenario": scenario.name, "status": "ran"}
+    for key in ("acked", "in_log", "acked_lost", "unacked_present", "duplicates", "failed",
+                "unknown", "no_leader_ms", "unavailable_ms"):
+        row[key] = report.get(key)
+    row["failed_by_error"] = summary.get("failed_by_error", {})
+    row["failover_ms"] = failover_ms(report, log.first_fault_ms)
+    row.update(probe)
+    held = [c for c in scenario.expect if c.holds(row)]
+    row["expectation"] = scenario.expectation_text()
+    row["expectation_failed"] = [str(c) for c in scenario.expect if c not in held]
+    row["expectation_met"] = len(held) == len(scenario.expect) and plan_error is None
+    row["faults"] = log.entries
+    row["notes"] = [*log.skipped, *([plan_error] if plan_error else [])]
+    row["explanation"] = report.get("explanation", "")
+    return row
+
+
+def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:
+    return {"scenario": scenario.name, "status": "skipped", "reason": reason,
+            "expectation": scenario.expectation_text(), "expectation_met": None}
+
+
+def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
+                 spark: Any = None) -> dict[str, Any]:
+    """Run it; return the result row (also written to RUN_DIR/scenario.json)."""
+    if "netem" in scenario.needs and (why := netem_available()) is not None:
+        row = skipped_row(scenario, why)
+        _save(run_dir, row)
+        return row
+    lab, state = reset_lab(scenario, say)
+    zk = KazooClient(hosts=state.zookeeper.address, timeout=10.0)
+    try:
+        zk.start(timeout=30)
+        row = _run_on_lab(scenario, run_dir, say, lab, state, zk, spark)
+    finally:
+        zk.stop()
+        zk.close()
+        if not keep_lab:
+            lab.down(say)
+    _save(run_dir, row)
+    return row
+
+
+def _save(run_dir: Path, row: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / RESULT_FILE).write_text(json.dumps(row, indent=2))
+
+
+def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,
+                zk: KazooClient, spark: Any) -> dict[str, Any]:
+    bootstrap = state.bootstrap
+    create_topics(bootstrap, {scenario.topic: scenario.partitions},
+                  scenario.replication_factor, scenario.topic_config)
+    _wait(lambda: _full_isr(zk, scenario), 90, f"a full ISR on {scenario.topic}")
+    if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
+        raise KinspectError("the consumer group never got an assignment before the fault")
+    settings = load_settings(scenario, bootstrap)
+    probe_result: dict[str, int] = {}
+
+    def probe() -> None:
+        seconds = 6.0
+        if scenario.consumer_group:
+            probe_result["consumed_during_fault"] = probes.group_count(bootstrap, scenario.topic,
+                                                                       seconds)
+        else:
+            probe_result["consumed_during_fault"] = probes.read_count(bootstrap, scenario.topic,
+                                                                      seconds)
+
+    plan = FaultPlan(scenario.steps, lab, zk, scenario.topic, run_dir, settings.count or 0, say,
+                     probe if (scenario.consumer_group or "consumed_during_fault"
+                               in {c.metric for c in scenario.expect}) else None)
+    started_ms = time.time_ns() // 1_000_000
+    expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
+    say(f"load: {settings.count:,} messages, acks={settings.acks}, "
+        f"{settings.producers} producer(s)")
+    plan.start()
+    try:
+        summary = run_load(settings, run_dir, None, state.zookeeper.address, expected)
+    finally:
+        plan.load_done.set()
+    plan.join(timeout=_plan_budget(scenario))
+    heal_everything(lab, say)
+    _wait(lambda: _full_isr(zk, scenario), 180, f"{scenario.topic} healed (leader and full ISR)")
+    say("verify: reading the final log")
+    verify(bootstrap, scenario.topic, run_dir)
+    current = lab.state() or state
+    collect_lab_evidence(run_dir, current, started_ms)
+    say("post-mortem (Spark)…")
+    from kinspect.postmortem import run_postmortem
+
+    report = run_postmortem(run_dir, spark=spark, chart=True, progress=None)
+    return result_row(scenario, report, summary, plan.log, probe_result, plan.error)
+
+
+def _plan_budget(scenario: Scenario) -> float:
+    """Long enough for every remaining wait and hold in the plan, plus slack."""
+    return 30.0 + sum((s.after_s or 0) + (s.for_s or 0) for s in scenario.steps)
+

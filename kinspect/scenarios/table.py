@@ -1,0 +1,48 @@
+"""Result rows as a terminal table or as Markdown (the README's workshop matrix)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+COLUMNS = (("scenario", "scenario"), ("acked", "acked"), ("in_log", "in log"),
+           ("acked_lost", "acked lost"), ("unacked_present", "unacked present"),
+           ("duplicates", "duplicates"), ("failed", "failed"), ("failover_ms", "failover"),
+           ("unavailable_ms", "unavailable"), ("expectation_met", "expected?"))
+
+
+def cell(key: str, row: dict[str, Any]) -> str:
+    if row.get("status") == "skipped":
+        if key == "scenario":
+            return str(row["scenario"])
+        return f"skipped: {row.get('reason', '')}" if key == "acked" else ""
+    value = row.get(key)
+    if value is None:
+        return "-"
+    if key == "expectation_met":
+        return "yes" if value else "NO: " + ", ".join(row.get("expectation_failed") or ["plan"])
+    if key.endswith("_ms"):
+        return f"{value / 1000:.1f} s"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def text_table(rows: Sequence[dict[str, Any]]) -> str:
+    grid = [[title for _, title in COLUMNS]] + [[cell(k, r) for k, _ in COLUMNS] for r in rows]
+    widths = [max(len(line[i]) for line in grid) for i in range(len(COLUMNS))]
+    out = []
+    for n, line in enumerate(grid):
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(line, widths, strict=True))).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    head = "| " + " | ".join(title for _, title in COLUMNS) + " |"
+    rule = "|" + "|".join("---" if k == "scenario" else "---:" for k, _ in COLUMNS) + "|"
+    body = ["| " + " | ".join(cell(k, r).replace("|", "/") for k, _ in COLUMNS) + " |"
+            for r in rows]
+    return "\n".join([head, rule, *body])

@@ -48,11 +48,12 @@ def _wait(probe: Callable[[], bool], timeout_s: float, what: str) -> None:
 
 def reset_lab(scenario: Scenario, say: Say) -> tuple[LabBackend, LabState]:
     """A fresh lab with the scenario's settings: nothing from an earlier run can leak in."""
-    lab = open_backend()
-    lab.down(say)
-    wipe = getattr(lab, "wipe", None)
+    old = open_backend()
+    old.down(say)
+    wipe = getattr(old, "wipe", None)
     if wipe:
         wipe()
+    lab = open_backend()  # a fresh handle: the old one still describes the lab just removed
     state = lab.up(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
                              overrides=scenario.broker_config), say)
     return lab, state

@@ -25,7 +25,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("lab_lifecycle") is not None)
+    """Scenarios reset the lab with their own settings, so they run after the tests that share
+    the session lab, and the lifecycle tests (which take it down) run last."""
+    def order(item: pytest.Item) -> int:
+        if item.get_closest_marker("lab_lifecycle"):
+            return 2
+        return 1 if item.get_closest_marker("scenario") else 0
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")

@@ -76,7 +76,7 @@ class LabBackend(ABC):
         """Delay everything a node sends (netem); backends that cannot, say so."""
         raise KinspectError(f"the {self.name} lab cannot slow links")
 
-    def unslow(self) -> None:
+    def unslow(self) -> None:  # noqa: B027 - optional: most backends have nothing to undo
         """Links back to full speed (nothing to do where nothing can be slowed)."""
 
     @abstractmethod

@@ -110,11 +110,9 @@ def _only(table: Mapping[str, Any], allowed: set[str], where: str, path: Path) -
 def _strings(table: Mapping[str, Any], where: str, path: Path) -> dict[str, str]:
     out = {}
     for key, value in table.items():
-        if isinstance(value, bool):
-            value = str(value).lower()
         if not isinstance(value, str | int | float):
             raise _fail(path, f"{where}.{key} must be a string or number")
-        out[str(key)] = str(value)
+        out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
 
 

@@ -40,6 +40,9 @@ ACTIONS: tuple[UiAction, ...] = (
     UiAction("load", "l", "load", "start or stop a load generator", "cluster", fault=True),
     UiAction("postmortem", "m", "post-mortem", "verify the last load run and report what "
              "was lost (PySpark)", "cluster", fault=True, footer=False),
+    UiAction("scenario", "e", "scenario", "replay a data-loss experiment from the catalog "
+             "(resets the lab), then show its post-mortem", "cluster", fault=True,
+             destructive=True, footer=False),
     UiAction("filter", "slash", "filter", "filter partitions by topic or name", "view"),
     UiAction("unhealthy", "u", "unhealthy", "show only unhealthy partitions", "view"),
     UiAction("command_palette", "colon", "commands", "open the command palette", "app",

@@ -6,6 +6,7 @@ answers with a message; handlers here only render.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,7 +25,14 @@ from kinspect.model import ClusterSnapshot
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import LabConsole, LoadRequest
 from kinspect.tui.feed import Feed, FeedFailed, LabArrived, LoadStatus, SnapshotArrived
-from kinspect.tui.modals import ConfirmScreen, HelpScreen, IsolateScreen, LoadForm, PartitionEditor
+from kinspect.tui.modals import (
+    ConfirmScreen,
+    HelpScreen,
+    IsolateScreen,
+    LoadForm,
+    PartitionEditor,
+    ScenarioPicker,
+)
 from kinspect.tui.render import event_line, fault_line, header_text, load_text, warnings_text
 from kinspect.tui.report_screen import ReportScreen
 from kinspect.tui.widgets import BrokerTable, EventLog, PartitionTable
@@ -54,6 +62,7 @@ class KinspectApp(App[None]):
         self.lab: LabState | None = None
         self.load: LoadStatus | None = None
         self.load_dir: Path | None = None
+        self.scenario_running = False
         self.last_render_ms = 0.0
 
     # ----- layout ----------------------------------------------------------------------
@@ -371,6 +380,71 @@ class KinspectApp(App[None]):
                                   timeout=15)
             return
         self.call_from_thread(self.push_screen, ReportScreen(report, run_dir / "postmortem"))
+
+
+    # ----- scenarios ---------------------------------------------------------------------
+
+    def action_scenario(self) -> None:
+        if self._refused():
+            return
+        if self.scenario_running:
+            self.notify("a scenario is already running", severity="warning")
+            return
+        from kinspect.scenarios.catalog import builtin
+
+        choices = [(s.name, s.title, s.expectation_text()) for s in builtin()]
+        self.push_screen(ScenarioPicker(choices), self._scenario_chosen)
+
+    def _scenario_chosen(self, name: str | None) -> None:
+        if name is None:
+            return
+        if self.no_confirm:
+            self.run_scenario(name)
+            return
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_scenario(name)
+
+        self.push_screen(ConfirmScreen(f"Run {name}?", "The lab is reset (its data wiped), then "
+                                       "loaded and broken as the scenario says; watch it here."),
+                         answered)
+
+    @work(thread=True, exclusive=True, group="scenario")
+    def run_scenario(self, name: str) -> None:
+        """The run plays out on the main screen (the feed keeps observing); then its report."""
+        assert self.lab_console is not None
+        self.scenario_running = True
+        try:
+            proc, run_dir = self.lab_console.start_scenario(name)
+            log = run_dir.with_suffix(".log")
+            seen = 0
+            while True:
+                done = proc.poll() is not None
+                lines = log.read_text().splitlines() if log.exists() else []
+                for line in lines[seen:]:
+                    self.call_from_thread(self.notify, line, title=f"scenario {name}", timeout=4)
+                seen = len(lines)
+                if done:
+                    break
+                time.sleep(0.3)
+            result = run_dir / "scenario.json"
+            if proc.returncode != 0 or not result.exists():
+                last = lines[-1] if lines else f"exit code {proc.returncode}"
+                self.call_from_thread(self.notify, f"scenario {name} failed: {last}",
+                                      severity="error", timeout=15)
+                return
+            row = json.loads(result.read_text())
+            held = "held" if row.get("expectation_met") else "did NOT hold"
+            self.call_from_thread(self.notify, f"{name}: expected {row.get('expectation')}: {held}",
+                                  severity="information" if row.get("expectation_met")
+                                  else "warning", timeout=15)
+            report_path = run_dir / "postmortem" / "report.json"
+            if report_path.exists():
+                report = json.loads(report_path.read_text())
+                self.call_from_thread(self.push_screen,
+                                      ReportScreen(report, run_dir / "postmortem"))
+        finally:
+            self.scenario_running = False
 
 
 def latest_run() -> Path | None:

@@ -109,6 +109,20 @@ class LabConsole:
             raise RuntimeError(lines[-1] if lines else f"load exited with {code}")
         return run_dir
 
+    def start_scenario(self, name: str) -> tuple[subprocess.Popen[bytes], Path]:
+        """`kinspect scenario run NAME` as its own process, the lab kept for the screen.
+        Its progress lines go to RUN_DIR.log, which the TUI follows."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        run_dir = kinspect_home() / "runs" / f"scenario-{name}-{stamp}"
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        with open(run_dir.with_suffix(".log"), "w") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kinspect", "scenario", "run", name, "--json",
+                 "--keep-lab", "--run-dir", str(run_dir)],
+                stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+        return proc, run_dir
+
     def stop_load(self, run_dir: Path) -> str:
         from kinspect.load.runner import stop_load
 

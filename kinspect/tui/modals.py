@@ -64,6 +64,27 @@ class IsolateScreen(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
+class ScenarioPicker(ModalScreen[str | None]):
+    """The workshop menu: every scenario with what it should show; Enter runs one."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+
+    def __init__(self, scenarios: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.scenarios = scenarios  # name, title, expectation
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(Text("Replay a scenario (resets the lab: its data is wiped)", "bold"))
+            yield OptionList(*[Option(Text.assemble((name, "bold"), f"  {title}\n",
+                                                    (f"   expect {expect}", "dim")), id=name)
+                               for name, title, expect in self.scenarios])
+
+    @on(OptionList.OptionSelected)
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
 class PartitionEditor(ModalScreen[list[str] | None]):
     """Type groups as in `kinspect lab partition`: each group is comma-separated nodes."""
 

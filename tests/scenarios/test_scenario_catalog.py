@@ -1,0 +1,106 @@
+"""The scenario format and catalog, without a lab: parsing, validation, tables, the CLI's errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kinspect.errors import KinspectError
+from kinspect.scenarios.catalog import builtin, find
+from kinspect.scenarios.spec import Condition, parse, read
+from kinspect.scenarios.table import markdown_table, text_table
+from tests.helpers import kinspect
+
+SOURCE_SEVEN = {"acks0-kill-leader", "acks1-kill-leader", "acks1-kill-leader-10p",
+                "acksall-kill-leader-10p", "acks1-isolate-leader", "acksall-isolate-leader",
+                "acks1-isolate-leader-zk", "acksall-isolate-leader-zk"}
+OTHERS = {"unclean-election", "unclean-election-off", "min-isr-two-down", "short-retries",
+          "duplicates", "duplicates-idempotent", "offsets-rf1", "slow-network"}
+
+
+def test_catalog_has_every_named_scenario_with_2018_settings() -> None:
+    scenarios = {s.name: s for s in builtin()}
+    assert set(scenarios) >= SOURCE_SEVEN | OTHERS
+    for name in SOURCE_SEVEN:
+        s = scenarios[name]
+        assert s.broker_config["min.insync.replicas"] == "1"
+        assert s.preset == "demo" and s.load["retries"] == 0
+        assert s.steps[0].at == pytest.approx(0.3) and s.steps[0].target == "leader"
+        assert s.expect, name
+    assert scenarios["unclean-election"].topic_config["unclean.leader.election.enable"] == "true"
+    assert scenarios["unclean-election-off"].topic_config["unclean.leader.election.enable"] == "false"
+    assert scenarios["slow-network"].needs == ("netem",)
+
+
+def minimal(**extra: object) -> dict[str, object]:
+    return {"name": "mine", "title": "t", "why": "because", **extra}
+
+
+def test_minimal_scenario_gets_defaults() -> None:
+    s = parse(minimal(fault=[{"at": 0.5, "do": "pause", "for_s": 3}],
+                      expect={"acked_lost": "== 0"}), Path("mine.toml"))
+    assert (s.topic, s.preset, s.brokers) == ("test1", "demo", 3)
+    assert s.steps[0].target == "leader" and s.steps[0].for_s == 3
+    assert s.expect == (Condition("acked_lost", "==", 0),)
+    assert s.expect[0].holds({"acked_lost": 0}) and not s.expect[0].holds({"acked_lost": 2})
+    assert not s.expect[0].holds({})  # a metric that was never measured does not hold
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (minimal(colour="red"), "unknown key 'colour'"),
+    (minimal(fault=[{"do": "explode", "at": 0.1}]), "do must be one of"),
+    (minimal(fault=[{"do": "kill"}]), "exactly one of at"),
+    (minimal(fault=[{"do": "kill", "at": 3}]), "at must be between 0 and 1"),
+    (minimal(fault=[{"do": "start", "at": 0.1, "for_s": 2}]), "cannot be undone"),
+    (minimal(fault=[{"do": "kill", "at": 0.1, "target": "kafka"}]), "is not a role"),
+    (minimal(expect={"acked_lost": "lots"}), "write e.g."),
+    (minimal(expect={"happiness": "> 0"}), "unknown metric"),
+    (minimal(lab={"preset": "ancient"}), "preset must be one of"),
+    ({"name": "x"}, "title is required"),
+])
+def test_bad_scenarios_are_one_line_errors(data: dict[str, object], message: str) -> None:
+    with pytest.raises(KinspectError, match=message) as info:
+        parse(data, Path("bad.toml"))
+    assert str(info.value).startswith("bad.toml: ") and "\n" not in str(info.value)
+
+
+def test_user_file_by_path(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\ntitle = "mine"\nwhy = "w"\n[[fault]]\nat = 0.2\n'
+                    'do = "isolate-zk"\n[expect]\nacked = "> 0"\n')
+    assert find(str(path)).steps[0].do == "isolate-zk"
+    path.write_text("name = [")
+    with pytest.raises(KinspectError, match="not valid TOML"):
+        read(path)
+
+
+def test_cli_list_and_bad_input(tmp_path: Path) -> None:
+    listed = json.loads(kinspect("scenario", "list", "--json").stdout)
+    assert {entry["name"] for entry in listed} >= SOURCE_SEVEN | OTHERS
+    unknown = kinspect("scenario", "run", "no-such-thing", check=False)
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
+    assert "unknown scenario" in unknown.stderr and "Traceback" not in unknown.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "b"\ntitle = "b"\nwhy = "w"\n[load]\nacks = 2\n')
+    proc = kinspect("scenario", "run", str(bad), check=False)
+    assert proc.returncode == 2 and "[load] acks must be a str" in proc.stderr
+    repeat = kinspect("scenario", "matrix", "--repeat", "0", check=False)
+    assert repeat.returncode == 2 and "--repeat" in repeat.stderr
+
+
+def test_tables_show_rows_and_skips() -> None:
+    ran = {"scenario": "acks1-isolate-leader", "status": "ran", "acked": 100000, "in_log": 40731,
+           "acked_lost": 59269, "unacked_present": 0, "duplicates": 0, "failed": 0,
+           "failover_ms": 5200, "unavailable_ms": 0, "expectation_met": True}
+    failed = {**ran, "scenario": "x", "expectation_met": False,
+              "expectation_failed": ["acked_lost == 0"]}
+    skipped = {"scenario": "slow-network", "status": "skipped", "reason": "no netem",
+               "expectation_met": None}
+    text = text_table([ran, failed, skipped])
+    assert "59,269" in text and "5.2 s" in text and "NO: acked_lost == 0" in text
+    assert "skipped: no netem" in text
+    md = markdown_table([ran, skipped]).splitlines()
+    assert md[0].startswith("| scenario | acked |") and md[1].startswith("|---|---:")
+    assert md[2].startswith("| acks1-isolate-leader | 100,000 | 40,731 | 59,269 |")

@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 KINSPECT := $(VENV)/bin/kinspect
 DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headless python3-venv
 
-.PHONY: demo test test-fast setup system-deps venv kafka lint bench down screenshots
+.PHONY: demo test test-fast setup system-deps venv kafka lint bench down screenshots matrix
 
 demo: setup
 	$(KINSPECT) demo
@@ -47,6 +47,9 @@ lint: venv
 
 bench: setup
 	$(PY) -m bench.run
+
+matrix: setup
+	$(KINSPECT) scenario matrix --markdown --out README.md
 
 screenshots: setup
 	$(KINSPECT) demo --no-ui

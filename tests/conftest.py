@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,19 +71,10 @@ def lab_session(lab_home: Path) -> Iterator[Lab]:
 def wait_for_all_brokers(status: dict[str, Any], timeout: float = 60.0) -> None:
     """A broker restarted by the previous test may not be back in every broker's metadata yet;
     topic creation with replication factor 3 would then fail."""
-    from kinspect.sources.admin import quiet_admin
+    from kinspect.lab.topics import wait_for_brokers
 
-    brokers = [n for n in status["nodes"] if n["role"] == "broker"]
-    admin = quiet_admin(status["bootstrap"])
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if len(admin.list_topics(timeout=5).brokers) == len(brokers):
-                return
-        except Exception:  # a broker still starting: ask again
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"not every broker is back after {timeout:.0f} s")
+    wait_for_brokers(status["bootstrap"], sum(n["role"] == "broker" for n in status["nodes"]),
+                     timeout)
 
 
 @pytest.fixture

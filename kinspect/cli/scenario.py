@@ -13,6 +13,20 @@ from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
 
 
+MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
+
+
+def write_table(path: Path, table: str) -> None:
+    """Replace the marked block of a document, or write the whole file."""
+    text = path.read_text() if path.exists() else ""
+    if MARK_START in text and MARK_END in text:
+        head, rest = text.split(MARK_START, 1)
+        _, tail = rest.split(MARK_END, 1)
+        path.write_text(f"{head}{MARK_START}\n{table}\n{MARK_END}{tail}")
+    else:
+        path.write_text(table + "\n")
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -37,7 +51,9 @@ def register(commands: Any) -> None:
     matrix.add_argument("--names", nargs="+", metavar="NAME", help="default: every scenario")
     matrix.add_argument("--repeat", type=int, default=1, help="runs of each (default 1)")
     matrix.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    matrix.add_argument("--out", type=Path, help="also write the table to this file")
+    matrix.add_argument("--out", type=Path, help="also write the table to this file; in a file "
+                        f"holding the lines {MARK_START} and {MARK_END} (the README), only "
+                        "the block between them is replaced")
     matrix.set_defaults(handler=cmd_matrix)
 
 
@@ -126,5 +142,5 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     table = markdown_table(rows) if args.markdown else text_table(rows)
     print(table)
     if args.out:
-        args.out.write_text(table + "\n")
+        write_table(args.out, table)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaException
@@ -12,6 +13,22 @@ from kinspect.errors import KinspectError
 from kinspect.sources.admin import quiet_admin
 
 DEMO_TOPICS = {"test1": 1, "orders": 6}
+
+
+def wait_for_brokers(bootstrap: str, count: int, timeout_s: float = 60.0) -> None:
+    """Until the brokers' metadata lists `count` brokers: ZooKeeper registers a broker before
+    the controller has told the others, and a replication factor 3 topic needs all three."""
+    admin = quiet_admin(bootstrap, **{"socket.timeout.ms": 5000})
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KafkaException):
+            seen = len(admin.list_topics(timeout=5).brokers)
+            if seen >= count:
+                return
+        time.sleep(0.3)
+    raise KinspectError(f"only {seen} of {count} brokers are in the cluster's metadata after "
+                        f"{timeout_s:.0f} s (kinspect lab status shows which are down)")
 
 
 def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor: int = 3,
@@ -28,6 +45,7 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
               for name, partitions in topics.items() if name not in existing]
     if not wanted:
         return []
+    wait_for_brokers(bootstrap, replication_factor, timeout_s)
     futures = admin.create_topics(wanted, operation_timeout=timeout_s, request_timeout=timeout_s)
     created = []
     for name, future in futures.items():

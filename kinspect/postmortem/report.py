@@ -113,7 +113,8 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
                       f"{plural(report['duplicate_ids'], 'message')} were written (retries without "
                       "idempotence)")
     if report["reordered"]:
-        extras.append(f"{plural(report['reordered'], 'message')} sit behind a later message of "
+        extras.append(f"{plural(report['reordered'], 'message')} "
+                      f"{'sits' if report['reordered'] == 1 else 'sit'} behind a later message of "
                       "the same producer")
     after, kept = report.get("first_ack_after_fault_ms"), report.get("first_kept_ack_after_fault_ms")
     if after is not None:

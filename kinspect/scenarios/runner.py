@@ -83,6 +83,16 @@ def _full_isr(zk: KazooClient, scenario: Scenario) -> bool:
     return True
 
 
+def _brokers_know(bootstrap: str, scenario: Scenario) -> bool:
+    """Every broker's metadata has the topic with leaders (ZooKeeper knows it first)."""
+    from kinspect.sources.admin import quiet_admin
+
+    info = quiet_admin(bootstrap).list_topics(topic=scenario.topic, timeout=5).topics.get(
+        scenario.topic)
+    return (info is not None and info.error is None and len(info.partitions) == scenario.partitions
+            and all(p.leader >= 0 for p in info.partitions.values()))
+
+
 def load_settings(scenario: Scenario, bootstrap: str) -> LoadSettings:
     load = dict(scenario.load)
     extra = {str(k): str(v) for k, v in load.pop("extra", {}).items()}
@@ -156,6 +166,7 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     create_topics(bootstrap, {scenario.topic: scenario.partitions},
                   scenario.replication_factor, scenario.topic_config)
     _wait(lambda: _full_isr(zk, scenario), 90, f"a full ISR on {scenario.topic}")
+    _wait(lambda: _brokers_know(bootstrap, scenario), 60, f"the brokers to know {scenario.topic}")
     if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
         raise KinspectError("the consumer group never got an assignment before the fault")
     settings = load_settings(scenario, bootstrap)

@@ -109,6 +109,8 @@ class Observer:
             if self._stop.is_set():
                 break
             self._wake.clear()
+            if self.zk and self.zk.restart_if_stuck():
+                woke = True
             if not woke and self.latest is None:
                 continue
             try:

@@ -45,12 +45,12 @@ class ZooKeeperSource:
         quiet_kazoo()
         self.hosts = hosts
         self._on_change = on_change
-        retry = KazooRetry(max_tries=-1, max_delay=2.0)
-        self._zk = KazooClient(hosts=hosts, timeout=session_timeout_s, connection_retry=retry,
-                               command_retry=KazooRetry(max_tries=3, max_delay=1.0),
-                               auth_data=auth or None)
+        self._auth = auth or None
+        self._session_timeout_s = session_timeout_s
+        self._zk = self._new_client()
         self._lock = threading.Lock()
         self._session = "unknown"
+        self._suspended_since: float | None = None
         self._controller: int | None = None
         self._controller_epoch: int | None = None
         self._brokers: dict[int, str] = {}
@@ -63,6 +63,48 @@ class ZooKeeperSource:
 
     # ----- lifecycle -------------------------------------------------------------------
 
+    def _new_client(self) -> KazooClient:
+        return KazooClient(hosts=self.hosts, timeout=self._session_timeout_s,
+                           connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
+                           command_retry=KazooRetry(max_tries=3, max_delay=1.0),
+                           auth_data=self._auth)
+
+    def restart_if_stuck(self, after_s: float = 20.0) -> bool:
+        """Start over with a new client when the session has been suspended for `after_s`.
+
+        A ZooKeeper whose data was wiped (`lab reset`, a scenario) refuses the old session
+        because the client has seen a newer zxid than the server has, and kazoo would retry
+        that forever. A new client has no such memory; the watches are set again from scratch.
+        """
+        with self._lock:
+            since = self._suspended_since
+        if since is None or time.monotonic() - since < after_s:
+            return False
+        old = self._zk
+        with self._lock:
+            self._suspended_since = time.monotonic()  # not again before after_s more
+            self._controller = self._controller_epoch = None
+            self._brokers.clear()
+            self._assignments.clear()
+            self._states.clear()
+            self._watched_brokers.clear()
+            self._watched_topics.clear()
+            self._watched_partitions.clear()
+        try:
+            old.remove_listener(self._session_changed)
+            old.stop()
+            old.close()
+        except Exception:  # the old client is being thrown away either way
+            pass
+        self._zk = self._new_client()
+        try:
+            self.start(timeout=5.0)
+        except KinspectError:
+            with self._lock:
+                self._session = "suspended"
+            return False
+        return True
+
     def start(self, timeout: float = 10.0) -> None:
         """Connect and load everything once; unreachable at start is a one-line error."""
         self._zk.add_listener(self._session_changed)
@@ -73,6 +115,7 @@ class ZooKeeperSource:
             raise KinspectError(f"cannot reach ZooKeeper at {self.hosts}") from None
         with self._lock:
             self._session = "connected"
+            self._suspended_since = None
         DataWatch(self._zk, "/controller", self._controller_changed)
         DataWatch(self._zk, "/controller_epoch", self._epoch_changed)
         ChildrenWatch(self._zk, "/brokers/ids", self._broker_ids_changed)
@@ -116,6 +159,10 @@ class ZooKeeperSource:
     def _session_changed(self, state: KazooState) -> None:
         with self._lock:
             self._session = _STATES.get(state, "unknown")
+            if state == KazooState.CONNECTED:
+                self._suspended_since = None
+            elif self._suspended_since is None:
+                self._suspended_since = time.monotonic()
         self._changed()
 
     def _controller_changed(self, data: bytes | None, _stat: Any) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
 
-
 MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
 
 
@@ -131,7 +130,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                                        spark=spark)
                 except KinspectError as exc:  # one broken run does not lose the others
                     row = {"scenario": scenario.name, "status": "error", "reason": str(exc),
-                           "expectation_met": False}
+                           "source": scenario.source, "expectation_met": False}
                     _say(f"{scenario.name}: {exc}")
                 rows.append(row)
                 with open(results, "a") as handle:

@@ -112,7 +112,7 @@ def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
 
 def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, Any],
                log: PlanLog, probe: dict[str, int], plan_error: str | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"scenario": scenario.name, "status": "ran"}
+    row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
     for key in ("acked", "in_log", "acked_lost", "unacked_present", "duplicates", "failed",
                 "unknown", "no_leader_ms", "unavailable_ms"):
         row[key] = report.get(key)
@@ -130,7 +130,7 @@ def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, An
 
 
 def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:
-    return {"scenario": scenario.name, "status": "skipped", "reason": reason,
+    return {"scenario": scenario.name, "status": "skipped", "reason": reason, "source": scenario.source,
             "expectation": scenario.expectation_text(), "expectation_met": None}
 
 

@@ -12,10 +12,12 @@ COLUMNS = (("scenario", "scenario"), ("acked", "acked"), ("in_log", "in log"),
 
 
 def cell(key: str, row: dict[str, Any]) -> str:
-    if row.get("status") == "skipped":
+    if key == "source":
+        return str(row.get("source", ""))
+    if row.get("status") in ("skipped", "error"):
         if key == "scenario":
             return str(row["scenario"])
-        return f"skipped: {row.get('reason', '')}" if key == "acked" else ""
+        return f"{row['status']}: {row.get('reason', '')}" if key == "acked" else ""
     value = row.get(key)
     if value is None:
         return "-"
@@ -41,8 +43,10 @@ def text_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    head = "| " + " | ".join(title for _, title in COLUMNS) + " |"
-    rule = "|" + "|".join("---" if k == "scenario" else "---:" for k, _ in COLUMNS) + "|"
-    body = ["| " + " | ".join(cell(k, r).replace("|", "/") for k, _ in COLUMNS) + " |"
+    """The terminal columns plus the source material's figure, for the README."""
+    columns = (*COLUMNS, ("source", "2018 / source"))
+    head = "| " + " | ".join(title for _, title in columns) + " |"
+    rule = "|" + "|".join("---" if k in ("scenario", "source") else "---:" for k, _ in columns) + "|"
+    body = ["| " + " | ".join(cell(k, r).replace("|", "/") for k, _ in columns) + " |"
             for r in rows]
     return "\n".join([head, rule, *body])

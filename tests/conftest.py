@@ -24,12 +24,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Scenarios reset the lab with their own settings, so they run after the tests that share
-    the session lab, and the lifecycle tests (which take it down) run last."""
+    """Tests marked resets_lab (scenarios, on-call) reset the lab with their own settings, so
+    they run after those sharing the session lab; lifecycle tests (which take it down) last."""
     def order(item: pytest.Item) -> int:
         if item.get_closest_marker("lab_lifecycle"):
             return 2
-        return 1 if item.get_closest_marker("scenario") else 0
+        return 1 if item.get_closest_marker("resets_lab") else 0
 
     items.sort(key=order)
 

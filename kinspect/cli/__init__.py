@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from kinspect import __version__
 from kinspect.errors import KinspectError
+from kinspect.profiles import redact
 
 
 class _Parser(argparse.ArgumentParser):
@@ -18,7 +19,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import demo, lab, load, observe, postmortem, scenario
+    from kinspect.cli import demo, health, lab, load, observe, postmortem, scenario
 
     parser = _Parser(prog="kinspect", description="Terminal inspector and fault console for "
                      "Apache Kafka (ZooKeeper mode).")
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.register(commands)
     lab.register(commands)
     observe.register(commands)
+    health.register(commands)
     load.register(commands)
     postmortem.register(commands)
     scenario.register(commands)
@@ -43,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except KinspectError as exc:
-        print(f"kinspect: error: {exc}", file=sys.stderr)
+        print(f"kinspect: error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("kinspect: interrupted", file=sys.stderr)

@@ -1,46 +1,90 @@
-"""Arguments shared by commands that talk to a cluster: the lab by default, or any cluster."""
+"""Arguments shared by commands that talk to a cluster: the lab by default, or any cluster.
+
+A cluster comes from --bootstrap/--zookeeper, from a --profile, or is the running lab. Only a
+cluster whose ZooKeeper holds the running lab's id (written by `lab up`) counts as the lab:
+every other cluster is read-only, whatever its address.
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from kinspect.errors import KinspectError
 from kinspect.lab import running_lab
 from kinspect.lab.state import LabState
+from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser, zookeeper: bool = True) -> None:
+    parser.add_argument("--profile", metavar="NAME",
+                        help="a cluster from ~/.config/kinspect/config.toml")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="the profiles file (default $KINSPECT_CONFIG or "
+                             "~/.config/kinspect/config.toml)")
     parser.add_argument("--bootstrap", metavar="H:P[,H:P]",
-                        help="bootstrap servers (default: the running lab)")
+                        help="bootstrap servers (default: the profile's, else the running lab)")
     if zookeeper:
         parser.add_argument("--zookeeper", metavar="H:P[/chroot]",
-                            help="ZooKeeper connect string (default: the running lab's)")
+                            help="ZooKeeper connect string (default: the profile's or lab's; "
+                                 "none for a bare --bootstrap, e.g. KRaft)")
     parser.add_argument("-X", action="append", default=[], metavar="KEY=VALUE",
                         help="librdkafka property, as kcat does (repeatable)")
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    bootstrap: str
+    zookeeper: str | None
+    kafka: dict[str, str] = field(default_factory=dict)
+    zk_auth: tuple[tuple[str, str], ...] = ()
+    lab: LabState | None = None  # only when this is the lab kinspect started
+    refresh_s: float = 1.0
+    label: str = ""
+
+    @property
+    def expected_brokers(self) -> dict[int, str] | None:
+        if self.lab is None:
+            return None
+        return {b.broker_id: b.address for b in self.lab.brokers if b.broker_id is not None}
 
 
 def lab_or_none() -> LabState | None:
     return running_lab()
 
 
-def resolve_bootstrap(args: argparse.Namespace) -> str:
-    if getattr(args, "bootstrap", None):
-        return str(args.bootstrap)
+def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
+    profile_name = getattr(args, "profile", None)
+    profile = load_profile(profile_name, getattr(args, "config", None)) if profile_name else None
+    explicit = getattr(args, "bootstrap", None)
+    kafka = {**(profile.kafka if profile else {}), **librdkafka_properties(args)}
+    if explicit or profile:
+        bootstrap = explicit or (profile.bootstrap if profile else "")
+        zookeeper = getattr(args, "zookeeper", None) or (profile.zookeeper if profile else None)
+        lab = lab_or_none()
+        own = lab if lab is not None and zookeeper and is_lab_cluster(zookeeper, lab) else None
+        return ClusterTarget(bootstrap, zookeeper, kafka,
+                             profile.zookeeper_auth if profile else (), own,
+                             profile.refresh_s if profile else 1.0,
+                             profile.name if profile else bootstrap)
     lab = lab_or_none()
     if lab is None:
-        raise KinspectError("no lab is running and no --bootstrap given "
+        raise KinspectError("no lab is running and no --bootstrap or --profile given "
                             "(start one with: kinspect lab up)")
-    return lab.bootstrap
+    return ClusterTarget(lab.bootstrap, getattr(args, "zookeeper", None) or lab.zookeeper.address,
+                         kafka, (), lab, 1.0, f"lab ({lab.preset} preset, {lab.backend})")
 
 
-def resolve_zookeeper(args: argparse.Namespace) -> str | None:
-    """The ZooKeeper to watch: explicit, else the lab's; None for a bare --bootstrap (KRaft)."""
-    if getattr(args, "zookeeper", None):
-        return str(args.zookeeper)
-    if getattr(args, "bootstrap", None):
-        return None
-    lab = lab_or_none()
-    return lab.zookeeper.address if lab else None
+def is_lab_cluster(zookeeper: str, lab: LabState) -> bool:
+    """True when that ZooKeeper holds this lab's id: an address alone proves nothing."""
+    from kinspect.lab.readiness import read_lab_mark
+
+    return read_lab_mark(zookeeper) == lab.lab_id
+
+
+def resolve_bootstrap(args: argparse.Namespace) -> str:
+    return resolve_cluster(args).bootstrap
 
 
 def librdkafka_properties(args: argparse.Namespace) -> dict[str, str]:
@@ -50,4 +94,6 @@ def librdkafka_properties(args: argparse.Namespace) -> dict[str, str]:
         if not sep or not key:
             raise KinspectError(f"-X expects key=value, got {pair!r}")
         out[key.strip()] = value
+        if SECRET_KEY.search(key):
+            remember_secret(value)
     return out

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.lab import open_backend
 from kinspect.lab.backend import UpOptions
 from kinspect.lab.topics import DEMO_TOPICS, balance_leaders, create_topics
@@ -25,8 +26,7 @@ def register(commands: Any) -> None:
 
     ui = commands.add_parser("ui", help="open the TUI on the running lab (the default command), "
                              "or read-only on --bootstrap/--zookeeper")
-    ui.add_argument("--bootstrap", metavar="H:P[,H:P]", help="any cluster (read-only)")
-    ui.add_argument("--zookeeper", metavar="H:P[/chroot]", help="its ZooKeeper (read-only)")
+    add_cluster_arguments(ui)
     ui.add_argument("--no-confirm", action="store_true",
                     help="fault keys act without asking (for stage demos)")
     ui.set_defaults(handler=cmd_ui)
@@ -51,11 +51,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return _print_status(open_backend(), as_json=False)
     from kinspect.tui.app import run_app
 
-    return run_app(no_confirm=args.no_confirm)
+    return run_app(resolve_cluster(args), no_confirm=args.no_confirm)
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from kinspect.tui.app import run_app
 
-    return run_app(no_confirm=args.no_confirm, bootstrap=args.bootstrap,
-                   zookeeper=args.zookeeper)
+    return run_app(resolve_cluster(args), no_confirm=args.no_confirm)

@@ -83,6 +83,9 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["auto", "process"], default="auto")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the cluster")
     p.add_argument("--json", action="store_true", help="print the status as JSON when up")
+    p.add_argument("--sasl", choices=["plain", "scram-sha-256"],
+                   help="also listen with SASL_PLAINTEXT (port + 1000) for user kinspect; the "
+                        "password is kept in the lab dir, never printed")
 
 
 def backend(name: str | None = None) -> LabBackend:
@@ -100,7 +103,8 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def _options(args: argparse.Namespace) -> UpOptions:
     return UpOptions(brokers=args.brokers, preset=args.preset,
                      overrides=presets.parse_overrides(args.broker_config),
-                     network=args.network, base_port=args.base_port, timeout_s=args.timeout)
+                     network=args.network, base_port=args.base_port, timeout_s=args.timeout,
+                     sasl=args.sasl)
 
 
 def cmd_up(args: argparse.Namespace, options: UpOptions | None = None) -> int:
@@ -153,6 +157,10 @@ def _print_status(lab: LabBackend, as_json: bool) -> int:
     if not faults:
         print(f"network faults: unavailable ({can_use_netns() or 'loopback network'})")
     print("settings: " + ", ".join(f"{k}={v}" for k, v in data["broker_config"].items()))
+    if data["sasl"]:
+        print(f"sasl: SASL_PLAINTEXT at {data['sasl']['bootstrap']}, user "
+              f"{data['sasl']['username']}, PLAIN or SCRAM-SHA-256, password in "
+              f"{data['sasl']['password_file']}")
     return 0
 
 

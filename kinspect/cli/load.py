@@ -8,13 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kinspect.cli.common import (
-    add_cluster_arguments,
-    lab_or_none,
-    librdkafka_properties,
-    resolve_bootstrap,
-    resolve_zookeeper,
-)
+from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 
 
@@ -85,6 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kinspect.load.runner import run_load
     from kinspect.load.runsettings import LoadSettings
 
+    cluster = resolve_cluster(args)
     count = args.count if args.count is not None or args.duration else 100_000
     if args.duration is not None:
         count = None
@@ -93,13 +88,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         rate=args.rate, producers=args.producers, size=args.size, idempotent=args.idempotent,
         retries=args.retries, delivery_timeout_ms=args.delivery_timeout_ms,
         max_in_flight=args.max_in_flight, linger_ms=args.linger_ms,
-        extra=librdkafka_properties(args), bootstrap=resolve_bootstrap(args),
+        extra=cluster.kafka, bootstrap=cluster.bootstrap,
     )
-    lab = lab_or_none() if not args.bootstrap else None
-    zookeeper = None if args.no_timeline else resolve_zookeeper(args)
-    expected = {b.broker_id: b.address for b in lab.brokers if b.broker_id} if lab else None
+    zookeeper = None if args.no_timeline else cluster.zookeeper
     summary = run_load(settings, args.run_dir, progress=None if args.json else _progress,
-                       zookeeper=zookeeper, expected_brokers=expected)
+                       zookeeper=zookeeper, expected_brokers=cluster.expected_brokers)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -134,18 +127,19 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_slow(args: argparse.Namespace) -> int:
     from kinspect.load.slow import run_slow
 
-    return run_slow(resolve_bootstrap(args), args.topic, str(args.acks), args.count,
-                    librdkafka_properties(args))
+    cluster = resolve_cluster(args)
+    return run_slow(cluster.bootstrap, args.topic, str(args.acks), args.count, cluster.kafka)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from kinspect.load.evidence import collect_lab_evidence
     from kinspect.load.verify import verify
 
-    reads = verify(resolve_bootstrap(args), args.topic, args.run_dir, timeout_s=args.timeout,
-                   progress=None if args.json else _progress)
+    cluster = resolve_cluster(args)
+    reads = verify(cluster.bootstrap, args.topic, args.run_dir, timeout_s=args.timeout,
+                   progress=None if args.json else _progress, config=cluster.kafka)
     total = sum(r.records for r in reads)
-    lab = lab_or_none() if not args.bootstrap else None
+    lab = cluster.lab
     kept = collect_lab_evidence(args.run_dir, lab, _run_started_ms(args.run_dir)) if lab else []
     if args.json:
         print(json.dumps({"topic": args.topic, "in_log": total, "partitions": [

@@ -10,13 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kinspect.cli.common import (
-    add_cluster_arguments,
-    lab_or_none,
-    librdkafka_properties,
-    resolve_bootstrap,
-    resolve_zookeeper,
-)
+from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 
 
@@ -30,7 +24,8 @@ def register(commands: Any) -> None:
     watch = commands.add_parser("watch", help="a live stream of events until Ctrl-C")
     watch.add_argument("--jsonl", action="store_true", help="one JSON object per event")
     watch.add_argument("--run-dir", type=Path, help="also append events to RUN_DIR/timeline.jsonl")
-    watch.add_argument("--interval", type=float, default=1.0, help="AdminClient poll seconds")
+    watch.add_argument("--interval", type=float, help="AdminClient poll seconds (default: the "
+                       "profile's refresh_s, else 1)")
     add_cluster_arguments(watch)
     watch.set_defaults(handler=cmd_watch)
 
@@ -38,14 +33,11 @@ def register(commands: Any) -> None:
 def make_observer(args: argparse.Namespace, run_dir: Path | None = None) -> Any:
     from kinspect.sources.observer import Observer
 
-    bootstrap = resolve_bootstrap(args)
-    zookeeper = resolve_zookeeper(args)
-    lab = lab_or_none() if not getattr(args, "bootstrap", None) else None
-    expected = ({b.broker_id: b.address for b in lab.brokers if b.broker_id is not None}
-                if lab else None)
-    return Observer(bootstrap, zookeeper, expected_brokers=expected,
-                    interval_s=getattr(args, "interval", 1.0),
-                    admin_config=librdkafka_properties(args), run_dir=run_dir)
+    cluster = resolve_cluster(args)
+    return Observer(cluster.bootstrap, cluster.zookeeper, expected_brokers=cluster.expected_brokers,
+                    interval_s=getattr(args, "interval", None) or cluster.refresh_s,
+                    admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
+                    run_dir=run_dir)
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -59,7 +51,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     finally:
         observer.stop()
     if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
-        raise KinspectError(f"cannot reach the cluster at {resolve_bootstrap(args)}")
+        raise KinspectError(f"cannot reach the cluster at {resolve_cluster(args).bootstrap}")
     data = snapshot_to_json(snapshot)
     if args.topic:
         known = {t["name"] for t in data["topics"]}

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab import presets
+from kinspect.lab import presets, sasl
 from kinspect.lab.state import LabState
 
 Progress = Callable[[str], None]
@@ -29,6 +29,7 @@ class UpOptions:
     network: str = "auto"  # auto | netns | loopback
     base_port: int = 39090
     timeout_s: float = 120.0
+    sasl: str | None = None  # "plain" or "scram-sha-256": add a SASL_PLAINTEXT listener
 
 
 class LabBackend(ABC):
@@ -108,6 +109,9 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "zookeeper": state.zookeeper.address,
         "nodes": nodes,
         "groups": state.groups,
+        "sasl": ({"bootstrap": sasl.bootstrap(state), **{k: v for k, v in state.extra["sasl"].items()
+                                                           if k != "port_offset"}}
+                 if "sasl" in state.extra else None),
         "clients_with": state.clients_with,
         "broker_config": {k: state.broker_config[k] for k in presets.SHOWN_KEYS
                           if k in state.broker_config},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kinspect.lab import sasl
 from kinspect.lab.dist import KafkaDist, resource_path
 from kinspect.lab.state import LabState, NodeRecord
 
@@ -56,6 +57,7 @@ def render_broker(node: NodeRecord, state: LabState, data: Path) -> str:
         "log.dirs": str(data),
         "zookeeper.connect": state.zookeeper.address,
         **state.broker_config,
+        **sasl.broker_settings(node, state),
     }
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 

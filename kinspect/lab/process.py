@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, journal, netns, presets, topology
+from kinspect.lab import dist, journal, netns, presets, sasl, topology
 from kinspect.lab.backend import LabBackend, Progress, UpOptions
 from kinspect.lab.nodes import java_command, node_dir, process_state, write_config
 from kinspect.lab.readiness import (
@@ -27,6 +27,7 @@ from kinspect.lab.readiness import (
     wait_for_cluster,
     wait_for_port,
     wait_registration_gone,
+    write_lab_mark,
 )
 from kinspect.lab.state import LabState, NodeRecord, clear_state, lab_lock, load_state, save_state
 from kinspect.paths import lab_dir
@@ -100,7 +101,8 @@ class ProcessBackend(LabBackend):
             overrides=dict(options.overrides), nodes=nodes, created_at=_now_ms(),
             slot=slot.number if slot else None,
             host_address=slot.host_address if slot else "127.0.0.1",
-            extra={"brokers": options.brokers, "base_port": options.base_port},
+            extra={"brokers": options.brokers, "base_port": options.base_port,
+                   **({"sasl": sasl.plan(self.root, options.sasl)} if options.sasl else {})},
         )
 
     def _build(self, state: LabState, kafka: dist.KafkaDist, options: UpOptions,
@@ -123,6 +125,7 @@ class ProcessBackend(LabBackend):
         progress(f"zk1 starting at {zk.address}")
         wait_for_port(zk.host, zk.port, deadline, lambda: self._alive(state, zk), "zk1")
         clear_stale_registrations(zk.address, progress)
+        write_lab_mark(zk.address, state.lab_id)
         for broker in state.brokers:
             self._launch(state, broker, kafka)
             progress(f"{broker.name} starting at {broker.address}")
@@ -134,6 +137,10 @@ class ProcessBackend(LabBackend):
             progress,
         )
         progress(f"controller elected: broker {controller}")
+        if "sasl" in state.extra:
+            sasl.create_scram_user(state)
+            progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
+                     f"password in {sasl.password_file(self.root)})")
 
     def _launch(self, state: LabState, node: NodeRecord, kafka: dist.KafkaDist) -> None:
         write_config(self.root, node, state)

@@ -48,6 +48,38 @@ def _client(zookeeper: str, timeout: float) -> KazooClient:
     return zk
 
 
+LAB_MARK = "/kinspect/lab-id"
+
+
+def write_lab_mark(zookeeper: str, lab_id: str) -> None:
+    """The lab's id in its own ZooKeeper: how kinspect later knows a cluster is its lab."""
+    zk = _client(zookeeper, 20.0)
+    try:
+        if zk.exists(LAB_MARK):
+            zk.set(LAB_MARK, lab_id.encode())
+        else:
+            zk.create(LAB_MARK, lab_id.encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def read_lab_mark(zookeeper: str, timeout: float = 3.0) -> str | None:
+    """The lab id a ZooKeeper holds; None when it holds none or cannot be reached."""
+    try:
+        zk = _client(zookeeper, timeout)
+    except KinspectError:
+        return None
+    try:
+        data = zk.get(LAB_MARK)[0] if zk.exists(LAB_MARK) else None
+        return data.decode() if data else None
+    except Exception:  # an ACL or a chroot we may not read: not our lab
+        return None
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def clear_stale_registrations(zookeeper: str, progress: Callable[[str], None]) -> None:
     """Before a fresh start, drop broker and controller znodes left by SIGKILLed sessions.
 

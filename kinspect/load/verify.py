@@ -82,9 +82,11 @@ def _write(table: pa.Table, path: Path) -> None:
 
 
 def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
-           progress: Callable[[str], None] | None = None) -> list[PartitionRead]:
+           progress: Callable[[str], None] | None = None,
+           config: dict[str, str] | None = None) -> list[PartitionRead]:
     """Read every partition to its high watermark; write the final log; return counts."""
     consumer = Consumer({
+        **(config or {}),
         "bootstrap.servers": bootstrap,
         "group.id": f"kinspect-verify-{uuid.uuid4().hex[:8]}",  # never joined: we assign()
         "enable.auto.commit": False,

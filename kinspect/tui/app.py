@@ -20,8 +20,10 @@ from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from kinspect.cli.common import ClusterTarget
 from kinspect.lab.state import LabState
 from kinspect.model import ClusterSnapshot
+from kinspect.profiles import redact
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import LabConsole, LoadRequest
 from kinspect.tui.feed import Feed, FeedFailed, LabArrived, LoadStatus, SnapshotArrived
@@ -454,26 +456,17 @@ def latest_run() -> Path | None:
     return runs[-1].parent if runs else None
 
 
-def run_app(no_confirm: bool = False, bootstrap: str | None = None,
-            zookeeper: str | None = None) -> int:
-    """Open the TUI on the running lab, or read-only on the cluster given."""
-    from kinspect.errors import KinspectError
-    from kinspect.lab import running_lab
+def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
+    """Open the TUI: fault keys on the lab kinspect started, read-only anywhere else."""
     from kinspect.tui.feed import LiveFeed
 
-    lab = running_lab()
-    if bootstrap is None and zookeeper is None:
-        if lab is None:
-            raise KinspectError("no lab is running: start one with `kinspect demo` (or "
-                                "`kinspect lab up`), or point at a cluster with --bootstrap")
-        expected = {n.broker_id: n.address for n in lab.brokers if n.broker_id is not None}
-        feed = LiveFeed(lab.bootstrap, lab.zookeeper.address, lab_backed=True,
-                        expected=expected, title=f"lab ({lab.preset} preset, {lab.backend})")
+    feed = LiveFeed(cluster.bootstrap, cluster.zookeeper, lab_backed=cluster.lab is not None,
+                    expected=cluster.expected_brokers, title=redact(cluster.label),
+                    admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None)
+    if cluster.lab is not None:
         KinspectApp(feed, LabConsole(), no_confirm=no_confirm).run()
         return 0
-    if bootstrap is None:
-        raise KinspectError("--zookeeper needs --bootstrap too (the AdminClient's view)")
-    feed = LiveFeed(bootstrap, zookeeper, lab_backed=False, title=bootstrap)
-    reason = "fault keys act only on a lab kinspect started; this is " + bootstrap
+    reason = (f"fault keys act only on a lab kinspect started; {redact(cluster.label)} is not "
+              "one (no lab id of ours in its ZooKeeper)")
     KinspectApp(feed, None, no_confirm=no_confirm, read_only_reason=reason).run()
     return 0

@@ -86,8 +86,11 @@ class LiveFeed(Feed):
     """The real thing: an Observer plus the lab on disk, polled off the event loop."""
 
     def __init__(self, bootstrap: str, zookeeper: str | None, lab_backed: bool,
-                 expected: Mapping[int, str] | None = None, title: str = "cluster") -> None:
+                 expected: Mapping[int, str] | None = None, title: str = "cluster",
+                 admin_config: dict[str, str] | None = None,
+                 zk_auth: list[tuple[str, str]] | None = None) -> None:
         self.bootstrap, self.zookeeper = bootstrap, zookeeper
+        self.admin_config, self.zk_auth = dict(admin_config or {}), zk_auth
         self.lab_backed, self.expected, self.title = lab_backed, dict(expected or {}), title
         self._stop = threading.Event()
         self._load_dir: Path | None = None
@@ -101,7 +104,8 @@ class LiveFeed(Feed):
         from kinspect.lab import journal
         from kinspect.sources.observer import Observer, now_ms
 
-        observer = Observer(self.bootstrap, self.zookeeper, expected_brokers=self.expected)
+        observer = Observer(self.bootstrap, self.zookeeper, expected_brokers=self.expected,
+                            admin_config=self.admin_config, zk_auth=self.zk_auth)
 
         def deliver(snapshot: ClusterSnapshot, events: list[Event]) -> None:
             post(SnapshotArrived(snapshot, events))

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import kinspect
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.scenario]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.resets_lab]
 KEYS = {"scenario", "acked", "in_log", "acked_lost", "unacked_present", "duplicates",
         "expectation_met"}
 

@@ -1,0 +1,112 @@
+"""`kinspect health`: a one-shot ISR-health verdict for scripts, cron and alerting.
+
+Exit codes: 0 healthy, 1 warnings only, 2 critical, 3 the cluster could not be reached at all
+(distinct from unhealthy: a monitor must not page "offline partitions" for a network blip).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from kinspect.cli.common import ClusterTarget, add_cluster_arguments, resolve_cluster
+from kinspect.errors import KinspectError
+from kinspect.model import ClusterSnapshot
+from kinspect.model.health import classify
+from kinspect.profiles import redact
+
+EXIT = {"healthy": 0, "warning": 1, "critical": 2, "unreachable": 3}
+
+
+def register(commands: Any) -> None:
+    health = commands.add_parser("health", help="ISR health once: exit 0 healthy, 1 warnings, "
+                                 "2 critical, 3 unreachable")
+    health.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    health.add_argument("--timeout", type=float, default=15.0,
+                        help="seconds to wait for the cluster's answers (default 15)")
+    add_cluster_arguments(health)
+    health.set_defaults(handler=cmd_health)
+
+
+def observe_once(cluster: ClusterTarget, timeout_s: float) -> tuple[ClusterSnapshot, str | None]:
+    """One snapshot; a ZooKeeper that does not answer is a finding, not a reason to give up."""
+    from kinspect.sources.observer import Observer
+
+    def observer(zookeeper: str | None) -> Observer:
+        return Observer(cluster.bootstrap, zookeeper, expected_brokers=cluster.expected_brokers,
+                        admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None)
+
+    zk_error = None
+    watcher = observer(cluster.zookeeper)
+    try:
+        watcher.start(zk_timeout_s=min(5.0, timeout_s))
+    except KinspectError as exc:
+        watcher.stop()
+        zk_error = str(exc)
+        watcher = observer(None)
+        watcher.start()
+    try:
+        return watcher.wait_ready(timeout_s=timeout_s), zk_error
+    finally:
+        watcher.stop()
+
+
+def assess(snapshot: ClusterSnapshot, zk_error: str | None) -> dict[str, Any]:
+    """The verdict and its reasons, as data (pure)."""
+    if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
+        return {"verdict": "unreachable", "problems": [
+            f"no broker answered{': ' + snapshot.admin_error if snapshot.admin_error else ''}"
+            + (f"; {zk_error}" if zk_error else "")]}
+    report = classify(snapshot)
+    critical: list[str] = []
+    warnings: list[str] = []
+    if zk_error:
+        critical.append(f"{zk_error}: no controller election or ISR change can happen")
+    if snapshot.admin_state != "ok":
+        critical.append(f"no broker answered the AdminClient ({snapshot.admin_error or 'timeout'})")
+    for label, names, bucket in (("offline", report.offline, critical),
+                                 ("under min ISR", report.under_min_isr, critical),
+                                 ("at min ISR", report.at_min_isr, warnings),
+                                 ("under-replicated", report.under_replicated, warnings)):
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            bucket.append(f"{len(names)} partition{'s' * (len(names) != 1)} {label}: {shown}")
+    controller = snapshot.controller
+    if not report.controller_ok and not zk_error:
+        critical.append("no controller: no leader can be elected")
+    elif (controller.id is not None and controller.broker_reported_id is not None
+          and controller.broker_reported_id != controller.id and snapshot.sees_zookeeper):
+        warnings.append(f"the brokers report controller {controller.broker_reported_id}, "
+                        f"ZooKeeper says {controller.id}")
+    warnings += list(report.risky_settings)
+    verdict = "critical" if critical else "warning" if warnings else "healthy"
+    return {
+        "verdict": verdict, "problems": critical + warnings,
+        "controller": {"id": controller.id, "epoch": controller.epoch,
+                       "broker_reported_id": controller.broker_reported_id},
+        "zookeeper": snapshot.zookeeper_state or ("unreachable" if zk_error else "not watched"),
+        "brokers": {"registered": list(report.brokers_registered),
+                    "expected": list(report.brokers_expected),
+                    "answering": [b.id for b in snapshot.brokers if b.address]},
+        "partitions": len(snapshot.partitions()),
+        "offline": list(report.offline), "under_min_isr": list(report.under_min_isr),
+        "at_min_isr": list(report.at_min_isr), "under_replicated": list(report.under_replicated),
+        "risky_settings": list(report.risky_settings), "limitations": list(snapshot.limitations),
+    }
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    cluster = resolve_cluster(args)
+    snapshot, zk_error = observe_once(cluster, args.timeout)
+    result = {"cluster": redact(cluster.label), **assess(snapshot, zk_error)}
+    result["exit_code"] = EXIT[result["verdict"]]
+    if args.json:
+        print(redact(json.dumps(result)))
+    else:
+        print(redact(f"{result['verdict'].upper()}: {result['cluster']}"))
+        for problem in result["problems"]:
+            print(redact(f"  - {problem}"))
+        for note in result.get("limitations", []):
+            print(f"  (cannot see: {note})")
+    return int(result["exit_code"])

@@ -1,0 +1,87 @@
+"""An optional SASL_PLAINTEXT listener on every lab broker, so authentication is tested for real.
+
+Brokers keep their PLAINTEXT listener (inter-broker traffic and the lab's own tools); the SASL
+listener sits beside it on port + SASL_PORT_OFFSET and accepts PLAIN and SCRAM-SHA-256 for the
+user `kinspect`. The password is random, kept in LAB_DIR/sasl-password (mode 600) and never
+printed: `lab status` names the file, not its content.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from kinspect.errors import KinspectError
+from kinspect.lab.state import LabState, NodeRecord
+
+SASL_PORT_OFFSET = 1000
+USERNAME = "kinspect"
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256")
+
+
+def password_file(root: Path) -> Path:
+    return root / "sasl-password"
+
+
+def plan(root: Path, mechanism: str) -> dict[str, Any]:
+    """Choose the password (kept on disk, private) and describe the listener for the state."""
+    if mechanism.upper() not in MECHANISMS:
+        raise KinspectError(f"--sasl must be one of {', '.join(m.lower() for m in MECHANISMS)}")
+    path = password_file(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(18))
+    return {"mechanism": mechanism.upper(), "username": USERNAME, "password_file": str(path),
+            "port_offset": SASL_PORT_OFFSET}
+
+
+def sasl_address(node: NodeRecord) -> str:
+    return f"{node.host}:{node.port + SASL_PORT_OFFSET}"
+
+
+def bootstrap(state: LabState) -> str | None:
+    if "sasl" not in state.extra:
+        return None
+    return ",".join(sasl_address(b) for b in state.brokers)
+
+
+def broker_settings(node: NodeRecord, state: LabState) -> dict[str, str]:
+    """Listener settings for server.properties (empty when the lab has no SASL listener)."""
+    info = state.extra.get("sasl")
+    if not info:
+        return {}
+    password = Path(info["password_file"]).read_text().strip()
+    plain = (f"org.apache.kafka.common.security.plain.PlainLoginModule required "
+             f'user_{USERNAME}="{password}";')
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    both = f"PLAINTEXT://{node.address},SASL_PLAINTEXT://{sasl_address(node)}"
+    return {
+        "listeners": both, "advertised.listeners": both,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain,
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+    }
+
+
+def create_scram_user(state: LabState) -> None:
+    """SCRAM credentials live in ZooKeeper; set them through the PLAINTEXT listener."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    from kinspect.sources.admin import quiet_admin
+
+    info = state.extra["sasl"]
+    password = Path(info["password_file"]).read_text().strip().encode()
+    upsert = UserScramCredentialUpsertion(
+        USERNAME, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), password)
+    admin = quiet_admin(state.bootstrap)
+    for future in admin.alter_user_scram_credentials([upsert], request_timeout=30).values():
+        future.result()

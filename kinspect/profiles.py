@@ -1,0 +1,124 @@
+"""Named clusters from ~/.config/kinspect/config.toml, with secrets that are never shown.
+
+A value may be written as `${env:NAME}` or `${file:/path}` so the file itself holds no secret.
+Every value of a secret key (passwords, JAAS configs, ZooKeeper credentials) is registered with
+`redact`, which the CLI and the TUI pass all text through before it reaches a person.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinspect.errors import KinspectError
+
+SECRET_KEY = re.compile(r"password|secret|jaas|credential|token|key\.pem|private", re.I)
+_REFERENCE = re.compile(r"^\$\{(env|file):([^}]+)\}$")
+_SECRETS: set[str] = set()
+MASK = "***"
+
+
+def config_path() -> Path:
+    """$KINSPECT_CONFIG, else $XDG_CONFIG_HOME/kinspect/config.toml, else ~/.config/…"""
+    if os.environ.get("KINSPECT_CONFIG"):
+        return Path(os.environ["KINSPECT_CONFIG"])
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "kinspect" / "config.toml"
+
+
+def remember_secret(value: str) -> None:
+    if len(value) >= 3:  # masking "a" everywhere would garble all text
+        _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    """The text with every known secret value replaced by ***."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def redact_mapping(values: dict[str, str]) -> dict[str, str]:
+    """For display: secret keys masked whatever their value."""
+    return {k: MASK if SECRET_KEY.search(k) else redact(v) for k, v in values.items()}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    bootstrap: str
+    zookeeper: str | None = None
+    kafka: dict[str, str] = field(default_factory=dict)  # librdkafka properties
+    zookeeper_auth: tuple[tuple[str, str], ...] = ()  # (scheme, credential), e.g. digest
+    refresh_s: float = 1.0
+
+
+def _resolve(value: Any, key: str, where: str) -> str:
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    match = _REFERENCE.match(text)
+    if match:
+        kind, ref = match.groups()
+        if kind == "env":
+            if ref not in os.environ:
+                raise KinspectError(f"{where}: {key} names ${{env:{ref}}}, which is not set")
+            text = os.environ[ref]
+        else:
+            try:
+                text = Path(ref).expanduser().read_text().strip()
+            except OSError as exc:
+                raise KinspectError(f"{where}: {key} names a file that cannot be read: "
+                                    f"{exc.strerror}") from None
+    if SECRET_KEY.search(key) or match:
+        remember_secret(text)
+    return text
+
+
+def _profile(name: str, raw: Any, path: Path) -> Profile:
+    where = f"{path}: [clusters.{name}]"
+    if not isinstance(raw, dict):
+        raise KinspectError(f"{where} must be a table")
+    unknown = set(raw) - {"bootstrap", "zookeeper", "kafka", "zookeeper_auth", "refresh_s"}
+    if unknown:
+        raise KinspectError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: bootstrap, "
+                            "zookeeper, kafka, zookeeper_auth, refresh_s)")
+    if not isinstance(raw.get("bootstrap"), str) or not raw["bootstrap"].strip():
+        raise KinspectError(f"{where}: bootstrap is required, e.g. \"broker1:9092,broker2:9092\"")
+    kafka = raw.get("kafka", {})
+    if not isinstance(kafka, dict):
+        raise KinspectError(f"{where}: kafka must be a table of librdkafka properties")
+    auth = raw.get("zookeeper_auth")
+    zk_auth: tuple[tuple[str, str], ...] = ()
+    if auth is not None:
+        if not isinstance(auth, dict) or "scheme" not in auth or "credential" not in auth:
+            raise KinspectError(f"{where}: zookeeper_auth needs scheme and credential")
+        zk_auth = ((str(auth["scheme"]), _resolve(auth["credential"], "credential", where)),)
+    refresh = raw.get("refresh_s", 1.0)
+    if not isinstance(refresh, int | float) or not 0.2 <= refresh <= 300:
+        raise KinspectError(f"{where}: refresh_s must be between 0.2 and 300 seconds")
+    return Profile(name=name, bootstrap=raw["bootstrap"].strip(),
+                   zookeeper=str(raw["zookeeper"]) if raw.get("zookeeper") else None,
+                   kafka={str(k): _resolve(v, str(k), where) for k, v in kafka.items()},
+                   zookeeper_auth=zk_auth, refresh_s=float(refresh))
+
+
+def load_profile(name: str, path: Path | None = None) -> Profile:
+    path = path or config_path()
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise KinspectError(f"no config file at {path} (profiles live there; see README, "
+                            "On call)") from None
+    except OSError as exc:
+        raise KinspectError(f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise KinspectError(f"{path}: not valid TOML: {exc}") from None
+    clusters = data.get("clusters", {})
+    if not isinstance(clusters, dict) or name not in clusters:
+        known = ", ".join(sorted(clusters)) if isinstance(clusters, dict) else ""
+        raise KinspectError(f"no profile {name!r} in {path}" + (f" (profiles: {known})"
+                                                                  if known else ""))
+    return _profile(name, clusters[name], path)

@@ -29,19 +29,29 @@ from kinspect.load.runstats import aggregate, read_stats
 PID_FILE = "load.pid"
 
 
-def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0) -> int:
-    """The topic's partition count; a missing topic is bad input, not something to create."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
-    try:
-        metadata = admin.list_topics(topic=topic, timeout=timeout_s)
-    except KafkaException as exc:
-        raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
-                            f"{exc.args[0].str()}") from None
-    info = metadata.topics.get(topic)
-    if info is None or info.error is not None:
-        raise KinspectError(f"topic {topic!r} does not exist (create it first, e.g. with "
-                            "`kinspect demo` or kafka-topics)")
-    return len(info.partitions)
+def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
+                config: Mapping[str, str] | None = None) -> int:
+    """The topic's partition count; a missing topic is bad input, not something to create.
+
+    A topic created a moment ago may not be in every broker's metadata yet, so a missing one
+    is asked about again for a few seconds before the answer counts.
+    """
+    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap,
+                         "socket.timeout.ms": 5000})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            metadata = admin.list_topics(topic=topic, timeout=timeout_s)
+        except KafkaException as exc:
+            raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
+                                f"{exc.args[0].str()}") from None
+        info = metadata.topics.get(topic)
+        if info is not None and info.error is None:
+            return len(info.partitions)
+        if time.monotonic() >= deadline:
+            raise KinspectError(f"topic {topic!r} does not exist (create it first, e.g. with "
+                                "`kinspect demo` or kafka-topics)")
+        time.sleep(0.5)
 
 
 def prepare_run_dir(run_dir: Path) -> None:
@@ -69,7 +79,7 @@ def run_load(settings: LoadSettings, run_dir: Path,
     RUN_DIR/timeline.jsonl, so the post-mortem can explain what the ledger shows.
     """
     settings.validate()
-    check_topic(settings.bootstrap, settings.topic)
+    check_topic(settings.bootstrap, settings.topic, config=settings.extra)
     prepare_run_dir(run_dir)
     settings.save(run_dir)
     started_at_ms = time.time_ns() // 1_000_000

@@ -54,8 +54,10 @@ class LoadSettings:
             raise KinspectError("--idempotent needs --acks all (Kafka's rule)")
 
     def to_producer_config(self) -> dict[str, Any]:
+        # librdkafka's own log is quiet: every connection error of a fault experiment would
+        # otherwise scroll past, and each delivery error is in the ledger anyway.
         config: dict[str, Any] = {"acks": self.acks, "enable.idempotence": self.idempotent,
-                                  "queue.buffering.max.messages": 200_000}
+                                  "queue.buffering.max.messages": 200_000, "log_level": 2}
         optional = {"retries": self.retries, "delivery.timeout.ms": self.delivery_timeout_ms,
                     "max.in.flight.requests.per.connection": self.max_in_flight,
                     "linger.ms": self.linger_ms}

@@ -54,7 +54,9 @@ class Worker:
         if err is None:
             offset = msg.offset()
             epoch = msg.leader_epoch()
-            self.ledger.record(seq, msg.partition(), offset if offset >= 0 else -1,
+            # acks=0: no offset at all (None in recent confluent-kafka, -1 before)
+            self.ledger.record(seq, msg.partition(), offset if offset is not None and offset >= 0
+                               else -1,
                                epoch if epoch is not None and epoch >= 0 else None,
                                "acked", None, sent, now)
             self.stats.acked(now - sent)

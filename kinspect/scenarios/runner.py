@@ -20,7 +20,7 @@ from kinspect.lab.backend import LabBackend, UpOptions
 from kinspect.lab.netns import netem_available
 from kinspect.lab.state import LabState
 from kinspect.lab.topics import create_topics
-from kinspect.load.evidence import collect_lab_evidence
+from kinspect.load.evidence import collect_lab_evidence, recording_timeline
 from kinspect.load.runner import run_load
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import verify
@@ -188,14 +188,18 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
     say(f"load: {settings.count:,} messages, acks={settings.acks}, "
         f"{settings.producers} producer(s)")
-    plan.start()
-    try:
-        summary = run_load(settings, run_dir, None, state.zookeeper.address, expected)
-    finally:
-        plan.load_done.set()
-    plan.join(timeout=_plan_budget(scenario))
-    heal_everything(lab, say)
-    _wait(lambda: _full_isr(zk, scenario), 180, f"{scenario.topic} healed (leader and full ISR)")
+    # The timeline covers the whole run, not just the load: a failover that completes after
+    # the last message was sent is still part of the story.
+    with recording_timeline(bootstrap, state.zookeeper.address, run_dir, expected):
+        plan.start()
+        try:
+            summary = run_load(settings, run_dir, None, None, expected)
+        finally:
+            plan.load_done.set()
+        plan.join(timeout=_plan_budget(scenario))
+        heal_everything(lab, say)
+        _wait(lambda: _full_isr(zk, scenario), 180,
+              f"{scenario.topic} healed (leader and full ISR)")
     say("verify: reading the final log")
     verify(bootstrap, scenario.topic, run_dir)
     current = lab.state() or state

@@ -172,18 +172,15 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     settings = load_settings(scenario, bootstrap)
     probe_result: dict[str, int] = {}
 
-    def probe() -> None:
-        seconds = 6.0
-        if scenario.consumer_group:
-            probe_result["consumed_during_fault"] = probes.group_count(bootstrap, scenario.topic,
-                                                                       seconds)
-        else:
-            probe_result["consumed_during_fault"] = probes.read_count(bootstrap, scenario.topic,
-                                                                      seconds)
+    count = probes.group_count if scenario.consumer_group else probes.read_count
 
+    def probe() -> None:  # mid-fault: can a group consume / can anyone still read?
+        probe_result["consumed_during_fault"] = count(bootstrap, scenario.topic, 6.0)
+
+    wants_probe = scenario.consumer_group or any(c.metric == "consumed_during_fault"
+                                                 for c in scenario.expect)
     plan = FaultPlan(scenario.steps, lab, zk, scenario.topic, run_dir, settings.count or 0, say,
-                     probe if (scenario.consumer_group or "consumed_during_fault"
-                               in {c.metric for c in scenario.expect}) else None)
+                     probe if wants_probe else None)
     started_ms = time.time_ns() // 1_000_000
     expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
     say(f"load: {settings.count:,} messages, acks={settings.acks}, "

@@ -17,20 +17,8 @@ from bench.lab import bench_lab, describe
 from bench.observer import BIG_PARTITIONS, _create_big_topic
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
-from kinspect.tui.feed import LiveFeed, SnapshotArrived
+from kinspect.tui.feed import LiveFeed
 from kinspect.tui.widgets import PartitionTable
-
-
-class TimedApp(KinspectApp):
-    """The real app, recording how long each snapshot took to reach the screen."""
-
-    lags_ms: list[float]
-    render_ms: list[float]
-
-    def snapshot_arrived(self, message: SnapshotArrived) -> None:
-        super().snapshot_arrived(message)
-        self.lags_ms.append(time.time() * 1000 - message.snapshot.taken_at)
-        self.render_ms.append(self.last_render_ms)
 
 
 async def presses(pilot: Any, keys: list[str]) -> list[float]:
@@ -46,8 +34,8 @@ async def presses(pilot: Any, keys: list[str]) -> list[float]:
 async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
     expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
     feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], True, expected, title="bench")
-    app = TimedApp(feed, LabConsole(), no_confirm=True)
-    app.lags_ms, app.render_ms = [], []
+    app = KinspectApp(feed, LabConsole(), no_confirm=True)
+    app.render_log = []  # (snapshot taken → on screen, table update) per snapshot shown
     async with app.run_test(size=(160, 50)) as pilot:
         deadline = time.monotonic() + 60
         while app.query_one(PartitionTable).row_count < BIG_PARTITIONS:
@@ -55,18 +43,17 @@ async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
                 raise SystemExit("bench: the table never showed 2,000 partitions")
             await pilot.pause(0.2)
         await pilot.pause(2)
-        app.lags_ms.clear()
-        app.render_ms.clear()
+        app.render_log.clear()
         idle = await presses(pilot, ["down"] * 20)
-        steady_lag = list(app.lags_ms)
+        steady_lag = [lag for lag, _ in app.render_log]
         subprocess.run([sys.executable, "-m", "kinspect", "lab", "kill", "kafka3"], check=True,
                        capture_output=True)
-        app.lags_ms.clear()
-        app.render_ms.clear()
+        app.render_log.clear()
         churn = await presses(pilot, ["down", "up"] * 20)
         churn += await presses(pilot, ["u", "u"])
         await pilot.pause(5)
-        churn_lag, churn_render = list(app.lags_ms), list(app.render_ms)
+        churn_lag = [lag for lag, _ in app.render_log]
+        churn_render = [render for _, render in app.render_log]
     subprocess.run([sys.executable, "-m", "kinspect", "lab", "start", "kafka3"], check=True,
                    capture_output=True)
     return {"idle_keys": idle, "churn_keys": churn, "steady_lag": steady_lag or [0.0],

@@ -65,6 +65,7 @@ class KinspectApp(App[None]):
         self.load: LoadStatus | None = None
         self.load_dir: Path | None = None
         self.scenario_running = False
+        self.render_log: list[tuple[float, float]] | None = None  # (lag, render) ms, for bench/
         self.last_render_ms = 0.0
 
     # ----- layout ----------------------------------------------------------------------
@@ -116,16 +117,25 @@ class KinspectApp(App[None]):
     def snapshot_arrived(self, message: SnapshotArrived) -> None:
         if not self.screen_stack:  # shutting down: messages still in flight from the feed
             return
+        latest = message.latest()
+        if latest is None:
+            return
+        snapshot, events = latest
         started = time.perf_counter()
-        self.snapshot = message.snapshot
-        self.main.query_one(PartitionTable).show(message.snapshot)
-        self.main.query_one(BrokerTable).show(message.snapshot, self.lab)
+        self.snapshot = snapshot
+        self.main.query_one(PartitionTable).show(snapshot)
+        self.main.query_one(BrokerTable).show(snapshot, self.lab)
         log = self.main.query_one(EventLog)
-        for event in message.events:
+        if len(events) > EVENT_BURST:  # a failover of thousands of partitions: the gist
+            log.write(f"… {len(events) - EVENT_BURST:,} more events (all of them: kinspect watch)")
+            events = events[-EVENT_BURST:]
+        for event in events:
             log.write(event_line(event))
         self._render_header()
         self._render_side()
         self.last_render_ms = (time.perf_counter() - started) * 1000
+        if self.render_log is not None:
+            self.render_log.append((time.time() * 1000 - snapshot.taken_at, self.last_render_ms))
 
     @on(LabArrived)
     def lab_arrived(self, message: LabArrived) -> None:
@@ -447,6 +457,9 @@ class KinspectApp(App[None]):
                                       ReportScreen(report, run_dir / "postmortem"))
         finally:
             self.scenario_running = False
+
+
+EVENT_BURST = 200
 
 
 def latest_run() -> Path | None:

@@ -20,9 +20,40 @@ from kinspect.model import ClusterSnapshot, Event
 
 
 class SnapshotArrived(Message):
-    def __init__(self, snapshot: ClusterSnapshot, events: list[Event]) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, events: list[Event],
+                 mailbox: Mailbox | None = None) -> None:
         super().__init__()
-        self.snapshot, self.events = snapshot, events
+        self.snapshot, self.events, self.mailbox = snapshot, events, mailbox
+
+    def latest(self) -> tuple[ClusterSnapshot, list[Event]] | None:
+        """The newest snapshot and every event since the last one shown (None: already shown)."""
+        return self.mailbox.take() if self.mailbox else (self.snapshot, self.events)
+
+
+class Mailbox:
+    """Holds one snapshot for the UI; newer ones replace it and their events pile up.
+
+    A failover moves thousands of partitions at once and ZooKeeper notifies each; queueing a
+    message per rebuild would put seconds of repaints in front of the user's next key.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: tuple[ClusterSnapshot, list[Event]] | None = None
+
+    def put(self, snapshot: ClusterSnapshot, events: list[Event]) -> bool:
+        """Store it; True when the UI must be told (nothing was waiting already)."""
+        with self._lock:
+            if self._pending is None:
+                self._pending = (snapshot, list(events))
+                return True
+            self._pending = (snapshot, self._pending[1] + list(events))
+            return False
+
+    def take(self) -> tuple[ClusterSnapshot, list[Event]] | None:
+        with self._lock:
+            pending, self._pending = self._pending, None
+        return pending
 
 
 class LabArrived(Message):
@@ -107,8 +138,11 @@ class LiveFeed(Feed):
         observer = Observer(self.bootstrap, self.zookeeper, expected_brokers=self.expected,
                             admin_config=self.admin_config, zk_auth=self.zk_auth)
 
+        mailbox = Mailbox()
+
         def deliver(snapshot: ClusterSnapshot, events: list[Event]) -> None:
-            post(SnapshotArrived(snapshot, events))
+            if mailbox.put(snapshot, events):
+                post(SnapshotArrived(snapshot, events, mailbox))
 
         observer.subscribe(deliver)
         self._observer = observer

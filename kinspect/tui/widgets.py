@@ -18,6 +18,7 @@ from kinspect.tui.render import (
     partition_cells,
 )
 
+MARK_LIMIT = 300  # more changed cells than this in one snapshot: no highlight
 MARK_FOR_S = 3.0
 MARK_STYLE = "on #6b4e00"
 
@@ -118,19 +119,20 @@ class PartitionTable(DataTable[Text]):
         if keys != list(self._shown):
             self._rebuild(keys, visible)
             return len(keys)
+        diffs = [(key, column, cell)
+                 for key, partition in zip(keys, visible, strict=True)
+                 for column, cell in partition_cells(partition).items()
+                 if not _same(self._shown[key][column], cell)]
+        # When a failover changes most of the table, highlighting everything says nothing and
+        # un-highlighting it 3 s later would cost as much again: mark only small changes.
+        mark = mark and len(diffs) <= MARK_LIMIT
         now = time.monotonic()
-        changed = 0
-        for key, partition in zip(keys, visible, strict=True):
-            old = self._shown[key]
-            for column, cell in partition_cells(partition).items():
-                if _same(old[column], cell):
-                    continue
-                old[column] = cell
-                changed += 1
-                if mark:
-                    self._marks[(key, column)] = now + MARK_FOR_S
-                self.update_cell(key, column, _marked(cell) if mark else cell, update_width=True)
-        return changed
+        for key, column, cell in diffs:
+            self._shown[key][column] = cell
+            if mark:
+                self._marks[(key, column)] = now + MARK_FOR_S
+            self.update_cell(key, column, _marked(cell) if mark else cell, update_width=True)
+        return len(diffs)
 
     def _rebuild(self, keys: list[str], visible: list[PartitionInfo]) -> None:
         selected = None

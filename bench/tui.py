@@ -31,6 +31,30 @@ async def presses(pilot: Any, keys: list[str]) -> list[float]:
     return out
 
 
+class LoopWatch:
+    """How late a 50 ms sleep wakes up on the app's own event loop: the longest stall is
+    the longest a key could wait before Textual even sees it."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            started = time.perf_counter()
+            await asyncio.sleep(0.05)
+            self.lags.append((time.perf_counter() - started - 0.05) * 1000)
+
+    def start(self) -> None:
+        self.lags.clear()
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> list[float]:
+        if self.task:
+            self.task.cancel()
+        return list(self.lags) or [0.0]
+
+
 async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
     expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
     feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], True, expected, title="bench")
@@ -43,20 +67,26 @@ async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
                 raise SystemExit("bench: the table never showed 2,000 partitions")
             await pilot.pause(0.2)
         await pilot.pause(2)
+        watch = LoopWatch()
         app.render_log.clear()
+        watch.start()
         idle = await presses(pilot, ["down"] * 20)
+        idle_stall = watch.stop()
         steady_lag = [lag for lag, _ in app.render_log]
         subprocess.run([sys.executable, "-m", "kinspect", "lab", "kill", "kafka3"], check=True,
                        capture_output=True)
         app.render_log.clear()
+        watch.start()
         churn = await presses(pilot, ["down", "up"] * 20)
-        churn += await presses(pilot, ["u", "u"])
+        filter_keys = await presses(pilot, ["u", "u"])
         await pilot.pause(5)
+        churn_stall = watch.stop()
         churn_lag = [lag for lag, _ in app.render_log]
         churn_render = [render for _, render in app.render_log]
     subprocess.run([sys.executable, "-m", "kinspect", "lab", "start", "kafka3"], check=True,
                    capture_output=True)
-    return {"idle_keys": idle, "churn_keys": churn, "steady_lag": steady_lag or [0.0],
+    return {"idle_keys": idle, "churn_keys": churn, "filter_keys": filter_keys,
+            "idle_stall": idle_stall, "churn_stall": churn_stall, "steady_lag": steady_lag or [0.0],
             "churn_lag": churn_lag or [0.0], "churn_render": churn_render or [0.0]}
 
 
@@ -68,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- key response, idle: {describe(result['idle_keys'])}")
     print(f"- key response while a broker dies (2,000 partitions changing): "
           f"{describe(result['churn_keys'])}")
+    print(f"- `u` (rebuild the table unhealthy-only and back) during the failover: "
+          f"{describe(result['filter_keys'])}")
+    print(f"- event-loop stall, idle: {describe(result['idle_stall'])}")
+    print(f"- event-loop stall during the failover: {describe(result['churn_stall'])}")
     print(f"- snapshot → screen, steady: {describe(result['steady_lag'])}")
     print(f"- snapshot → screen, during the failover: {describe(result['churn_lag'])}")
     print(f"- table update per snapshot during the failover: {describe(result['churn_render'])}")

@@ -85,6 +85,7 @@ class PartitionTable(DataTable[Text]):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._shown: dict[str, dict[str, Text]] = {}
+        self._widths: dict[str, int] = {}  # widest text shown per column
         self._marks: dict[tuple[str, str], float] = {}
         self.filter_text = ""
         self.unhealthy_only = False
@@ -131,7 +132,12 @@ class PartitionTable(DataTable[Text]):
             self._shown[key][column] = cell
             if mark:
                 self._marks[(key, column)] = now + MARK_FOR_S
-            self.update_cell(key, column, _marked(cell) if mark else cell, update_width=True)
+            # Re-measuring a column costs a console query per cell (a whole-cluster failover
+            # stalled the screen for a minute): only when the text outgrows the column.
+            wider = cell.cell_len > self._widths.get(column, 0)
+            if wider:
+                self._widths[column] = cell.cell_len
+            self.update_cell(key, column, _marked(cell) if mark else cell, update_width=wider)
         return len(diffs)
 
     def _rebuild(self, keys: list[str], visible: list[PartitionInfo]) -> None:
@@ -144,6 +150,8 @@ class PartitionTable(DataTable[Text]):
         for key, partition in zip(keys, visible, strict=True):
             cells = partition_cells(partition)
             self._shown[key] = cells
+            for column, cell in cells.items():
+                self._widths[column] = max(self._widths.get(column, 0), cell.cell_len)
             self.add_row(*(cells[c] for c in PARTITION_COLUMNS), key=key)
         if selected in self._shown:
             self.move_cursor(row=self.get_row_index(selected))

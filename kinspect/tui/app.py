@@ -18,11 +18,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Key, Resize
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from kinspect.cli.common import ClusterTarget
 from kinspect.lab.state import LabState
-from kinspect.model import ClusterSnapshot
+from kinspect.model import ClusterSnapshot, Event
 from kinspect.profiles import redact
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import LabConsole, LoadRequest
@@ -66,6 +67,9 @@ class KinspectApp(App[None]):
         self.load_dir: Path | None = None
         self.scenario_running = False
         self.render_log: list[tuple[float, float]] | None = None  # (lag, render) ms, for bench/
+        self._held: tuple[ClusterSnapshot, list[Event]] | None = None
+        self._next_draw = 0.0
+        self._draw_timer: Timer | None = None
         self.last_render_ms = 0.0
 
     # ----- layout ----------------------------------------------------------------------
@@ -115,12 +119,29 @@ class KinspectApp(App[None]):
 
     @on(SnapshotArrived)
     def snapshot_arrived(self, message: SnapshotArrived) -> None:
+        """Hold the newest snapshot; draw it now, or after a gap when the last one just went up.
+
+        A whole-cluster failover brings a snapshot as fast as they can be drawn; leaving the
+        loop idle between draws is what keeps keys answering while it lasts.
+        """
         if not self.screen_stack:  # shutting down: messages still in flight from the feed
             return
         latest = message.latest()
         if latest is None:
             return
         snapshot, events = latest
+        self._held = (snapshot, (self._held[1] if self._held else []) + events)
+        wait = self._next_draw - time.monotonic()
+        if wait <= 0:
+            self._draw_held()
+        elif self._draw_timer is None:
+            self._draw_timer = self.set_timer(wait, self._draw_held)
+
+    def _draw_held(self) -> None:
+        self._draw_timer = None
+        if self._held is None or not self.screen_stack:
+            return
+        (snapshot, events), self._held = self._held, None
         started = time.perf_counter()
         self.snapshot = snapshot
         self.main.query_one(PartitionTable).show(snapshot)
@@ -134,6 +155,7 @@ class KinspectApp(App[None]):
         self._render_header()
         self._render_side()
         self.last_render_ms = (time.perf_counter() - started) * 1000
+        self._next_draw = time.monotonic() + max(MIN_DRAW_GAP_S, 2 * self.last_render_ms / 1000)
         if self.render_log is not None:
             self.render_log.append((time.time() * 1000 - snapshot.taken_at, self.last_render_ms))
 
@@ -460,6 +482,7 @@ class KinspectApp(App[None]):
 
 
 EVENT_BURST = 200
+MIN_DRAW_GAP_S = 0.2
 
 
 def latest_run() -> Path | None:

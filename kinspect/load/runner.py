@@ -27,6 +27,7 @@ from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
 
 PID_FILE = "load.pid"
+MISSING_TOPIC_WAIT_S = 3.0  # a topic created a moment ago reaches every broker within this
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
@@ -38,7 +39,7 @@ def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
     """
     admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap,
                          "socket.timeout.ms": 5000})
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + MISSING_TOPIC_WAIT_S
     while True:
         try:
             metadata = admin.list_topics(topic=topic, timeout=timeout_s)

@@ -42,11 +42,6 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_mapping(values: dict[str, str]) -> dict[str, str]:
-    """For display: secret keys masked whatever their value."""
-    return {k: MASK if SECRET_KEY.search(k) else redact(v) for k, v in values.items()}
-
-
 @dataclass(frozen=True)
 class Profile:
     name: str

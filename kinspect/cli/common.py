@@ -50,10 +50,6 @@ class ClusterTarget:
         return {b.broker_id: b.address for b in self.lab.brokers if b.broker_id is not None}
 
 
-def lab_or_none() -> LabState | None:
-    return running_lab()
-
-
 def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     profile_name = getattr(args, "profile", None)
     profile = load_profile(profile_name, getattr(args, "config", None)) if profile_name else None
@@ -62,13 +58,13 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     if explicit or profile:
         bootstrap = explicit or (profile.bootstrap if profile else "")
         zookeeper = getattr(args, "zookeeper", None) or (profile.zookeeper if profile else None)
-        lab = lab_or_none()
+        lab = running_lab()
         own = lab if lab is not None and zookeeper and is_lab_cluster(zookeeper, lab) else None
         return ClusterTarget(bootstrap, zookeeper, kafka,
                              profile.zookeeper_auth if profile else (), own,
                              profile.refresh_s if profile else 1.0,
                              profile.name if profile else bootstrap)
-    lab = lab_or_none()
+    lab = running_lab()
     if lab is None:
         raise KinspectError("no lab is running and no --bootstrap or --profile given "
                             "(start one with: kinspect lab up)")

@@ -74,12 +74,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _run_dir(name: str, given: Path | None) -> Path:
-    if given is not None:
-        if given.exists() and any(given.iterdir()):
-            raise KinspectError(f"{given} is not empty; give a new --run-dir")
-        return given
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return kinspect_home() / "runs" / f"scenario-{Path(name).stem}-{stamp}"
+    from kinspect.scenarios.runner import default_run_dir
+
+    if given is None:
+        return default_run_dir(name)
+    if given.exists() and any(given.iterdir()):
+        raise KinspectError(f"{given} is not empty; give a new --run-dir")
+    return given
 
 
 def cmd_run(args: argparse.Namespace) -> int:

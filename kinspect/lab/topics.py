@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from kinspect.errors import KinspectError
@@ -56,7 +57,24 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
             error = exc.args[0]
             if error.name() != "TOPIC_ALREADY_EXISTS":
                 raise KinspectError(f"cannot create topic {name}: {error.str()}") from None
+    _wait_for_leaders(admin, created, timeout_s)
     return created
+
+
+def _wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:
+    """Created means usable: ZooKeeper knows a new topic before the brokers' metadata does,
+    and a producer started at once would be told it does not exist."""
+    deadline = time.monotonic() + timeout_s
+    pending = set(topics)
+    while pending and time.monotonic() < deadline:
+        with contextlib.suppress(KafkaException):
+            known = admin.list_topics(timeout=5).topics
+            pending = {t for t in pending if t not in known or known[t].error is not None
+                       or any(p.leader < 0 for p in known[t].partitions.values())}
+        if pending:
+            time.sleep(0.2)
+    if pending:
+        raise KinspectError(f"topic {sorted(pending)[0]} has no leader after {timeout_s:.0f} s")
 
 
 def balance_leaders(bootstrap: str, timeout_s: float = 30.0) -> None:

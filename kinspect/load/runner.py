@@ -27,32 +27,23 @@ from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
 
 PID_FILE = "load.pid"
-MISSING_TOPIC_WAIT_S = 3.0  # a topic created a moment ago reaches every broker within this
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
                 config: Mapping[str, str] | None = None) -> int:
-    """The topic's partition count; a missing topic is bad input, not something to create.
-
-    A topic created a moment ago may not be in every broker's metadata yet, so a missing one
-    is asked about again for a few seconds before the answer counts.
-    """
+    """The topic's partition count; a missing topic is bad input, not something to create."""
     admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap,
                          "socket.timeout.ms": 5000})
-    deadline = time.monotonic() + MISSING_TOPIC_WAIT_S
-    while True:
-        try:
-            metadata = admin.list_topics(topic=topic, timeout=timeout_s)
-        except KafkaException as exc:
-            raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
-                                f"{exc.args[0].str()}") from None
-        info = metadata.topics.get(topic)
-        if info is not None and info.error is None:
-            return len(info.partitions)
-        if time.monotonic() >= deadline:
-            raise KinspectError(f"topic {topic!r} does not exist (create it first, e.g. with "
-                                "`kinspect demo` or kafka-topics)")
-        time.sleep(0.5)
+    try:
+        metadata = admin.list_topics(topic=topic, timeout=timeout_s)
+    except KafkaException as exc:
+        raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
+                            f"{exc.args[0].str()}") from None
+    info = metadata.topics.get(topic)
+    if info is None or info.error is not None:
+        raise KinspectError(f"topic {topic!r} does not exist (create it first, e.g. with "
+                            "`kinspect demo` or kafka-topics)")
+    return len(info.partitions)
 
 
 def prepare_run_dir(run_dir: Path) -> None:

@@ -24,6 +24,7 @@ from kinspect.load.evidence import collect_lab_evidence, recording_timeline
 from kinspect.load.runner import run_load
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import verify
+from kinspect.paths import kinspect_home
 from kinspect.scenarios import probes
 from kinspect.scenarios.plan import FaultPlan, PlanLog, partition_state
 from kinspect.scenarios.spec import Scenario
@@ -32,6 +33,12 @@ Say = Callable[[str], None]
 RESULT_FILE = "scenario.json"
 ROW_KEYS = ("scenario", "status", "acked", "in_log", "acked_lost", "unacked_present",
             "duplicates", "failed", "failover_ms", "unavailable_ms", "expectation_met")
+
+
+def default_run_dir(name: str) -> Path:
+    """Where a scenario's evidence goes unless told: $KINSPECT_HOME/runs/scenario-NAME-TIME."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return kinspect_home() / "runs" / f"scenario-{Path(name).stem}-{stamp}"
 
 
 def _wait(probe: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -81,16 +88,6 @@ def _full_isr(zk: KazooClient, scenario: Scenario) -> bool:
         if state["leader"] < 0 or len(state["isr"]) < scenario.replication_factor:
             return False
     return True
-
-
-def _brokers_know(bootstrap: str, scenario: Scenario) -> bool:
-    """Every broker's metadata has the topic with leaders (ZooKeeper knows it first)."""
-    from kinspect.sources.admin import quiet_admin
-
-    info = quiet_admin(bootstrap).list_topics(topic=scenario.topic, timeout=5).topics.get(
-        scenario.topic)
-    return (info is not None and info.error is None and len(info.partitions) == scenario.partitions
-            and all(p.leader >= 0 for p in info.partitions.values()))
 
 
 def load_settings(scenario: Scenario, bootstrap: str) -> LoadSettings:
@@ -166,7 +163,6 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     create_topics(bootstrap, {scenario.topic: scenario.partitions},
                   scenario.replication_factor, scenario.topic_config)
     _wait(lambda: _full_isr(zk, scenario), 90, f"a full ISR on {scenario.topic}")
-    _wait(lambda: _brokers_know(bootstrap, scenario), 60, f"the brokers to know {scenario.topic}")
     if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
         raise KinspectError("the consumer group never got an assignment before the fault")
     settings = load_settings(scenario, bootstrap)

@@ -18,12 +18,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Key, Resize
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from kinspect.cli.common import ClusterTarget
 from kinspect.lab.state import LabState
-from kinspect.model import ClusterSnapshot, Event
+from kinspect.model import ClusterSnapshot
 from kinspect.profiles import redact
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import LabConsole, LoadRequest
@@ -65,11 +64,8 @@ class KinspectApp(App[None]):
         self.lab: LabState | None = None
         self.load: LoadStatus | None = None
         self.load_dir: Path | None = None
-        self.scenario_running = False
         self.render_log: list[tuple[float, float]] | None = None  # (lag, render) ms, for bench/
-        self._held: tuple[ClusterSnapshot, list[Event]] | None = None
         self._next_draw = 0.0
-        self._draw_timer: Timer | None = None
         self.last_render_ms = 0.0
 
     # ----- layout ----------------------------------------------------------------------
@@ -119,29 +115,25 @@ class KinspectApp(App[None]):
 
     @on(SnapshotArrived)
     def snapshot_arrived(self, message: SnapshotArrived) -> None:
-        """Hold the newest snapshot; draw it now, or after a gap when the last one just went up.
+        """Draw now, or after a gap when the last draw just happened.
 
-        A whole-cluster failover brings a snapshot as fast as they can be drawn; leaving the
-        loop idle between draws is what keeps keys answering while it lasts.
+        The feed's mailbox keeps collecting meanwhile (newest snapshot, every event) and posts
+        nothing new until this one is taken, so a storm of ZooKeeper notifications is a few
+        draws with an idle loop between them, and keys keep answering.
         """
+        wait = self._next_draw - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, lambda: self._draw(message))
+        else:
+            self._draw(message)
+
+    def _draw(self, message: SnapshotArrived) -> None:
         if not self.screen_stack:  # shutting down: messages still in flight from the feed
             return
         latest = message.latest()
         if latest is None:
             return
         snapshot, events = latest
-        self._held = (snapshot, (self._held[1] if self._held else []) + events)
-        wait = self._next_draw - time.monotonic()
-        if wait <= 0:
-            self._draw_held()
-        elif self._draw_timer is None:
-            self._draw_timer = self.set_timer(wait, self._draw_held)
-
-    def _draw_held(self) -> None:
-        self._draw_timer = None
-        if self._held is None or not self.screen_stack:
-            return
-        (snapshot, events), self._held = self._held, None
         started = time.perf_counter()
         self.snapshot = snapshot
         self.main.query_one(PartitionTable).show(snapshot)
@@ -271,14 +263,15 @@ class KinspectApp(App[None]):
             return True
         return False
 
-    def _confirm_then(self, question: str, detail: str, act: Callable[[], str]) -> None:
+    def _ask(self, question: str, detail: str, then: Callable[[], object]) -> None:
+        """Ask first (unless --no-confirm), then do it."""
         if self.no_confirm:
-            self.run_fault(act)
+            then()
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_fault(act)
+                then()
 
         self.push_screen(ConfirmScreen(question, detail), answered)
 
@@ -299,8 +292,8 @@ class KinspectApp(App[None]):
             return
         broker_id, node = target
         console = self.lab_console
-        self._confirm_then(f"{verb} broker {broker_id} ({node})?", detail,
-                           lambda: act(console, node))
+        self._ask(f"{verb} broker {broker_id} ({node})?", detail,
+                  lambda: self.run_fault(lambda: act(console, node)))
 
     def action_kill(self) -> None:
         self._broker_fault("Kill", "SIGKILL: the broker dies at once, like a crash.",
@@ -356,8 +349,8 @@ class KinspectApp(App[None]):
         console = self.lab_console
         if self.load_dir is not None and self.load is not None and self.load.running:
             run_dir = self.load_dir
-            self._confirm_then("Stop the running load?", str(run_dir),
-                               lambda: console.stop_load(run_dir))
+            self._ask("Stop the running load?", str(run_dir),
+                      lambda: self.run_fault(lambda: console.stop_load(run_dir)))
             return
         topics = sorted(t.name for t in self.snapshot.topics) if self.snapshot else []
         self.push_screen(LoadForm([t for t in topics if not t.startswith("__")]),
@@ -382,18 +375,13 @@ class KinspectApp(App[None]):
     def action_postmortem(self) -> None:
         if self._refused() or self.lab is None:
             return
-        run_dir = self.load_dir or latest_run()
-        if run_dir is None:
-            self.notify("no load run yet: start one with l, break something, then press m",
-                        severity="warning")
-            return
         if self.load is not None and self.load.running:
             self.notify("the load is still running: stop it with l first", severity="warning")
             return
-        self.run_postmortem(run_dir, self.lab)
+        self.run_postmortem(self.load_dir, self.lab)
 
     @work(thread=True, exclusive=True, group="postmortem")
-    def run_postmortem(self, run_dir: Path, lab: LabState) -> None:
+    def run_postmortem(self, run_dir: Path | None, lab: LabState) -> None:
         """verify (read the final log back) → Spark job → report screen; progress as toasts."""
         from kinspect.load.evidence import collect_lab_evidence
         from kinspect.load.runsettings import LoadSettings
@@ -403,6 +391,11 @@ class KinspectApp(App[None]):
         def say(line: str) -> None:
             self.call_from_thread(self.notify, line, title="post-mortem", timeout=4)
 
+        run_dir = run_dir or latest_run()
+        if run_dir is None:
+            self.call_from_thread(self.notify, "no load run yet: start one with l, break "
+                                  "something, then press m", severity="warning")
+            return
         try:
             settings = LoadSettings.load(run_dir)
             say(f"reading {settings.topic} back to its high watermark…")
@@ -421,64 +414,58 @@ class KinspectApp(App[None]):
     def action_scenario(self) -> None:
         if self._refused():
             return
-        if self.scenario_running:
+        if any(w.group == "scenario" and w.is_running for w in self.workers):
             self.notify("a scenario is already running", severity="warning")
             return
+        self.pick_scenario()
+
+    @work(thread=True, group="catalog")
+    def pick_scenario(self) -> None:
         from kinspect.scenarios.catalog import builtin
 
         choices = [(s.name, s.title, s.expectation_text()) for s in builtin()]
-        self.push_screen(ScenarioPicker(choices), self._scenario_chosen)
+        self.call_from_thread(self.push_screen, ScenarioPicker(choices), self._scenario_chosen)
 
     def _scenario_chosen(self, name: str | None) -> None:
-        if name is None:
-            return
-        if self.no_confirm:
-            self.run_scenario(name)
-            return
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_scenario(name)
+        if name is not None:
+            self._ask(f"Run {name}?", "The lab is reset (its data wiped), then loaded and "
+                      "broken as the scenario says; watch it here.",
+                      lambda: self.run_scenario(name))
 
-        self.push_screen(ConfirmScreen(f"Run {name}?", "The lab is reset (its data wiped), then "
-                                       "loaded and broken as the scenario says; watch it here."),
-                         answered)
-
-    @work(thread=True, exclusive=True, group="scenario")
+    @work(thread=True, group="scenario")
     def run_scenario(self, name: str) -> None:
-        """The run plays out on the main screen (the feed keeps observing); then its report."""
+        """The run plays out on the main screen (the feed keeps observing); then its report.
+
+        The scenario is its own process writing to RUN_DIR.log, so quitting the TUI midway
+        does not break the experiment; its lines are followed here as toasts.
+        """
         assert self.lab_console is not None
-        self.scenario_running = True
-        try:
-            proc, run_dir = self.lab_console.start_scenario(name)
-            log = run_dir.with_suffix(".log")
-            seen = 0
+        proc, run_dir = self.lab_console.start_scenario(name)
+        last = ""
+        with open(run_dir.with_suffix(".log")) as log:
             while True:
                 done = proc.poll() is not None
-                lines = log.read_text().splitlines() if log.exists() else []
-                for line in lines[seen:]:
+                for line in log.read().splitlines():
+                    last = line
                     self.call_from_thread(self.notify, line, title=f"scenario {name}", timeout=4)
-                seen = len(lines)
                 if done:
                     break
                 time.sleep(0.3)
-            result = run_dir / "scenario.json"
-            if proc.returncode != 0 or not result.exists():
-                last = lines[-1] if lines else f"exit code {proc.returncode}"
-                self.call_from_thread(self.notify, f"scenario {name} failed: {last}",
-                                      severity="error", timeout=15)
-                return
-            row = json.loads(result.read_text())
-            held = "held" if row.get("expectation_met") else "did NOT hold"
-            self.call_from_thread(self.notify, f"{name}: expected {row.get('expectation')}: {held}",
-                                  severity="information" if row.get("expectation_met")
-                                  else "warning", timeout=15)
-            report_path = run_dir / "postmortem" / "report.json"
-            if report_path.exists():
-                report = json.loads(report_path.read_text())
-                self.call_from_thread(self.push_screen,
-                                      ReportScreen(report, run_dir / "postmortem"))
-        finally:
-            self.scenario_running = False
+        result = run_dir / "scenario.json"
+        if proc.returncode != 0 or not result.exists():
+            self.call_from_thread(self.notify, f"scenario {name} failed: "
+                                  f"{last or f'exit code {proc.returncode}'}",
+                                  severity="error", timeout=15)
+            return
+        row = json.loads(result.read_text())
+        held = "held" if row.get("expectation_met") else "did NOT hold"
+        self.call_from_thread(self.notify, f"{name}: expected {row.get('expectation')}: {held}",
+                              severity="information" if row.get("expectation_met")
+                              else "warning", timeout=15)
+        report_path = run_dir / "postmortem" / "report.json"
+        if report_path.exists():
+            self.call_from_thread(self.push_screen, ReportScreen(
+                json.loads(report_path.read_text()), run_dir / "postmortem"))
 
 
 EVENT_BURST = 200

@@ -112,8 +112,9 @@ class LabConsole:
     def start_scenario(self, name: str) -> tuple[subprocess.Popen[bytes], Path]:
         """`kinspect scenario run NAME` as its own process, the lab kept for the screen.
         Its progress lines go to RUN_DIR.log, which the TUI follows."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        run_dir = kinspect_home() / "runs" / f"scenario-{name}-{stamp}"
+        from kinspect.scenarios.runner import default_run_dir
+
+        run_dir = default_run_dir(name)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         with open(run_dir.with_suffix(".log"), "w") as out:
             proc = subprocess.Popen(

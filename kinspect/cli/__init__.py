@@ -21,8 +21,14 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from kinspect.cli import demo, health, lab, load, observe, postmortem, scenario
 
-    parser = _Parser(prog="kinspect", description="Terminal inspector and fault console for "
-                     "Apache Kafka (ZooKeeper mode).")
+    parser = _Parser(
+        prog="kinspect", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Terminal inspector and fault console for Apache Kafka (ZooKeeper mode).",
+        epilog="start here:\n"
+               "  kinspect demo                       lab up, demo topics, the TUI\n"
+               "  kinspect scenario run NAME          a classic data-loss experiment (see list)\n"
+               "  kinspect health --profile prod      on call: exit 0/1/2/3\n"
+               "  kinspect COMMAND --help             every option of a command")
     parser.add_argument("--version", action="version", version=f"kinspect {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     demo.register(commands)

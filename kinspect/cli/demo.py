@@ -25,7 +25,7 @@ def register(commands: Any) -> None:
     demo.set_defaults(handler=cmd_demo)
 
     ui = commands.add_parser("ui", help="open the TUI on the running lab (the default command), "
-                             "or read-only on --bootstrap/--zookeeper")
+                             "or read-only on any --profile / --bootstrap")
     add_cluster_arguments(ui)
     ui.add_argument("--no-confirm", action="store_true",
                     help="fault keys act without asking (for stage demos)")

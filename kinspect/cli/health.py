@@ -23,7 +23,7 @@ def register(commands: Any) -> None:
     health = commands.add_parser("health", help="ISR health once: exit 0 healthy, 1 warnings, "
                                  "2 critical, 3 unreachable")
     health.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    health.add_argument("--timeout", type=float, default=15.0,
+    health.add_argument("--timeout", type=float, default=15.0, metavar="S",
                         help="seconds to wait for the cluster's answers (default 15)")
     add_cluster_arguments(health)
     health.set_defaults(handler=cmd_health)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import struct
 import time
 from collections.abc import Mapping
 
@@ -12,6 +13,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from kinspect.errors import KinspectError
 from kinspect.sources.admin import quiet_admin
+from kinspect.sources.wire import ask_metadata
 
 DEMO_TOPICS = {"test1": 1, "orders": 6}
 
@@ -62,19 +64,30 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
 
 
 def _wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:
-    """Created means usable: ZooKeeper knows a new topic before the brokers' metadata does,
-    and a producer started at once would be told it does not exist."""
+    """Created means usable: ZooKeeper knows a new topic before every broker's metadata cache
+    does, and a producer asking a broker that lags is told the topic does not exist. So each
+    broker is asked directly (one metadata round trip each) until all of them know it."""
     deadline = time.monotonic() + timeout_s
-    pending = set(topics)
-    while pending and time.monotonic() < deadline:
-        with contextlib.suppress(KafkaException):
-            known = admin.list_topics(timeout=5).topics
-            pending = {t for t in pending if t not in known or known[t].error is not None
-                       or any(p.leader < 0 for p in known[t].partitions.values())}
-        if pending:
-            time.sleep(0.2)
-    if pending:
-        raise KinspectError(f"topic {sorted(pending)[0]} has no leader after {timeout_s:.0f} s")
+    while topics:
+        with contextlib.suppress(KafkaException, OSError, ConnectionError, ValueError,
+                                 struct.error):
+            brokers = admin.list_topics(timeout=5).brokers.values()
+            if all(_knows(f"{b.host}:{b.port}", topics) for b in brokers):
+                return
+        if time.monotonic() >= deadline:
+            raise KinspectError(f"not every broker knows {', '.join(topics)} after "
+                                f"{timeout_s:.0f} s")
+        time.sleep(0.2)
+
+
+def _knows(address: str, topics: list[str]) -> bool:
+    """This broker's metadata has every partition of these topics, each with a leader."""
+    claims = ask_metadata(address, timeout=2.0).partitions
+    for topic in topics:
+        leaders = [claim.leader for (name, _), claim in claims.items() if name == topic]
+        if not leaders or min(leaders) < 0:
+            return False
+    return True
 
 
 def balance_leaders(bootstrap: str, timeout_s: float = 30.0) -> None:

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
-from kinspect.lab import open_backend
+from kinspect.lab import BACKENDS, open_backend
 from kinspect.lab.backend import UpOptions
 from kinspect.lab.topics import DEMO_TOPICS, balance_leaders, create_topics
 
@@ -20,6 +20,9 @@ def register(commands: Any) -> None:
     demo = commands.add_parser("demo", help="fetch Kafka, start the lab, create demo topics, "
                                "open the TUI")
     demo.add_argument("--no-ui", action="store_true", help="set everything up, then exit")
+    demo.add_argument("--backend", choices=BACKENDS, default="auto",
+                      help="process (JVMs in namespaces) or docker (containers); auto: docker "
+                           "when an engine answers")
     demo.add_argument("--no-confirm", action="store_true",
                       help="fault keys act without asking (for stage demos)")
     demo.set_defaults(handler=cmd_demo)
@@ -32,9 +35,9 @@ def register(commands: Any) -> None:
     ui.set_defaults(handler=cmd_ui)
 
 
-def prepare_demo() -> str:
+def prepare_demo(backend: str = "auto") -> str:
     """Lab up (fetching Kafka if needed) and the demo topics; returns the bootstrap."""
-    lab = open_backend()
+    lab = open_backend(backend, progress=_progress)
     state = lab.up(UpOptions(), _progress)
     created = create_topics(state.bootstrap, DEMO_TOPICS)
     for name in created:
@@ -44,7 +47,7 @@ def prepare_demo() -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    prepare_demo()
+    prepare_demo(args.backend)
     if args.no_ui:
         from kinspect.cli.lab import _print_status
 

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, presets, topology
+from kinspect.lab import BACKENDS, dist, presets, topology
 from kinspect.lab.backend import LabBackend, UpOptions, status_json
 from kinspect.lab.netns import can_use_netns
 
@@ -25,6 +25,11 @@ def register(commands: Any) -> None:
     fetch = sub.add_parser("fetch", help="fetch Kafka's jars with Maven (once; cached)")
     fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
     fetch.set_defaults(handler=cmd_fetch)
+
+    imgs = sub.add_parser("images", help="make the docker backend's images (base and Kafka; "
+                          "reused when present)")
+    imgs.add_argument("--rebuild", action="store_true", help="make both again")
+    imgs.set_defaults(handler=cmd_images)
 
     up = sub.add_parser("up", help="start zk1 and kafka1..N (fetches Kafka when missing)")
     _up_arguments(up)
@@ -78,9 +83,12 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                    help="override any broker setting (repeatable)")
     p.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto",
-                   help="netns (root: real network faults) or loopback; auto picks")
+                   help="process backend: netns (root: real network faults) or loopback; "
+                        "auto picks")
     p.add_argument("--base-port", type=int, default=39090, help="first port in loopback mode")
-    p.add_argument("--backend", choices=["auto", "process"], default="auto")
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
+                   help="process: JVMs in network namespaces; docker: containers (Docker SDK); "
+                        "auto (default): docker when an engine answers, else process")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the cluster")
     p.add_argument("--json", action="store_true", help="print the status as JSON when up")
     p.add_argument("--sasl", choices=["plain", "scram-sha-256"],
@@ -91,12 +99,21 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
 def backend(name: str | None = None) -> LabBackend:
     from kinspect.lab import open_backend
 
-    return open_backend(name)
+    return open_backend(name, progress=_progress)
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     kafka = dist.fetch(_progress, force=args.force)
     print(f"Kafka {kafka.version} jars in {kafka.libs}")
+    return 0
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    from kinspect.lab import engine, images
+
+    kafka = dist.ensure(_progress)
+    tag = images.ensure(engine.connect(), kafka, _progress, rebuild=args.rebuild)
+    print(f"image {tag} (on {images.BASE_IMAGE})")
     return 0
 
 
@@ -107,10 +124,11 @@ def _options(args: argparse.Namespace) -> UpOptions:
                      sasl=args.sasl)
 
 
-def cmd_up(args: argparse.Namespace, options: UpOptions | None = None) -> int:
+def cmd_up(args: argparse.Namespace, options: UpOptions | None = None,
+           lab: LabBackend | None = None) -> int:
     options = options or _options(args)
     started = time.monotonic()
-    lab = backend(args.backend)
+    lab = lab or backend(args.backend)
     lab.up(options, _progress)
     _progress(f"lab up in {time.monotonic() - started:.1f} s")
     return _print_status(lab, args.json)
@@ -119,13 +137,11 @@ def cmd_up(args: argparse.Namespace, options: UpOptions | None = None) -> int:
 def cmd_reset(args: argparse.Namespace) -> int:
     options = _options(args)  # validate before anything is torn down
     presets.effective(options.preset, options.overrides)
-    lab = backend(args.backend)
+    lab = backend(args.backend)  # a running lab keeps its backend across the reset
     lab.down(_progress)
-    wipe = getattr(lab, "wipe", None)
-    if wipe:
-        wipe()
-        _progress("data wiped")
-    return cmd_up(args, options)
+    lab.wipe()
+    _progress("data wiped")
+    return cmd_up(args, options, lab)
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -2,25 +2,66 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from kinspect.lab.backend import LabBackend, UpOptions, status_json
+from kinspect.errors import KinspectError
+from kinspect.lab.backend import LabBackend, Progress, UpOptions, status_json
 from kinspect.lab.state import LabState, load_state
 
-__all__ = ["LabBackend", "LabState", "UpOptions", "open_backend", "running_lab", "status_json"]
+__all__ = ["BACKENDS", "LabBackend", "LabState", "UpOptions", "choose_backend", "open_backend",
+           "running_lab", "status_json"]
+
+BACKENDS = ("auto", "process", "docker")
 
 
-def open_backend(name: str | None = None, root: Path | None = None) -> LabBackend:
-    """The backend of the lab on disk (or the one asked for, when none exists yet)."""
+def choose_backend(progress: Progress | None = None) -> str:
+    """`--backend auto`: $KINSPECT_BACKEND if set, else docker when an engine answers and our
+    image can be had, else process."""
+    from kinspect.lab import engine, images
+
+    say = progress or (lambda line: None)
+    preferred = os.environ.get("KINSPECT_BACKEND", "")
+    if preferred in {"process", "docker"}:
+        say(f"backend: {preferred} (KINSPECT_BACKEND)")
+        return preferred
+    problem = engine.engine_problem()
+    if problem is None:
+        try:
+            images.docker_folder()
+        except KinspectError as exc:
+            problem = str(exc)
+    if problem is None:
+        say("backend: docker (a Docker engine answers; --backend process to use JVM processes)")
+        return "docker"
+    say(f"backend: process ({problem})")
+    return "process"
+
+
+def open_backend(name: str | None = None, root: Path | None = None,
+                 progress: Progress | None = None) -> LabBackend:
+    """The backend of the lab on disk, or for a new lab the one asked for (auto: chosen).
+
+    With no lab on disk and no name, a process handle answers "no lab" without asking Docker.
+    """
     state = load_state(root)
-    chosen = name if name and name != "auto" else (state.backend if state else "process")
+    if state and name not in (None, "auto", state.backend):
+        raise KinspectError(f"a {state.backend} lab is running (lab {state.lab_id}); take it down "
+                            f"first with: kinspect lab down")
+    chosen = name or "process"
+    if state:
+        chosen = state.backend
+    elif name == "auto":
+        chosen = choose_backend(progress)
     if chosen == "process":
         from kinspect.lab.process import ProcessBackend
 
         return ProcessBackend(root)
-    from kinspect.errors import KinspectError
+    if chosen == "docker":
+        from kinspect.lab.containers import DockerBackend
 
-    raise KinspectError(f"unknown lab backend {chosen!r} (available: process)")
+        return DockerBackend(root)
+    raise KinspectError(f"unknown lab backend {chosen!r} (available: {', '.join(BACKENDS)})")
 
 
 def running_lab(root: Path | None = None) -> LabState | None:

@@ -6,6 +6,8 @@ whether the broker is a JVM in a network namespace or a container.
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab import presets, sasl
-from kinspect.lab.state import LabState
+from kinspect.lab import journal, presets, sasl, topology
+from kinspect.lab.readiness import wait_registration_gone
+from kinspect.lab.state import LabState, NodeRecord, lab_lock, load_state, save_state
 
 Progress = Callable[[str], None]
 
@@ -33,56 +36,251 @@ class UpOptions:
 
 
 class LabBackend(ABC):
-    """Starts, breaks and tears down a lab cluster of zk1 + kafka1..N."""
+    """Starts, breaks and tears down a lab cluster of zk1 + kafka1..N.
+
+    The steps every backend shares (locking, the state file, the journal, refusing a fault a
+    node's state does not allow, blockade's partition semantics) live here; a backend supplies
+    how a node is made, signalled and cut off.
+    """
 
     name: str
+    root: Path
 
-    @abstractmethod
-    def up(self, options: UpOptions, progress: Progress) -> LabState: ...
+    # ----- lifecycle -------------------------------------------------------------------
 
-    @abstractmethod
+    def up(self, options: UpOptions, progress: Progress) -> LabState:
+        with lab_lock(self.root):
+            current = self.state()
+            if current and any(n.state in {"running", "paused"} for n in current.nodes):
+                progress(f"a lab is already running (lab {current.lab_id}); not starting another")
+                return current
+            if current:
+                progress("cleaning up a lab that is no longer running")
+                self._teardown(current, progress)
+            state = self._plan(options, progress)
+            save_state(state, self.root)  # before anything is made: `down` can always clean up
+            try:
+                self._build(state, options, progress)
+            except BaseException:
+                progress("start failed; removing what was made")
+                self._teardown(state, progress)
+                raise
+            journal.record("up", state.lab_id, detail=f"{len(state.brokers)} brokers, "
+                           f"preset {state.preset}, {self.name} backend", root=self.root)
+            return state
+
     def down(self, progress: Progress) -> bool:
         """Remove everything the lab made; False when there was nothing to remove."""
+        with lab_lock(self.root):
+            state = load_state(self.root)
+            if state is None:
+                return False
+            self._teardown(state, progress)
+            journal.record("down", state.lab_id, root=self.root)
+            return True
+
+    def wipe(self) -> None:
+        """Delete data and broker logs kept on this machine (for `lab reset`); the journal stays."""
+        shutil.rmtree(self.root / "nodes", ignore_errors=True)
 
     @abstractmethod
     def state(self) -> LabState | None:
         """The running lab, reconciled with reality (dead processes noticed)."""
 
     @abstractmethod
-    def kill(self, node: str) -> None: ...
+    def _plan(self, options: UpOptions, progress: Progress) -> LabState:
+        """Choose names, addresses and settings; nothing is made yet."""
 
     @abstractmethod
-    def stop(self, node: str) -> None: ...
+    def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
+        """Make the network and start every node, saving the state as things appear."""
 
     @abstractmethod
-    def start(self, node: str) -> None: ...
+    def _teardown(self, state: LabState, progress: Progress) -> None:
+        """Remove everything `state` describes (even half-built) and clear the state file."""
+
+    # ----- faults on one node ----------------------------------------------------------
+
+    def kill(self, node: str) -> None:
+        self._act(node, {"running", "paused"}, "killed", "kill", self._kill)
+
+    def pause(self, node: str) -> None:
+        self._act(node, {"running"}, "paused", "pause", self._pause)
+
+    def resume(self, node: str) -> None:
+        self._act(node, {"paused"}, "running", "resume", self._resume)
+
+    def stop(self, node: str) -> None:
+        self._act(node, {"running", "paused"}, "stopped", "stop", self._stop)
+
+    def start(self, node: str) -> None:
+        with lab_lock(self.root):
+            state = self._require()
+            record = self._node(state, node)
+            if record.state in {"running", "paused"}:
+                raise KinspectError(f"{node} is already {record.state}")
+            if record.broker_id is not None and state.zookeeper.state == "running":
+                # As a real restart would: the old session's registration must be gone first.
+                session_ms = int(state.broker_config.get("zookeeper.session.timeout.ms", "18000"))
+                wait_registration_gone(state.zookeeper.address, record.broker_id,
+                                       session_ms / 1000 + 5, lambda line: None)
+            self._start(state, record)
+            record.state = "running"
+            save_state(state, self.root)
+            journal.record("start", state.lab_id, node=node, detail=f"start {node}",
+                           root=self.root)
 
     def restart(self, node: str) -> None:
         self.stop(node)
         self.start(node)
 
-    @abstractmethod
-    def pause(self, node: str) -> None: ...
+    def _act(self, name: str, need: set[str], new_state: str, action: str,
+             do: Callable[[LabState, NodeRecord], None]) -> None:
+        with lab_lock(self.root):
+            state = self._require()
+            node = self._node(state, name)
+            if node.state not in need:
+                raise KinspectError(f"{name} is {node.state}; cannot {action} it")
+            pid = node.pid
+            do(state, node)
+            node.state = new_state
+            save_state(state, self.root)
+            journal.record(action, state.lab_id, node=name, root=self.root,
+                           detail=f"{action} {name}" + (f" (pid {pid})" if pid else ""))
 
     @abstractmethod
-    def resume(self, node: str) -> None: ...
+    def _kill(self, state: LabState, node: NodeRecord) -> None: ...
 
     @abstractmethod
-    def partition(self, groups: Sequence[Sequence[str]], clients_with: str | None) -> None: ...
+    def _stop(self, state: LabState, node: NodeRecord) -> None: ...
 
     @abstractmethod
-    def heal(self) -> None: ...
+    def _start(self, state: LabState, node: NodeRecord) -> None: ...
+
+    @abstractmethod
+    def _pause(self, state: LabState, node: NodeRecord) -> None: ...
+
+    @abstractmethod
+    def _resume(self, state: LabState, node: NodeRecord) -> None: ...
+
+    # ----- faults on the network -------------------------------------------------------
+
+    def partition(self, groups: Sequence[Sequence[str]], clients_with: str | None) -> None:
+        with lab_lock(self.root):
+            state = self._require_network_faults()
+            blocked = topology.blocked_pairs([n.name for n in state.nodes], groups, clients_with)
+            self._apply(state, blocked)
+            state.groups = [list(g) for g in groups]
+            state.clients_with = clients_with
+            save_state(state, self.root)
+            text = " | ".join(",".join(g) for g in groups)
+            if clients_with:
+                text += f" (clients with {clients_with})"
+            journal.record("partition", state.lab_id, groups=state.groups,
+                           detail=f"partition {text}", root=self.root)
+
+    def heal(self) -> None:
+        with lab_lock(self.root):
+            state = self._require_network_faults()
+            self._apply(state, set())
+            state.groups, state.clients_with = [], None
+            save_state(state, self.root)
+            journal.record("heal", state.lab_id, detail="all partitions removed", root=self.root)
+
+    def _apply(self, state: LabState, blocked: set[frozenset[str]]) -> None:
+        address = {n.name: n.host for n in state.nodes}
+        address[topology.CLIENTS] = state.host_address
+        for node in state.nodes:
+            cut = [address[other] for pair in blocked if node.name in pair
+                   for other in pair if other != node.name]
+            self._block(state, node, cut)
+
+    def network_faults_unavailable(self, state: LabState) -> str | None:
+        """None when this lab can cut links, else why not (one line)."""
+        return None
+
+    @abstractmethod
+    def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
+        """Replace the node's rules: it drops everything to and from these addresses."""
+
+    def slow_unavailable(self) -> str | None:
+        """None when links can be slowed (netem) here, else the one-line reason."""
+        return f"the {self.name} lab cannot slow links"
 
     def slow(self, node: str, delay_ms: int, jitter_ms: int) -> None:
-        """Delay everything a node sends (netem); backends that cannot, say so."""
+        """Delay everything a node sends (netem)."""
+        with lab_lock(self.root):
+            state = self._require_network_faults()
+            record = self._node(state, node)
+            reason = self.slow_unavailable()
+            if reason:
+                raise KinspectError(reason)
+            self._slow(state, record, delay_ms, jitter_ms)
+            state.extra["slowed"] = sorted({*state.extra.get("slowed", []), node})
+            save_state(state, self.root)
+            journal.record("slow", state.lab_id, node=node, root=self.root,
+                           detail=f"netem delay {delay_ms} ms ± {jitter_ms} ms on {node}")
+
+    def unslow(self) -> None:
+        """Links back to full speed (nothing to do where nothing was slowed)."""
+        with lab_lock(self.root):
+            state = self._require()
+            slowed = state.extra.pop("slowed", [])
+            if not slowed:
+                return
+            for name in slowed:
+                self._unslow(state, self._node(state, name))
+            save_state(state, self.root)
+            journal.record("unslow", state.lab_id, detail="links at full speed", root=self.root)
+
+    def _slow(self, state: LabState, node: NodeRecord, delay_ms: int, jitter_ms: int) -> None:
         raise KinspectError(f"the {self.name} lab cannot slow links")
 
-    def unslow(self) -> None:  # noqa: B027 - optional: most backends have nothing to undo
-        """Links back to full speed (nothing to do where nothing can be slowed)."""
+    def _unslow(self, state: LabState, node: NodeRecord) -> None:  # noqa: B027 - optional
+        """Undo _slow (nothing to do where nothing can be slowed)."""
+
+    # ----- logs and lookups ------------------------------------------------------------
 
     @abstractmethod
     def broker_log_dir(self, node: str) -> Path | None:
-        """Where server.log, controller.log and state-change.log of a node can be read."""
+        """A local folder holding server.log, controller.log and state-change.log of a node."""
+
+    def _require(self) -> LabState:
+        state = self.state()
+        if state is None:
+            raise KinspectError("no lab is running (start one with: kinspect lab up)")
+        return state
+
+    def _require_network_faults(self) -> LabState:
+        state = self._require()
+        reason = self.network_faults_unavailable(state)
+        if reason:
+            raise KinspectError(reason)
+        return state
+
+    @staticmethod
+    def _node(state: LabState, name: str) -> NodeRecord:
+        node = state.node(name)
+        if node is None:
+            names = ", ".join(n.name for n in state.nodes)
+            raise KinspectError(f"unknown node {name!r} (nodes: {names})")
+        return node
+
+
+def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]]) -> list[NodeRecord]:
+    """zk1 and kafka1..N (broker id = N); `address(index, name)` gives each its host and port."""
+    if brokers < 1 or brokers > 9:
+        raise KinspectError("--brokers must be between 1 and 9")
+    nodes: list[NodeRecord] = []
+    for index, name in enumerate(["zk1", *(f"kafka{i}" for i in range(1, brokers + 1))]):
+        host, port = address(index, name)
+        nodes.append(NodeRecord(name=name, role="zookeeper" if index == 0 else "broker",
+                                host=host, port=port, broker_id=index or None))
+    return nodes
+
+
+def new_lab_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:

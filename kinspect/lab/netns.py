@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kinspect.errors import KinspectError
+from kinspect.lab import firewall
 
 BENCH_BLOCK = ipaddress.ip_network("198.18.0.0/15")
-CHAIN_IN = "KINSPECT-IN"
-CHAIN_OUT = "KINSPECT-OUT"
 
 
 def can_use_netns() -> str | None:
@@ -72,7 +71,7 @@ class Slot:
         return f"198.18.{self.number}.{10 + index}"
 
 
-def _routed_networks() -> list[ipaddress.IPv4Network]:
+def routed_networks() -> list[ipaddress.IPv4Network]:
     """Specific routes and addresses on this machine (the default route does not count)."""
     nets: list[ipaddress.IPv4Network] = []
     skip_type = {"broadcast", "local", "unreachable", "blackhole", "prohibit", "multicast"}
@@ -102,7 +101,7 @@ def namespaces() -> set[str]:
 
 def choose_slot() -> Slot:
     """The first slot whose subnet nothing here routes and whose names are free."""
-    routed = [n for n in _routed_networks() if n.overlaps(BENCH_BLOCK)]
+    routed = [n for n in routed_networks() if n.overlaps(BENCH_BLOCK)]
     links, spaces = _links(), namespaces()
     for number in range(1, 255):
         slot = Slot(number)
@@ -151,19 +150,14 @@ def create_node(slot: Slot, node: str, address: str) -> None:
     run(["ip", "-n", ns, "addr", "add", f"{address}/24", "dev", "eth0"])
     run(["ip", "-n", ns, "link", "set", "eth0", "up"])
     run(["ip", "-n", ns, "link", "set", "lo", "up"])
-    for chain, hook in ((CHAIN_IN, "INPUT"), (CHAIN_OUT, "OUTPUT")):
-        run(in_ns(ns, "iptables", "-N", chain))
-        run(in_ns(ns, "iptables", "-A", hook, "-j", chain))
+    for command in firewall.setup_commands():
+        run(in_ns(ns, *command))
 
 
 def apply_blocks(slot: Slot, node: str, unreachable: Iterable[str]) -> None:
     """Replace a node's fault rules: silently drop everything to and from these addresses."""
-    ns = slot.netns(node)
-    run(in_ns(ns, "iptables", "-F", CHAIN_IN))
-    run(in_ns(ns, "iptables", "-F", CHAIN_OUT))
-    for address in sorted(set(unreachable)):
-        run(in_ns(ns, "iptables", "-A", CHAIN_IN, "-s", address, "-j", "DROP"))
-        run(in_ns(ns, "iptables", "-A", CHAIN_OUT, "-d", address, "-j", "DROP"))
+    for command in firewall.block_commands(unreachable):
+        run(in_ns(slot.netns(node), *command))
 
 
 def delete_node(slot: Slot, node: str) -> None:
@@ -200,11 +194,9 @@ def netem_available() -> str | None:
         probe = f"ks-netem-{os.getpid()}"
         run(["ip", "netns", "add", probe], check=False)
         try:
-            proc = run(in_ns(probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay",
-                             "1ms"), check=False)
+            proc = run(in_ns(probe, *firewall.NETEM_PROBE), check=False)
             if proc.returncode != 0:
-                reason = ("this kernel has no netem (sch_netem), so links cannot be slowed: "
-                          + (proc.stderr.strip().splitlines() or ["tc failed"])[-1])
+                reason = firewall.netem_missing(proc.stderr)
         finally:
             run(["ip", "netns", "delete", probe], check=False)
     _NETEM.append(reason)
@@ -213,9 +205,8 @@ def netem_available() -> str | None:
 
 def slow_node(slot: Slot, node: str, delay_ms: int, jitter_ms: int) -> None:
     """netem delay (and jitter) on everything the node sends."""
-    run(in_ns(slot.netns(node), "tc", "qdisc", "replace", "dev", "eth0", "root", "netem",
-              "delay", f"{delay_ms}ms", f"{jitter_ms}ms"))
+    run(in_ns(slot.netns(node), *firewall.slow_command(delay_ms, jitter_ms)))
 
 
 def unslow_node(slot: Slot, node: str) -> None:
-    run(in_ns(slot.netns(node), "tc", "qdisc", "del", "dev", "eth0", "root"), check=False)
+    run(in_ns(slot.netns(node), *firewall.unslow_command()), check=False)

@@ -13,10 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import journal
-from kinspect.lab.nodes import node_dir
+from kinspect.lab import journal, open_backend
 from kinspect.lab.state import LabState
-from kinspect.paths import lab_dir
 
 BROKER_LOGS = ("server.log", "controller.log", "state-change.log")
 SETTLE_MS = 60_000  # faults applied shortly before the run still explain it
@@ -47,9 +45,10 @@ def collect_lab_evidence(run_dir: Path, lab: LabState, since_ms: int) -> list[st
     entries = [e for e in journal.read(since_ms=since_ms - SETTLE_MS) if e.get("lab_id") == lab.lab_id]
     (run_dir / "faults.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
     kept.append(f"faults.jsonl ({len(entries)} faults)")
+    backend = open_backend(lab.backend)
     for broker in lab.brokers:
-        source = node_dir(lab_dir(), broker.name) / "logs"
-        if not source.exists():
+        source = backend.broker_log_dir(broker.name)  # a docker lab copies them out first
+        if source is None:
             continue
         target = run_dir / "broker-logs" / broker.name
         target.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,6 @@ from kazoo.client import KazooClient
 from kinspect.errors import KinspectError
 from kinspect.lab import open_backend
 from kinspect.lab.backend import LabBackend, UpOptions
-from kinspect.lab.netns import netem_available
 from kinspect.lab.state import LabState
 from kinspect.lab.topics import create_topics
 from kinspect.load.evidence import collect_lab_evidence, recording_timeline
@@ -56,11 +55,10 @@ def _wait(probe: Callable[[], bool], timeout_s: float, what: str) -> None:
 def reset_lab(scenario: Scenario, say: Say) -> tuple[LabBackend, LabState]:
     """A fresh lab with the scenario's settings: nothing from an earlier run can leak in."""
     old = open_backend()
+    backend = old.name if old.state() else "auto"  # a docker lab is reset as a docker lab
     old.down(say)
-    wipe = getattr(old, "wipe", None)
-    if wipe:
-        wipe()
-    lab = open_backend()  # a fresh handle: the old one still describes the lab just removed
+    old.wipe()
+    lab = open_backend(backend, progress=say)  # a fresh handle for the new lab
     state = lab.up(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
                              overrides=scenario.broker_config), say)
     return lab, state
@@ -134,7 +132,7 @@ def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:
 def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
                  spark: Any = None) -> dict[str, Any]:
     """Run it; return the result row (also written to RUN_DIR/scenario.json)."""
-    if "netem" in scenario.needs and (why := netem_available()) is not None:
+    if "netem" in scenario.needs and (why := open_backend().slow_unavailable()) is not None:
         row = skipped_row(scenario, why)
         _save(run_dir, row)
         return row

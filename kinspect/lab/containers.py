@@ -1,0 +1,296 @@
+"""The docker backend: the same lab in containers, driven through the Docker SDK.
+
+Every node is two containers sharing one network namespace: `<node>-net` holds the node's
+address on the lab network and its fault rules (it alone has NET_ADMIN), and `<node>` runs the
+JVM. Killing, stopping or pausing the JVM leaves the namespace and its rules alone, as a process
+lab's namespace outlives its process. The network is `internal`: nodes reach each other and this
+host, nothing else. Everything made carries the label kinspect.lab=<lab id>, and only what
+carries our lab's label is ever touched; someone else's container, whatever its name, is safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import ipaddress
+import shlex
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import APIError, DockerException, NotFound
+from docker.types import IPAMConfig, IPAMPool
+
+from kinspect.errors import KinspectError
+from kinspect.lab import dist, engine, firewall, images, journal, presets, sasl
+from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
+from kinspect.lab.netns import routed_networks
+from kinspect.lab.nodes import BROKER_HEAP, JVM_FLAGS, ZK_HEAP, node_dir, render_broker, render_zookeeper
+from kinspect.lab.readiness import clear_stale_registrations, wait_for_cluster, wait_for_port, write_lab_mark
+from kinspect.lab.state import LabState, NodeRecord, clear_state, load_state, save_state
+from kinspect.paths import lab_dir
+
+LABEL = "kinspect.lab"
+NODE_LABEL = "kinspect.node"
+PART_LABEL = "kinspect.part"  # "net": holds the namespace; "jvm": runs ZooKeeper or Kafka
+BLOCK = ipaddress.ip_network("198.19.0.0/16")  # process labs take 198.18.x; docker labs 198.19.x
+LAST_LAB_SUBNET = 239  # 198.19.240.0/20 is left to dockerd's own networks (docker/engine.sh)
+STOP_GRACE_S = 30
+IN_CONTAINER = Path("/kinspect/data")
+
+
+class DockerBackend(LabBackend):
+    name = "docker"
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or lab_dir()
+        self._engine: docker.DockerClient | None = None
+
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._engine is None:
+            self._engine = engine.connect()
+        return self._engine
+
+    # ----- lifecycle -------------------------------------------------------------------
+
+    def _plan(self, options: UpOptions, progress: Progress) -> LabState:
+        config = presets.effective(options.preset, options.overrides)
+        if options.network not in {"auto", "docker"}:
+            raise KinspectError(f"--network {options.network} is for the process backend; "
+                                "docker labs always get their own network")
+        number = self._free_subnet()
+        nodes = plan_nodes(options.brokers, lambda index, name: (
+            f"198.19.{number}.{10 + index}", 2181 if index == 0 else 9092))
+        kafka = dist.ensure(progress)
+        image = images.ensure(self.client, kafka, progress)
+        lab_id = new_lab_id()
+        for node in nodes:
+            node.container = f"ks-{lab_id[:8]}-{node.name}"
+        return LabState(
+            lab_id=lab_id, backend=self.name, preset=options.preset, network="docker",
+            kafka_version=kafka.version, broker_config=config, overrides=dict(options.overrides),
+            nodes=nodes, created_at=journal.now_ms(), slot=number,
+            host_address=f"198.19.{number}.1",
+            extra={"brokers": options.brokers, "image": image,
+                   "docker_network": f"ks-{lab_id[:8]}",
+                   **({"sasl": sasl.plan(self.root, options.sasl)} if options.sasl else {})},
+        )
+
+    def _free_subnet(self) -> int:
+        """The first 198.19.<n>.0/24 that no route here and no Docker network already uses."""
+        taken = [net for net in routed_networks() if net.overlaps(BLOCK)]
+        for network in self.client.networks.list():
+            for pool in (network.attrs.get("IPAM") or {}).get("Config") or []:
+                try:
+                    subnet = ipaddress.ip_network(pool.get("Subnet", ""), strict=False)
+                except ValueError:
+                    continue
+                if subnet.version == 4:
+                    taken.append(subnet)
+        for number in range(1, LAST_LAB_SUBNET + 1):
+            candidate = ipaddress.IPv4Network(f"198.19.{number}.0/24")
+            if not any(candidate.overlaps(net) for net in taken):
+                return number
+        raise KinspectError("no free address block in 198.19.0.0/16 for a docker lab")
+
+    def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
+        deadline = time.monotonic() + options.timeout_s
+        labels = {LABEL: state.lab_id}
+        subnet = f"198.19.{state.slot}.0/24"
+        self.client.networks.create(
+            state.extra["docker_network"], driver="bridge", internal=True, labels=labels,
+            ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=state.host_address)]))
+        progress(f"network: docker network {state.extra['docker_network']} (internal), {subnet}, "
+                 f"image {state.extra['image']}")
+        for node in state.nodes:
+            self._make_namespace(state, node)
+        zk = state.zookeeper
+        self._launch(state, zk)
+        progress(f"zk1 starting at {zk.address} (container {zk.container})")
+        wait_for_port(zk.host, zk.port, deadline, lambda: self._status(state, zk) == "running", "zk1")
+        clear_stale_registrations(zk.address, progress)
+        write_lab_mark(zk.address, state.lab_id)
+        for broker in state.brokers:
+            self._launch(state, broker)
+            progress(f"{broker.name} starting at {broker.address} (container {broker.container})")
+        controller = wait_for_cluster(
+            zk.address, [b.broker_id for b in state.brokers if b.broker_id is not None], deadline,
+            lambda: [n.name for n in state.nodes if self._status(state, n) != "running"], progress)
+        progress(f"controller elected: broker {controller}")
+        if "sasl" in state.extra:
+            sasl.create_scram_user(state)
+            progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
+                     f"password in {sasl.password_file(self.root)})")
+
+    def _labels(self, state: LabState, node: NodeRecord, part: str) -> dict[str, str]:
+        return {LABEL: state.lab_id, NODE_LABEL: node.name, PART_LABEL: part}
+
+    def _make_namespace(self, state: LabState, node: NodeRecord) -> None:
+        """The `-net` container: the node's address and fault rules, alive for the whole lab."""
+        api, network = self.client.api, state.extra["docker_network"]
+        created = api.create_container(
+            state.extra["image"], command=["kinspect-node", "net"], name=f"{node.container}-net",
+            hostname=node.name, labels=self._labels(state, node, "net"),
+            host_config=api.create_host_config(cap_add=["NET_ADMIN"], network_mode=network),
+            networking_config=api.create_networking_config(
+                {network: api.create_endpoint_config(ipv4_address=node.host)}))
+        api.start(created["Id"])
+        self._exec(state, node, firewall.setup_commands())
+
+    def _launch(self, state: LabState, node: NodeRecord) -> None:
+        """Create the node's JVM container in its namespace, put its config in, start it."""
+        api = self.client.api
+        is_zk = node.role == "zookeeper"
+        created = api.create_container(
+            state.extra["image"], command=["kinspect-node", node.role], name=node.container,
+            labels=self._labels(state, node, "jvm"),
+            environment={"KINSPECT_LAB": state.lab_id, "KINSPECT_NODE": node.name,
+                         "KINSPECT_HEAP": ZK_HEAP if is_zk else BROKER_HEAP,
+                         "KINSPECT_JVM_OPTS": " ".join(JVM_FLAGS)},
+            host_config=api.create_host_config(network_mode=f"container:{node.container}-net"))
+        config = (render_zookeeper(node, IN_CONTAINER) if is_zk
+                  else render_broker(node, state, IN_CONTAINER))
+        api.put_archive(created["Id"], "/kinspect/conf", _tar({f"{node.role}.properties": config}))
+        self._start(state, node)
+
+    def _teardown(self, state: LabState, progress: Progress) -> None:
+        ours = {"label": f"{LABEL}={state.lab_id}"}
+        containers = self.client.containers.list(all=True, filters=ours)
+        # JVMs first: a `-net` container cannot go while a JVM still shares its namespace.
+        for container in sorted(containers, key=lambda c: c.labels.get(PART_LABEL) == "net"):
+            try:
+                container.remove(force=True)
+            except NotFound:
+                continue
+        for network in self.client.networks.list(filters=ours):
+            network.remove()
+        if containers:
+            progress(f"removed {len(containers)} containers and network "
+                     f"{state.extra.get('docker_network')} of lab {state.lab_id}")
+        clear_state(self.root)
+
+    def state(self) -> LabState | None:
+        state = load_state(self.root)
+        if state is None:
+            return None
+        found = {c.labels.get(NODE_LABEL): c for c in self._containers(state, "jvm")}
+        for node in state.nodes:
+            container = found.get(node.name)
+            actual = container.status if container else "missing"
+            node.pid = (container.attrs["State"].get("Pid") or None) if container else None
+            if actual in {"running", "paused"}:
+                node.state = actual
+            elif node.state in {"running", "paused"}:
+                node.state = "exited"
+        return state
+
+    def _containers(self, state: LabState, part: str) -> list[Any]:
+        try:
+            return list(self.client.containers.list(
+                all=True, filters={"label": [f"{LABEL}={state.lab_id}", f"{PART_LABEL}={part}"]}))
+        except DockerException as exc:
+            raise KinspectError(f"the Docker engine did not answer: {exc}") from None
+
+    def _container(self, node: NodeRecord, part: str = "jvm") -> Any:
+        """The node's container, checked to be ours (a same-named stranger is refused)."""
+        assert node.container is not None
+        name = node.container + ("-net" if part == "net" else "")
+        try:
+            container = self.client.containers.get(name)
+        except NotFound:
+            raise KinspectError(f"{node.name}'s container {name} is gone") from None
+        if container.labels.get(NODE_LABEL) != node.name or LABEL not in container.labels:
+            raise KinspectError(f"container {name} is not one of this lab's; not touching it")
+        return container
+
+    def _status(self, state: LabState, node: NodeRecord) -> str:
+        return str(self._container(node).status)
+
+    # ----- faults ----------------------------------------------------------------------
+
+    def _kill(self, state: LabState, node: NodeRecord) -> None:
+        container = self._container(node)
+        container.kill()  # SIGKILL, also to a paused container's frozen JVM
+        container.wait(timeout=10)
+
+    def _stop(self, state: LabState, node: NodeRecord) -> None:
+        container = self._container(node)
+        if container.status == "paused":
+            container.unpause()  # a frozen JVM cannot shut down cleanly
+        container.stop(timeout=STOP_GRACE_S)
+
+    def _start(self, state: LabState, node: NodeRecord) -> None:
+        container = self._container(node)
+        container.start()
+        container.reload()
+        node.pid, node.state = container.attrs["State"].get("Pid") or None, "running"
+        save_state(state, self.root)
+
+    def _pause(self, state: LabState, node: NodeRecord) -> None:
+        self._container(node).pause()  # the cgroup freezer: the JVM stops as under SIGSTOP
+
+    def _resume(self, state: LabState, node: NodeRecord) -> None:
+        self._container(node).unpause()
+
+    def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
+        self._exec(state, node, firewall.block_commands(addresses))
+
+    def _exec(self, state: LabState, node: NodeRecord, commands: list[list[str]]) -> None:
+        """Run commands in the node's namespace container, all in one exec, stopping at a failure."""
+        script = " && ".join(shlex.join(command) for command in commands)
+        code, output = self._container(node, "net").exec_run(["sh", "-c", script])
+        text = output.decode(errors="replace").strip()
+        if code != 0:
+            raise KinspectError(f"{node.name}: {text.splitlines()[-1] if text else f'exit {code}'}")
+
+    def slow_unavailable(self) -> str | None:
+        """Ask the kernel through a throwaway container, as the process lab asks a namespace."""
+        kafka = dist.installed()
+        try:
+            tag = images.kafka_tag(kafka) if kafka else None
+            if tag is None or not images.have(self.client, tag):
+                return "the docker lab's image is not built yet (kinspect lab images)"
+            self.client.containers.run(tag, firewall.NETEM_PROBE, cap_add=["NET_ADMIN"],
+                                       network_mode="none", remove=True, stderr=True)
+        except docker.errors.ContainerError as exc:
+            return firewall.netem_missing(exc.stderr.decode() if exc.stderr else str(exc))
+        except (KinspectError, APIError) as exc:
+            return str(exc)
+        return None
+
+    def _slow(self, state: LabState, node: NodeRecord, delay_ms: int, jitter_ms: int) -> None:
+        self._exec(state, node, [firewall.slow_command(delay_ms, jitter_ms)])
+
+    def _unslow(self, state: LabState, node: NodeRecord) -> None:
+        with contextlib.suppress(KinspectError):  # nothing was slowed on this node
+            self._exec(state, node, [firewall.unslow_command()])
+
+    def broker_log_dir(self, node: str) -> Path | None:
+        """Copy /kinspect/logs out of the node's container (running or not) and return the copy."""
+        state = load_state(self.root)
+        record = state.node(node) if state else None
+        if record is None or record.container is None:
+            return None
+        try:
+            stream, _ = self._container(record).get_archive("/kinspect/logs")
+        except (KinspectError, NotFound, APIError):
+            return None
+        target = node_dir(self.root, node)
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            archive.extractall(target, filter="data")
+        return target / "logs"
+
+
+def _tar(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

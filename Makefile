@@ -4,14 +4,16 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 KINSPECT := $(VENV)/bin/kinspect
-DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headless python3-venv
+DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headless python3-venv \
+                   debootstrap
 
-.PHONY: demo test test-fast setup system-deps venv kafka lint bench down screenshots matrix
+.PHONY: demo test test-fast setup system-deps venv kafka lint bench down screenshots matrix \
+	docker-engine images
 
 demo: setup
 	$(KINSPECT) demo
 
-test: setup
+test: setup docker-engine images
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
@@ -40,6 +42,14 @@ $(VENV)/.installed: pyproject.toml
 
 kafka: venv
 	$(KINSPECT) lab fetch
+
+# The docker backend: an engine (docker/engine.sh starts one as root when none answers) and
+# our images (base pulled or debootstrapped, Kafka image built from docker/; reused when present).
+docker-engine: system-deps
+	bash docker/engine.sh
+
+images: docker-engine kafka
+	@if docker info >/dev/null 2>&1; then $(KINSPECT) lab images; fi
 
 lint: venv
 	$(VENV)/bin/ruff check kinspect tests bench screenshots

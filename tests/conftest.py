@@ -18,20 +18,54 @@ from kazoo.client import KazooClient
 
 from tests.helpers import kinspect
 
+BACKENDS = ("process", "docker")
+BOTH_BACKENDS = Path(__file__).parent / "lab"  # the foundation's lab tests run on both
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lab_lifecycle: takes the session lab down; runs last")
+    # A lab started without --backend is a process lab, whether or not a Docker engine runs.
+    os.environ.setdefault("KINSPECT_BACKEND", "process")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Lab tests under tests/lab run once per backend; every other test uses the process lab."""
+    if "lab_backend" in metafunc.fixturenames and BOTH_BACKENDS in metafunc.definition.path.parents:
+        marker = metafunc.definition.get_closest_marker("backends")
+        chosen = marker.args if marker else BACKENDS
+        metafunc.parametrize("lab_backend", chosen, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked resets_lab (scenarios, on-call) reset the lab with their own settings, so
-    they run after those sharing the session lab; lifecycle tests (which take it down) last."""
-    def order(item: pytest.Item) -> int:
+    """One lab at a time: every process-lab test, then every docker-lab test. Within a backend,
+    tests marked resets_lab (scenarios, on-call) reset the lab with their own settings, so they
+    run after those sharing the session lab; lifecycle tests (which take it down) last."""
+    def order(item: pytest.Item) -> tuple[int, int]:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("lab_backend", "process") if callspec else "process"
         if item.get_closest_marker("lab_lifecycle"):
-            return 2
-        return 1 if item.get_closest_marker("resets_lab") else 0
+            stage = 2
+        else:
+            stage = 1 if item.get_closest_marker("resets_lab") else 0
+        return BACKENDS.index(backend), stage
 
     items.sort(key=order)
+
+
+@pytest.fixture(scope="session")
+def lab_backend(request: pytest.FixtureRequest) -> str:
+    """The backend under test. No Docker engine: skipped for a user, a failure for root (CI),
+    because `make test` starts one as root."""
+    backend = str(getattr(request, "param", "process"))
+    if backend == "docker":
+        from kinspect.lab.engine import engine_problem
+
+        problem = engine_problem()
+        if problem and os.geteuid() == 0:
+            pytest.fail(f"docker backend: {problem} (make test starts dockerd as root)")
+        if problem:
+            pytest.skip(f"docker backend: {problem}")
+    return backend
 
 
 @pytest.fixture(scope="session")
@@ -49,8 +83,12 @@ class Lab:
         self.home = home
         self.up_output = ""
 
-    def ensure_up(self) -> dict[str, Any]:
-        proc = kinspect("lab", "up", "--json", timeout=400)
+    def ensure_up(self, backend: str = "process") -> dict[str, Any]:
+        """The lab on this backend (a lab of the other backend is taken down first)."""
+        current = kinspect("lab", "status", "--json", check=False)
+        if current.returncode == 0 and json.loads(current.stdout)["backend"] != backend:
+            self.down()
+        proc = kinspect("lab", "up", "--backend", backend, "--json", timeout=400)
         self.up_output = proc.stderr
         return dict(json.loads(proc.stdout))
 
@@ -78,9 +116,9 @@ def wait_for_all_brokers(status: dict[str, Any], timeout: float = 60.0) -> None:
 
 
 @pytest.fixture
-def lab(lab_session: Lab) -> Iterator[dict[str, Any]]:
+def lab(lab_session: Lab, lab_backend: str) -> Iterator[dict[str, Any]]:
     """A running, healed lab with every node up; the status JSON."""
-    status = lab_session.ensure_up()
+    status = lab_session.ensure_up(lab_backend)
     for node in status["nodes"]:
         if node["state"] == "paused":
             kinspect("lab", "resume", node["name"])

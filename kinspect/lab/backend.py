@@ -49,6 +49,8 @@ class LabBackend(ABC):
     # ----- lifecycle -------------------------------------------------------------------
 
     def up(self, options: UpOptions, progress: Progress) -> LabState:
+        if options.brokers < 1 or options.brokers > 9:
+            raise KinspectError("--brokers must be between 1 and 9")
         with lab_lock(self.root):
             current = self.state()
             if current and any(n.state in {"running", "paused"} for n in current.nodes):
@@ -269,8 +271,6 @@ class LabBackend(ABC):
 
 def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]]) -> list[NodeRecord]:
     """zk1 and kafka1..N (broker id = N); `address(index, name)` gives each its host and port."""
-    if brokers < 1 or brokers > 9:
-        raise KinspectError("--brokers must be between 1 and 9")
     nodes: list[NodeRecord] = []
     for index, name in enumerate(["zk1", *(f"kafka{i}" for i in range(1, brokers + 1))]):
         host, port = address(index, name)

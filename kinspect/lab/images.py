@@ -113,8 +113,7 @@ def build_kafka(client: docker.DockerClient, kafka: KafkaDist, tag: str, progres
         # the lab's own containers never get a route out.
         stream = client.api.build(path=str(context), tag=tag, rm=True, forcerm=True,
                                   network_mode="host", decode=True,
-                                  buildargs={"BASE": BASE_IMAGE, "KAFKA_VERSION": kafka.version},
-                                  labels={"kinspect.image": "kafka"})
+                                  buildargs={"BASE": BASE_IMAGE, "KAFKA_VERSION": kafka.version})
         for chunk in stream:
             if "error" in chunk:
                 raise BuildError(chunk["error"].strip(), [])

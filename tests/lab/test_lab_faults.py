@@ -55,8 +55,8 @@ def new_leader(zk: KazooClient, old: int) -> int | None:
     return leader if leader not in (old, -1) else None
 
 
-def test_up_reports_the_status_contract(lab: dict[str, Any]) -> None:
-    assert lab["backend"] == "process"
+def test_up_reports_the_status_contract(lab: dict[str, Any], lab_backend: str) -> None:
+    assert lab["backend"] == lab_backend
     assert lab["network_faults"] is True
     assert lab["preset"] == "demo"
     assert [n["name"] for n in lab["nodes"]] == ["zk1", "kafka1", "kafka2", "kafka3"]
@@ -65,7 +65,9 @@ def test_up_reports_the_status_contract(lab: dict[str, Any]) -> None:
     assert lab["bootstrap"] == ",".join(n["address"] for n in lab["nodes"][1:])
     assert lab["groups"] == []
     assert lab["broker_config"]["zookeeper.session.timeout.ms"] == "6000"
-    assert all(n["address"].startswith("198.18.") for n in lab["nodes"])
+    block = {"process": "198.18.", "docker": "198.19."}[lab_backend]
+    assert all(n["address"].startswith(block) for n in lab["nodes"])
+    assert all(bool(n.get("container")) == (lab_backend == "docker") for n in lab["nodes"])
 
 
 def test_second_up_does_not_double(lab: dict[str, Any]) -> None:

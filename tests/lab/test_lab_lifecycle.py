@@ -1,4 +1,5 @@
-"""`lab down` removes every process, namespace, veth, bridge and iptables rule it made."""
+"""`lab down` removes everything it made: processes, namespaces, veths, bridges and iptables
+rules (process backend), or containers and networks (docker backend)."""
 
 from __future__ import annotations
 
@@ -18,23 +19,40 @@ from tests.helpers import kinspect, wait_until
 pytestmark = [pytest.mark.lab, pytest.mark.lab_lifecycle]
 
 
-def test_down_leaves_nothing_behind(lab: dict[str, Any], lab_session: Lab) -> None:
-    slot = netns.Slot(int(lab["nodes"][0]["address"].split(".")[2]))
-    assert netns.leftovers(slot), "the running lab should own namespaces and links"
+def leftovers(backend: str, lab_id: str, slot: int) -> list[str]:
+    """Whatever of this lab is still on the machine."""
+    if backend == "process":
+        return netns.leftovers(netns.Slot(slot))
+    import docker
+
+    client = docker.from_env()
+    ours = {"label": f"kinspect.lab={lab_id}"}
+    found = [c.name for c in client.containers.list(all=True, filters=ours)]
+    return found + [n.name for n in client.networks.list(filters=ours)]
+
+
+def lab_processes(lab_id: str) -> list[str]:
+    """JVMs tagged with the lab id: the process lab's, or those inside the docker lab's containers."""
+    return subprocess.run(["pgrep", "-f", f"kinspect.lab={lab_id}"],
+                          capture_output=True, text=True).stdout.split()
+
+
+def test_down_leaves_nothing_behind(lab: dict[str, Any], lab_session: Lab, lab_backend: str) -> None:
+    state = json.loads((lab_session.home / "lab" / "state.json").read_text())
+    assert leftovers(lab_backend, lab["lab_id"], state["slot"]), "the running lab owns things"
     kinspect("lab", "partition", "kafka1", "kafka2,kafka3,zk1")
     kinspect("lab", "down")
-    assert netns.leftovers(slot) == []
-    pids = subprocess.run(["pgrep", "-f", f"kinspect.lab={lab['lab_id']}"],
-                          capture_output=True, text=True).stdout.split()
-    assert pids == []
+    assert leftovers(lab_backend, lab["lab_id"], state["slot"]) == []
+    assert lab_processes(lab["lab_id"]) == []
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
-    assert slot.bridge not in rules and f"198.18.{slot.number}." not in rules
+    block = {"process": "198.18", "docker": "198.19"}[lab_backend]
+    assert f"{block}.{state['slot']}." not in rules
     assert "nothing to do" in kinspect("lab", "down").stdout
 
 
-def test_down_after_lab_up_was_sigkilled_mid_start(lab_home: Path) -> None:
+def test_down_after_lab_up_was_sigkilled_mid_start(lab_home: Path, lab_backend: str) -> None:
     """State is on disk before anything is made: a SIGKILLed `lab up` is still cleaned up."""
-    proc = subprocess.Popen([sys.executable, "-m", "kinspect", "lab", "up"],
+    proc = subprocess.Popen([sys.executable, "-m", "kinspect", "lab", "up", "--backend", lab_backend],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state_file = lab_home / "lab" / "state.json"
 
@@ -44,13 +62,10 @@ def test_down_after_lab_up_was_sigkilled_mid_start(lab_home: Path) -> None:
         state = json.loads(state_file.read_text())
         return state if all(n["pid"] for n in state["nodes"]) else None
 
-    state = wait_until(brokers_launched, 120, "lab up to launch every node")
+    state = wait_until(brokers_launched, 300, "lab up to launch every node")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    slot = netns.Slot(state["slot"])
-    assert netns.leftovers(slot)
+    assert leftovers(lab_backend, state["lab_id"], state["slot"])
     kinspect("lab", "down")
-    assert netns.leftovers(slot) == []
-    pids = subprocess.run(["pgrep", "-f", f"kinspect.lab={state['lab_id']}"],
-                          capture_output=True, text=True).stdout.split()
-    assert pids == []
+    assert leftovers(lab_backend, state["lab_id"], state["slot"]) == []
+    assert lab_processes(state["lab_id"]) == []

@@ -112,8 +112,10 @@ def cmd_images(args: argparse.Namespace) -> int:
     from kinspect.lab import engine, images
 
     kafka = dist.ensure(_progress)
-    tag = images.ensure(engine.connect(), kafka, _progress, rebuild=args.rebuild)
-    print(f"image {tag} (on {images.BASE_IMAGE})")
+    client = engine.connect()
+    tag = images.ensure(client, kafka, _progress, rebuild=args.rebuild)
+    images.tag_latest(client, tag)
+    print(f"image {tag}, also tagged {images.KAFKA_REPOSITORY}:latest (on {images.BASE_IMAGE})")
     return 0
 
 

@@ -36,7 +36,7 @@ LABEL = "kinspect.lab"
 NODE_LABEL = "kinspect.node"
 PART_LABEL = "kinspect.part"  # "net": holds the namespace; "jvm": runs ZooKeeper or Kafka
 BLOCK = ipaddress.ip_network("198.19.0.0/16")  # process labs take 198.18.x; docker labs 198.19.x
-LAST_LAB_SUBNET = 239  # 198.19.240.0/20 is left to dockerd's own networks (docker/engine.sh)
+LAST_LAB_SUBNET = 238  # .239 is docker-compose.yml's; 198.19.240.0/20 dockerd's (docker/engine.sh)
 STOP_GRACE_S = 30
 IN_CONTAINER = Path("/kinspect/data")
 

@@ -70,6 +70,11 @@ def ensure(client: docker.DockerClient, kafka: KafkaDist, progress: Progress,
     return tag
 
 
+def tag_latest(client: docker.DockerClient, tag: str) -> None:
+    """kinspect/kafka:latest, the name docker/docker-compose.yml uses."""
+    client.images.get(tag).tag(KAFKA_REPOSITORY, "latest")
+
+
 def make_base(progress: Progress, force: bool = False) -> None:
     script = docker_folder() / "make-base-image.sh"
     started = time.monotonic()

@@ -10,8 +10,10 @@ DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headl
 .PHONY: demo test test-fast setup system-deps venv kafka lint bench down screenshots matrix \
 	docker-engine images
 
-demo: setup
-	$(KINSPECT) demo
+BACKEND ?= auto
+
+demo: setup $(if $(filter docker,$(BACKEND)),docker-engine)
+	$(KINSPECT) demo --backend $(BACKEND)
 
 test: setup docker-engine images
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \

@@ -22,11 +22,11 @@ def kinspect(*args: str, timeout: float = 600) -> str:
 
 
 @contextmanager
-def bench_lab() -> Iterator[dict[str, Any]]:
+def bench_lab(backend: str = "process", reuse: bool = True) -> Iterator[dict[str, Any]]:
     """Reuse a running lab (left running); otherwise start one in a temp home and take it down."""
     probe = subprocess.run([sys.executable, "-m", "kinspect", "lab", "status", "--json"],
                            capture_output=True, text=True)
-    if probe.returncode == 0:
+    if probe.returncode == 0 and reuse:
         yield json.loads(probe.stdout)
         return
     with tempfile.TemporaryDirectory(prefix="kinspect-bench-") as home:
@@ -34,7 +34,7 @@ def bench_lab() -> Iterator[dict[str, Any]]:
         os.environ["KINSPECT_HOME"] = home
         try:
             print("bench: starting a lab for this run …", file=sys.stderr)
-            yield json.loads(kinspect("lab", "up", "--json"))
+            yield json.loads(kinspect("lab", "up", "--backend", backend, "--json"))
         finally:
             subprocess.run([sys.executable, "-m", "kinspect", "lab", "down"], capture_output=True)
             if previous is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.postmortem")
+SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.postmortem", "bench.backends")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,7 +51,7 @@ class DockerBackend(LabBackend):
     @property
     def client(self) -> docker.DockerClient:
         if self._engine is None:
-            self._engine = engine.connect()
+            self._engine = engine.shared_client()
         return self._engine
 
     # ----- lifecycle -------------------------------------------------------------------

@@ -31,6 +31,16 @@ def connect(timeout: int = TIMEOUT_S) -> docker.DockerClient:
     return client
 
 
+_SHARED: list[docker.DockerClient] = []
+
+
+def shared_client() -> docker.DockerClient:
+    """One client per process: the TUI asks for the lab's state every second."""
+    if not _SHARED:
+        _SHARED.append(connect())
+    return _SHARED[0]
+
+
 def engine_problem() -> str | None:
     """None when an engine answers, else the one-line reason why not."""
     try:

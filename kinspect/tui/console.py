@@ -45,8 +45,9 @@ class LabConsole:
         return node.name
 
     def kill(self, node: str) -> str:
-        open_backend().kill(node)
-        return f"killed {node} (SIGKILL)"
+        backend = open_backend()
+        backend.kill(node)
+        return f"killed {node} ({'SIGKILL' if backend.name == 'process' else 'docker kill'})"
 
     def stop(self, node: str) -> str:
         open_backend().stop(node)
@@ -72,7 +73,7 @@ class LabConsole:
             backend.resume(node)
             return f"resumed {node}"
         backend.pause(node)
-        return f"paused {node} (SIGSTOP)"
+        return f"paused {node} ({'SIGSTOP' if backend.name == 'process' else 'docker pause'})"
 
     def node_names(self) -> list[str]:
         state = open_backend().state()

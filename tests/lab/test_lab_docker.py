@@ -5,6 +5,7 @@ the containers."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -103,3 +104,20 @@ def test_broker_logs_come_out_of_the_container(lab: dict[str, Any]) -> None:
 def test_the_other_backend_is_refused_while_a_docker_lab_runs(lab: dict[str, Any]) -> None:
     message = one_line_error(kinspect("lab", "up", "--backend", "process", check=False))
     assert "a docker lab is running" in message
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.resets_lab
+def test_a_whole_scenario_runs_unchanged_on_the_docker_lab(lab: dict[str, Any],
+                                                           tmp_path: Path) -> None:
+    """Reset (kept on docker), load with a ledger, isolate the leader, heal, verify, broker logs
+    out of the containers, PySpark post-mortem: the acks=1 loss shows here as on processes."""
+    from tests.scenarios.test_scenarios_lab import run
+
+    row = run("acks1-isolate-leader", tmp_path)
+    assert row["acked_lost"] > 0 and row["expectation_met"] is True, row
+    assert kinspect("lab", "status", "--json").stdout.count('"backend": "docker"') == 1
+    logs = sorted(p.name for p in (tmp_path / "broker-logs").iterdir())
+    assert logs == ["kafka1", "kafka2", "kafka3"]
+    assert (tmp_path / "broker-logs" / "kafka1" / "state-change.log").stat().st_size > 0

@@ -10,6 +10,7 @@ import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,12 +191,17 @@ class LabBackend(ABC):
             journal.record("heal", state.lab_id, detail="all partitions removed", root=self.root)
 
     def _apply(self, state: LabState, blocked: set[frozenset[str]]) -> None:
+        """Every node's rules at once, so a partition starts (and heals) everywhere together."""
         address = {n.name: n.host for n in state.nodes}
         address[topology.CLIENTS] = state.host_address
-        for node in state.nodes:
+
+        def block(node: NodeRecord) -> None:
             cut = [address[other] for pair in blocked if node.name in pair
                    for other in pair if other != node.name]
             self._block(state, node, cut)
+
+        with ThreadPoolExecutor(max_workers=len(state.nodes)) as pool:
+            list(pool.map(block, state.nodes))  # list(): a node's failure is raised here
 
     def network_faults_unavailable(self, state: LabState) -> str | None:
         """None when this lab can cut links, else why not (one line)."""

@@ -11,13 +11,15 @@ carries our lab's label is ever touched; someone else's container, whatever its 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import ipaddress
 import shlex
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import docker
 from docker.errors import APIError, DockerException, NotFound
@@ -39,6 +41,20 @@ BLOCK = ipaddress.ip_network("198.19.0.0/16")  # process labs take 198.18.x; doc
 LAST_LAB_SUBNET = 238  # .239 is docker-compose.yml's; 198.19.240.0/20 dockerd's (docker/engine.sh)
 STOP_GRACE_S = 30
 IN_CONTAINER = Path("/kinspect/data")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def engine_errors(method: Callable[P, R]) -> Callable[P, R]:
+    """A refusal or hiccup of the Docker engine becomes a one-line KinspectError."""
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except DockerException as exc:
+            text = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
+            raise KinspectError(f"Docker engine: {str(text).splitlines()[0][:200]}") from None
+    return wrapper
 
 
 class DockerBackend(LabBackend):
@@ -56,6 +72,7 @@ class DockerBackend(LabBackend):
 
     # ----- lifecycle -------------------------------------------------------------------
 
+    @engine_errors
     def _plan(self, options: UpOptions, progress: Progress) -> LabState:
         config = presets.effective(options.preset, options.overrides)
         if options.network not in {"auto", "docker"}:
@@ -96,6 +113,7 @@ class DockerBackend(LabBackend):
                 return number
         raise KinspectError("no free address block in 198.19.0.0/16 for a docker lab")
 
+    @engine_errors
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
         deadline = time.monotonic() + options.timeout_s
         labels = {LABEL: state.lab_id}
@@ -156,6 +174,7 @@ class DockerBackend(LabBackend):
         api.put_archive(created["Id"], "/kinspect/conf", _tar({f"{node.role}.properties": config}))
         self._start(state, node)
 
+    @engine_errors
     def _teardown(self, state: LabState, progress: Progress) -> None:
         ours = {"label": f"{LABEL}={state.lab_id}"}
         containers = self.client.containers.list(all=True, filters=ours)
@@ -172,6 +191,7 @@ class DockerBackend(LabBackend):
                      f"{state.extra.get('docker_network')} of lab {state.lab_id}")
         clear_state(self.root)
 
+    @engine_errors
     def state(self) -> LabState | None:
         state = load_state(self.root)
         if state is None:
@@ -211,17 +231,20 @@ class DockerBackend(LabBackend):
 
     # ----- faults ----------------------------------------------------------------------
 
+    @engine_errors
     def _kill(self, state: LabState, node: NodeRecord) -> None:
         container = self._container(node)
         container.kill()  # SIGKILL, also to a paused container's frozen JVM
         container.wait(timeout=10)
 
+    @engine_errors
     def _stop(self, state: LabState, node: NodeRecord) -> None:
         container = self._container(node)
         if container.status == "paused":
             container.unpause()  # a frozen JVM cannot shut down cleanly
         container.stop(timeout=STOP_GRACE_S)
 
+    @engine_errors
     def _start(self, state: LabState, node: NodeRecord) -> None:
         container = self._container(node)
         container.start()
@@ -229,12 +252,15 @@ class DockerBackend(LabBackend):
         node.pid, node.state = container.attrs["State"].get("Pid") or None, "running"
         save_state(state, self.root)
 
+    @engine_errors
     def _pause(self, state: LabState, node: NodeRecord) -> None:
         self._container(node).pause()  # the cgroup freezer: the JVM stops as under SIGSTOP
 
+    @engine_errors
     def _resume(self, state: LabState, node: NodeRecord) -> None:
         self._container(node).unpause()
 
+    @engine_errors
     def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
         self._exec(state, node, firewall.block_commands(addresses))
 
@@ -261,6 +287,7 @@ class DockerBackend(LabBackend):
             return str(exc)
         return None
 
+    @engine_errors
     def _slow(self, state: LabState, node: NodeRecord, delay_ms: int, jitter_ms: int) -> None:
         self._exec(state, node, [firewall.slow_command(delay_ms, jitter_ms)])
 

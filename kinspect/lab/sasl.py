@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,20 +69,36 @@ def broker_settings(node: NodeRecord, state: LabState) -> dict[str, str]:
     }
 
 
-def create_scram_user(state: LabState) -> None:
-    """SCRAM credentials live in ZooKeeper; set them through the PLAINTEXT listener."""
+def create_scram_user(state: LabState, timeout_s: float = 60.0) -> None:
+    """SCRAM credentials live in ZooKeeper; set them through the PLAINTEXT listener.
+
+    Right after the controller is elected the brokers may not yet know it ("Failed while
+    waiting for controller"), so wait for full metadata and ask again until the deadline.
+    """
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         ScramCredentialInfo,
         ScramMechanism,
         UserScramCredentialUpsertion,
     )
 
+    from kinspect.lab.topics import wait_for_brokers
     from kinspect.sources.admin import quiet_admin
 
+    deadline = time.monotonic() + timeout_s
+    wait_for_brokers(state.bootstrap, len(state.brokers), timeout_s)
     info = state.extra["sasl"]
     password = Path(info["password_file"]).read_text().strip().encode()
     upsert = UserScramCredentialUpsertion(
         USERNAME, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), password)
     admin = quiet_admin(state.bootstrap)
-    for future in admin.alter_user_scram_credentials([upsert], request_timeout=30).values():
-        future.result()
+    while True:
+        try:
+            for future in admin.alter_user_scram_credentials([upsert], request_timeout=10).values():
+                future.result()
+            return
+        except KafkaException as exc:
+            if time.monotonic() > deadline:
+                raise KinspectError(f"could not create the SCRAM user {USERNAME}: "
+                                    f"{exc.args[0].str()}") from None
+            time.sleep(0.5)

@@ -100,3 +100,29 @@ def test_failed_fetch(tmp_path: Path) -> None:
     assert "fetching Kafka" in line and "Could not resolve" in line
     assert not any((tmp_path / "cache").glob("kafka-*/.complete"))
     assert os.path.exists(tmp_path / "cache")
+
+
+def test_no_docker_engine(tmp_path: Path) -> None:
+    """--backend docker without an engine is a one-line error; auto falls back and says why."""
+    env = {"KINSPECT_HOME": str(tmp_path), "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock",
+           "KINSPECT_BACKEND": ""}
+    line = one_line_error(kinspect("lab", "up", "--backend", "docker", env=env, check=False))
+    assert "no Docker engine answers at unix://" in line
+    proc = kinspect("lab", "up", "--brokers", "0", env=env, check=False)
+    assert "between 1 and 9" in one_line_error(proc)
+    assert "backend: process (no Docker engine answers" in proc.stderr
+    assert not (tmp_path / "lab" / "state.json").exists()
+
+
+def test_auto_prefers_a_docker_engine_that_answers(tmp_path: Path) -> None:
+    from kinspect.lab.engine import engine_problem
+
+    if engine_problem():
+        pytest.skip("no Docker engine answers here")
+    env = {"KINSPECT_HOME": str(tmp_path), "KINSPECT_BACKEND": ""}
+    proc = kinspect("lab", "up", "--brokers", "0", env=env, check=False)
+    assert "between 1 and 9" in one_line_error(proc)
+    assert "backend: docker (a Docker engine answers" in proc.stderr
+    env["KINSPECT_BACKEND"] = "process"
+    proc = kinspect("lab", "up", "--brokers", "0", env=env, check=False)
+    assert "backend: process (KINSPECT_BACKEND)" in proc.stderr

@@ -54,7 +54,7 @@ images: docker-engine kafka
 	@if docker info >/dev/null 2>&1; then $(KINSPECT) lab images; fi
 
 lint: venv
-	$(VENV)/bin/ruff check kinspect tests bench screenshots
+	$(VENV)/bin/ruff check kinspect tests bench screenshots docker
 	$(VENV)/bin/mypy kinspect bench
 
 bench: setup

@@ -8,6 +8,7 @@ and waiting for a full ISR; then `lab down`. One lab at a time.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -40,6 +41,10 @@ def _wait(probe: Callable[[], Any], timeout: float, what: str) -> Any:
     raise SystemExit(f"bench: timed out waiting for {what}")
 
 
+def _moved_from(state: Callable[[], dict[str, Any]], old: int) -> bool:
+    return state()["leader"] not in (old, -1)
+
+
 def measure(backend: str) -> dict[str, Any]:
     started = time.perf_counter()
     with bench_lab(backend, reuse=False) as lab:
@@ -63,7 +68,7 @@ def measure(backend: str) -> dict[str, Any]:
                     t0 = time.perf_counter()
                     kinspect("lab", *[node if a == "NODE" else a for a in action])
                     command_s.append(time.perf_counter() - t0)
-                    _wait(lambda old=leader: state()["leader"] not in (old, -1), 60, "a new leader")
+                    _wait(functools.partial(_moved_from, state, leader), 60, "a new leader")
                     failover_s.append(time.perf_counter() - t0)
                     kinspect("lab", *[node if a == "NODE" else a for a in undo])
                 result[fault] = {"command_ms": [c * 1000 for c in command_s],

@@ -17,7 +17,13 @@ from typing import Any
 
 from kinspect.errors import KinspectError
 from kinspect.lab import journal, presets, sasl, topology
-from kinspect.lab.readiness import wait_registration_gone
+from kinspect.lab.readiness import (
+    clear_stale_registrations,
+    wait_for_cluster,
+    wait_for_port,
+    wait_registration_gone,
+    write_lab_mark,
+)
 from kinspect.lab.state import LabState, NodeRecord, lab_lock, load_state, save_state
 
 Progress = Callable[[str], None]
@@ -97,6 +103,38 @@ class LabBackend(ABC):
     @abstractmethod
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
         """Make the network and start every node, saving the state as things appear."""
+
+    def _start_cluster(self, state: LabState, deadline: float, progress: Progress) -> None:
+        """ZooKeeper first, then the brokers; back when every broker registered and a
+        controller was elected (a node that dies meanwhile is an error at once)."""
+        zk = state.zookeeper
+        self._launch(state, zk)
+        progress(f"zk1 starting at {zk.address}{self._where(zk)}")
+        wait_for_port(zk.host, zk.port, deadline, lambda: self._running(state, zk), "zk1")
+        clear_stale_registrations(zk.address, progress)
+        write_lab_mark(zk.address, state.lab_id)
+        for broker in state.brokers:
+            self._launch(state, broker)
+            progress(f"{broker.name} starting at {broker.address}{self._where(broker)}")
+        controller = wait_for_cluster(
+            zk.address, [b.broker_id for b in state.brokers if b.broker_id is not None], deadline,
+            lambda: [n.name for n in state.nodes if not self._running(state, n)], progress)
+        progress(f"controller elected: broker {controller}")
+        if "sasl" in state.extra:
+            sasl.create_scram_user(state)
+            progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
+                     f"password in {sasl.password_file(self.root)})")
+
+    @abstractmethod
+    def _launch(self, state: LabState, node: NodeRecord) -> None:
+        """Start the node (its network already made), recording its pid in the state."""
+
+    @abstractmethod
+    def _running(self, state: LabState, node: NodeRecord) -> bool: ...
+
+    def _where(self, node: NodeRecord) -> str:
+        """Where a starting node can be found, for the progress lines."""
+        return ""
 
     @abstractmethod
     def _teardown(self, state: LabState, progress: Progress) -> None:

@@ -30,7 +30,6 @@ from kinspect.lab import dist, engine, firewall, images, journal, presets, sasl
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import BROKER_HEAP, JVM_FLAGS, ZK_HEAP, node_dir, render_broker, render_zookeeper
-from kinspect.lab.readiness import clear_stale_registrations, wait_for_cluster, wait_for_port, write_lab_mark
 from kinspect.lab.state import LabState, NodeRecord, clear_state, load_state, save_state
 from kinspect.paths import lab_dir
 
@@ -125,23 +124,7 @@ class DockerBackend(LabBackend):
                  f"image {state.extra['image']}")
         for node in state.nodes:
             self._make_namespace(state, node)
-        zk = state.zookeeper
-        self._launch(state, zk)
-        progress(f"zk1 starting at {zk.address} (container {zk.container})")
-        wait_for_port(zk.host, zk.port, deadline, lambda: self._status(state, zk) == "running", "zk1")
-        clear_stale_registrations(zk.address, progress)
-        write_lab_mark(zk.address, state.lab_id)
-        for broker in state.brokers:
-            self._launch(state, broker)
-            progress(f"{broker.name} starting at {broker.address} (container {broker.container})")
-        controller = wait_for_cluster(
-            zk.address, [b.broker_id for b in state.brokers if b.broker_id is not None], deadline,
-            lambda: [n.name for n in state.nodes if self._status(state, n) != "running"], progress)
-        progress(f"controller elected: broker {controller}")
-        if "sasl" in state.extra:
-            sasl.create_scram_user(state)
-            progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
-                     f"password in {sasl.password_file(self.root)})")
+        self._start_cluster(state, deadline, progress)
 
     def _labels(self, state: LabState, node: NodeRecord, part: str) -> dict[str, str]:
         return {LABEL: state.lab_id, NODE_LABEL: node.name, PART_LABEL: part}
@@ -226,8 +209,11 @@ class DockerBackend(LabBackend):
             raise KinspectError(f"container {name} is not one of this lab's; not touching it")
         return container
 
-    def _status(self, state: LabState, node: NodeRecord) -> str:
-        return str(self._container(node).status)
+    def _running(self, state: LabState, node: NodeRecord) -> bool:
+        return bool(self._container(node).status == "running")
+
+    def _where(self, node: NodeRecord) -> str:
+        return f" (container {node.container})"
 
     # ----- faults ----------------------------------------------------------------------
 

@@ -18,13 +18,7 @@ from kinspect.errors import KinspectError
 from kinspect.lab import dist, journal, netns, presets, sasl
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.nodes import java_command, node_dir, process_state, write_config
-from kinspect.lab.readiness import (
-    clear_stale_registrations,
-    port_open,
-    wait_for_cluster,
-    wait_for_port,
-    write_lab_mark,
-)
+from kinspect.lab.readiness import port_open
 from kinspect.lab.state import LabState, NodeRecord, clear_state, load_state, save_state
 from kinspect.paths import lab_dir
 
@@ -86,27 +80,7 @@ class ProcessBackend(LabBackend):
                 netns.create_node(slot, node.name, node.host)
         else:
             progress("network: loopback (no network faults without root)")
-        zk = state.zookeeper
-        self._launch(state, zk)
-        progress(f"zk1 starting at {zk.address}")
-        wait_for_port(zk.host, zk.port, deadline, lambda: self._alive(state, zk), "zk1")
-        clear_stale_registrations(zk.address, progress)
-        write_lab_mark(zk.address, state.lab_id)
-        for broker in state.brokers:
-            self._launch(state, broker)
-            progress(f"{broker.name} starting at {broker.address}")
-        controller = wait_for_cluster(
-            zk.address,
-            [b.broker_id for b in state.brokers if b.broker_id is not None],
-            deadline,
-            lambda: [n.name for n in state.nodes if not self._alive(state, n)],
-            progress,
-        )
-        progress(f"controller elected: broker {controller}")
-        if "sasl" in state.extra:
-            sasl.create_scram_user(state)
-            progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
-                     f"password in {sasl.password_file(self.root)})")
+        self._start_cluster(state, deadline, progress)
 
     def _launch(self, state: LabState, node: NodeRecord) -> None:
         write_config(self.root, node, state)
@@ -122,7 +96,7 @@ class ProcessBackend(LabBackend):
         node.pid, node.state = proc.pid, "running"
         save_state(state, self.root)
 
-    def _alive(self, state: LabState, node: NodeRecord) -> bool:
+    def _running(self, state: LabState, node: NodeRecord) -> bool:
         return process_state(node.pid, state.lab_id) != "dead"
 
     def _teardown(self, state: LabState, progress: Progress) -> None:

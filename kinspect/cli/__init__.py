@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kinspect", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Terminal inspector and fault console for Apache Kafka (ZooKeeper mode).",
         epilog="start here:\n"
-               "  kinspect demo                       lab up, demo topics, the TUI\n"
+               "  kinspect demo [--backend docker]    lab up, demo topics, the TUI\n"
                "  kinspect scenario run NAME          a classic data-loss experiment (see list)\n"
                "  kinspect health --profile prod      on call: exit 0/1/2/3\n"
                "  kinspect COMMAND --help             every option of a command")

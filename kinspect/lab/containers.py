@@ -197,20 +197,20 @@ class DockerBackend(LabBackend):
         except DockerException as exc:
             raise KinspectError(f"the Docker engine did not answer: {exc}") from None
 
-    def _container(self, node: NodeRecord, part: str = "jvm") -> Any:
-        """The node's container, checked to be ours (a same-named stranger is refused)."""
+    def _container(self, state: LabState, node: NodeRecord, part: str = "jvm") -> Any:
+        """The node's container, checked to be this lab's (a same-named stranger is refused)."""
         assert node.container is not None
         name = node.container + ("-net" if part == "net" else "")
         try:
             container = self.client.containers.get(name)
         except NotFound:
             raise KinspectError(f"{node.name}'s container {name} is gone") from None
-        if container.labels.get(NODE_LABEL) != node.name or LABEL not in container.labels:
+        if (container.labels.get(LABEL), container.labels.get(NODE_LABEL)) != (state.lab_id, node.name):
             raise KinspectError(f"container {name} is not one of this lab's; not touching it")
         return container
 
     def _running(self, state: LabState, node: NodeRecord) -> bool:
-        return bool(self._container(node).status == "running")
+        return bool(self._container(state, node).status == "running")
 
     def _where(self, node: NodeRecord) -> str:
         return f" (container {node.container})"
@@ -219,20 +219,20 @@ class DockerBackend(LabBackend):
 
     @engine_errors
     def _kill(self, state: LabState, node: NodeRecord) -> None:
-        container = self._container(node)
+        container = self._container(state, node)
         container.kill()  # SIGKILL, also to a paused container's frozen JVM
         container.wait(timeout=10)
 
     @engine_errors
     def _stop(self, state: LabState, node: NodeRecord) -> None:
-        container = self._container(node)
+        container = self._container(state, node)
         if container.status == "paused":
             container.unpause()  # a frozen JVM cannot shut down cleanly
         container.stop(timeout=STOP_GRACE_S)
 
     @engine_errors
     def _start(self, state: LabState, node: NodeRecord) -> None:
-        container = self._container(node)
+        container = self._container(state, node)
         container.start()
         container.reload()
         node.pid, node.state = container.attrs["State"].get("Pid") or None, "running"
@@ -240,11 +240,11 @@ class DockerBackend(LabBackend):
 
     @engine_errors
     def _pause(self, state: LabState, node: NodeRecord) -> None:
-        self._container(node).pause()  # the cgroup freezer: the JVM stops as under SIGSTOP
+        self._container(state, node).pause()  # the cgroup freezer: the JVM stops as under SIGSTOP
 
     @engine_errors
     def _resume(self, state: LabState, node: NodeRecord) -> None:
-        self._container(node).unpause()
+        self._container(state, node).unpause()
 
     @engine_errors
     def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
@@ -253,7 +253,7 @@ class DockerBackend(LabBackend):
     def _exec(self, state: LabState, node: NodeRecord, commands: list[list[str]]) -> None:
         """Run commands in the node's namespace container, all in one exec, stopping at a failure."""
         script = " && ".join(shlex.join(command) for command in commands)
-        code, output = self._container(node, "net").exec_run(["sh", "-c", script])
+        code, output = self._container(state, node, "net").exec_run(["sh", "-c", script])
         text = output.decode(errors="replace").strip()
         if code != 0:
             raise KinspectError(f"{node.name}: {text.splitlines()[-1] if text else f'exit {code}'}")
@@ -285,10 +285,10 @@ class DockerBackend(LabBackend):
         """Copy /kinspect/logs out of the node's container (running or not) and return the copy."""
         state = load_state(self.root)
         record = state.node(node) if state else None
-        if record is None or record.container is None:
+        if state is None or record is None or record.container is None:
             return None
         try:
-            stream, _ = self._container(record).get_archive("/kinspect/logs")
+            stream, _ = self._container(state, record).get_archive("/kinspect/logs")
         except (KinspectError, NotFound, APIError):
             return None
         target = node_dir(self.root, node)

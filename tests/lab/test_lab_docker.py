@@ -35,12 +35,14 @@ def _container(lab: dict[str, Any], node: str) -> str:
 
 @pytest.fixture
 def stranger(lab: dict[str, Any]) -> Iterator[Any]:
-    """Someone else's container in kafka3's place: our name, no label of ours."""
+    """Someone else's container in kafka3's place: our name, even our node label, but another
+    lab's id."""
     client = docker.from_env()
     name = _container(lab, "kafka3")
     client.containers.get(name).remove(force=True)
     foreign = client.containers.run(image_of(lab), ["sleep", "infinity"], name=name, detach=True,
-                                    network_mode="none", labels={"owner": "someone-else"})
+                                    network_mode="none",
+                                    labels={"kinspect.lab": "another-lab", "kinspect.node": "kafka3"})
     yield foreign
     foreign.remove(force=True)
     kinspect("lab", "down")  # kafka3 is gone for good: the next test gets a fresh lab

@@ -166,10 +166,13 @@ def _print_status(lab: LabBackend, as_json: bool) -> int:
     print(f"lab {data['lab_id']}  backend {data['backend']}  network {data['network']}  "
           f"preset {data['preset']}  Kafka {data['kafka_version']}")
     print(f"bootstrap {data['bootstrap']}   zookeeper {data['zookeeper']}")
-    print(f"{'NODE':8} {'ROLE':10} {'STATE':9} {'ADDRESS':22} PID")
+    in_containers = data["backend"] == "docker"
+    print((f"{'NODE':8} {'ROLE':10} {'STATE':9} {'ADDRESS':22} {'PID':8}"
+           + (" CONTAINER (docker logs / exec)" if in_containers else "")).rstrip())
     for node in data["nodes"]:
-        print(f"{node['name']:8} {node['role']:10} {node['state']:9} {node['address']:22} "
-              f"{node['pid'] or '-'}")
+        print((f"{node['name']:8} {node['role']:10} {node['state']:9} {node['address']:22} "
+               f"{node['pid'] or '-'!s:8}" + (f" {node['container']}" if in_containers else "")
+               ).rstrip())
     groups = " | ".join(",".join(g) for g in data["groups"]) or "none (healed)"
     print(f"partitions: {groups}")
     if not faults:

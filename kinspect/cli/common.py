@@ -8,6 +8,7 @@ every other cluster is read-only, whatever its address.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,11 @@ from kinspect.errors import KinspectError
 from kinspect.lab import running_lab
 from kinspect.lab.state import LabState
 from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
+
+
+def progress(line: str) -> None:
+    """Progress lines go to stderr, so stdout stays clean for --json."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser, zookeeper: bool = True) -> None:

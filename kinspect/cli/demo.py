@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from kinspect.cli.common import add_cluster_arguments, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, progress, resolve_cluster
 from kinspect.lab import BACKENDS, open_backend
 from kinspect.lab.backend import UpOptions
 from kinspect.lab.topics import DEMO_TOPICS, balance_leaders, create_topics
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def register(commands: Any) -> None:
@@ -37,11 +32,11 @@ def register(commands: Any) -> None:
 
 def prepare_demo(backend: str = "auto") -> str:
     """Lab up (fetching Kafka if needed) and the demo topics; returns the bootstrap."""
-    lab = open_backend(backend, progress=_progress)
-    state = lab.up(UpOptions(), _progress)
+    lab = open_backend(backend, progress=progress)
+    state = lab.up(UpOptions(), progress)
     created = create_topics(state.bootstrap, DEMO_TOPICS)
     for name in created:
-        _progress(f"created topic {name} ({DEMO_TOPICS[name]} partitions, replication factor 3)")
+        progress(f"created topic {name} ({DEMO_TOPICS[name]} partitions, replication factor 3)")
     balance_leaders(state.bootstrap)
     return state.bootstrap
 

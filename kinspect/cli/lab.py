@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
+from kinspect.cli.common import progress
 from kinspect.errors import KinspectError
 from kinspect.lab import BACKENDS, dist, presets, topology
 from kinspect.lab.backend import LabBackend, UpOptions, status_json
 from kinspect.lab.netns import can_use_netns
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def register(commands: Any) -> None:
@@ -31,7 +27,7 @@ def register(commands: Any) -> None:
     imgs.add_argument("--rebuild", action="store_true", help="make both again")
     imgs.set_defaults(handler=cmd_images)
 
-    up = sub.add_parser("up", help="start zk1 and kafka1..N (fetches Kafka when missing)")
+    up = sub.add_parser("up", help="start zk1 and kafka1..N (fetches Kafka and makes images when missing)")
     _up_arguments(up)
     up.set_defaults(handler=cmd_up)
 
@@ -46,11 +42,12 @@ def register(commands: Any) -> None:
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
     status.set_defaults(handler=cmd_status)
 
-    for action, text in (("kill", "SIGKILL a node"), ("stop", "clean shutdown of a node"),
+    for action, text in (("kill", "kill a node at once, like a crash (SIGKILL / docker kill)"),
+                         ("stop", "clean shutdown of a node"),
                          ("start", "start a stopped or killed node"),
                          ("restart", "stop then start a node"),
-                         ("pause", "SIGSTOP a node (a frozen JVM, like a long GC pause)"),
-                         ("resume", "SIGCONT a paused node")):
+                         ("pause", "freeze a node, like a long GC pause (SIGSTOP / docker pause)"),
+                         ("resume", "thaw a paused node")):
         p = sub.add_parser(action, help=text)
         p.add_argument("node", help="zk1, kafka1, kafka2, ...")
         p.set_defaults(handler=cmd_node_action, action=action)
@@ -99,11 +96,11 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
 def backend(name: str | None = None) -> LabBackend:
     from kinspect.lab import open_backend
 
-    return open_backend(name, progress=_progress)
+    return open_backend(name, progress=progress)
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    kafka = dist.fetch(_progress, force=args.force)
+    kafka = dist.fetch(progress, force=args.force)
     print(f"Kafka {kafka.version} jars in {kafka.libs}")
     return 0
 
@@ -111,9 +108,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_images(args: argparse.Namespace) -> int:
     from kinspect.lab import engine, images
 
-    kafka = dist.ensure(_progress)
+    kafka = dist.ensure(progress)
     client = engine.connect()
-    tag = images.ensure(client, kafka, _progress, rebuild=args.rebuild)
+    tag = images.ensure(client, kafka, progress, rebuild=args.rebuild)
     images.tag_latest(client, tag)
     print(f"image {tag}, also tagged {images.KAFKA_REPOSITORY}:latest (on {images.BASE_IMAGE})")
     return 0
@@ -131,8 +128,8 @@ def cmd_up(args: argparse.Namespace, options: UpOptions | None = None,
     options = options or _options(args)
     started = time.monotonic()
     lab = lab or backend(args.backend)
-    lab.up(options, _progress)
-    _progress(f"lab up in {time.monotonic() - started:.1f} s")
+    lab.up(options, progress)
+    progress(f"lab up in {time.monotonic() - started:.1f} s")
     return _print_status(lab, args.json)
 
 
@@ -140,14 +137,14 @@ def cmd_reset(args: argparse.Namespace) -> int:
     options = _options(args)  # validate before anything is torn down
     presets.effective(options.preset, options.overrides)
     lab = backend(args.backend)  # a running lab keeps its backend across the reset
-    lab.down(_progress)
+    lab.down(progress)
     lab.wipe()
-    _progress("data wiped")
+    progress("data wiped")
     return cmd_up(args, options, lab)
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    if not backend().down(_progress):
+    if not backend().down(progress):
         print("no lab is running; nothing to do")
         return 0
     print("lab down")

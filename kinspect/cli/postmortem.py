@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
+from kinspect.cli.common import progress
 from kinspect.errors import KinspectError
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def register(commands: Any) -> None:
@@ -43,7 +39,7 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
             raise KinspectError(f"--conf wants KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
     report = run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
-                            progress=_progress, chart=not args.no_chart,
+                            progress=progress, chart=not args.no_chart,
                             memory=args.driver_memory, conf=conf)
     if args.json:
         print(json.dumps(report))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from kinspect.cli.common import progress
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
 
@@ -25,9 +25,6 @@ def write_table(path: Path, table: str) -> None:
     else:
         path.write_text(table + "\n")
 
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def register(commands: Any) -> None:
@@ -90,8 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     scenario = find(args.name)
     run_dir = _run_dir(scenario.name, args.run_dir)
-    _say(f"{scenario.name}: {scenario.title}\nrun dir: {run_dir}")
-    row = run_scenario(scenario, run_dir, _say, keep_lab=args.keep_lab)
+    progress(f"{scenario.name}: {scenario.title}\nrun dir: {run_dir}")
+    row = run_scenario(scenario, run_dir, progress, keep_lab=args.keep_lab)
     if args.json:
         print(json.dumps(row))
     else:
@@ -115,24 +112,24 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     root = kinspect_home() / "runs" / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True)
     results = root / "results.jsonl"
-    _say(f"{len(scenarios) * args.repeat} runs; results go to {results} as they finish")
+    progress(f"{len(scenarios) * args.repeat} runs; results go to {results} as they finish")
     rows: list[dict[str, Any]] = []
     spark = None
     try:
         for n in range(args.repeat):
             for scenario in scenarios:
-                _say(f"--- {scenario.name} (run {n + 1} of {args.repeat})")
+                progress(f"--- {scenario.name} (run {n + 1} of {args.repeat})")
                 if spark is None and "netem" not in scenario.needs:
                     from kinspect.postmortem.job import start_spark
 
                     spark = start_spark()
                 try:
-                    row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", _say,
+                    row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", progress,
                                        spark=spark)
                 except KinspectError as exc:  # one broken run does not lose the others
                     row = {"scenario": scenario.name, "status": "error", "reason": str(exc),
                            "source": scenario.source, "expectation_met": False}
-                    _say(f"{scenario.name}: {exc}")
+                    progress(f"{scenario.name}: {exc}")
                 rows.append(row)
                 with open(results, "a") as handle:
                     handle.write(json.dumps(row) + "\n")

@@ -52,12 +52,15 @@ class LabBackend(ABC):
 
     name: str
     root: Path
+    # How this backend carries out a fault, in the words shown to the user.
+    means: dict[str, str] = {"kill": "SIGKILL", "pause": "SIGSTOP"}
 
     # ----- lifecycle -------------------------------------------------------------------
 
     def up(self, options: UpOptions, progress: Progress) -> LabState:
         if options.brokers < 1 or options.brokers > 9:
             raise KinspectError("--brokers must be between 1 and 9")
+        presets.effective(options.preset, options.overrides)  # bad settings: refused up front
         with lab_lock(self.root):
             current = self.state()
             if current and any(n.state in {"running", "paused"} for n in current.nodes):
@@ -99,6 +102,19 @@ class LabBackend(ABC):
     @abstractmethod
     def _plan(self, options: UpOptions, progress: Progress) -> LabState:
         """Choose names, addresses and settings; nothing is made yet."""
+
+    def _new_state(self, options: UpOptions, nodes: list[NodeRecord], kafka_version: str,
+                   network: str, slot: int | None, host_address: str, lab_id: str | None = None,
+                   **extra: Any) -> LabState:
+        """The state of a lab about to be made, from what `up` was asked for."""
+        return LabState(
+            lab_id=lab_id or new_lab_id(), backend=self.name, preset=options.preset,
+            network=network, kafka_version=kafka_version,
+            broker_config=presets.effective(options.preset, options.overrides),
+            overrides=dict(options.overrides), nodes=nodes, created_at=journal.now_ms(),
+            slot=slot, host_address=host_address,
+            extra={"brokers": options.brokers, **extra,
+                   **({"sasl": sasl.plan(self.root, options.sasl)} if options.sasl else {})})
 
     @abstractmethod
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:

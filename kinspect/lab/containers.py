@@ -26,7 +26,7 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, engine, firewall, images, journal, presets, sasl
+from kinspect.lab import dist, engine, firewall, images
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import BROKER_HEAP, JVM_FLAGS, ZK_HEAP, node_dir, render_broker, render_zookeeper
@@ -58,22 +58,19 @@ def engine_errors(method: Callable[P, R]) -> Callable[P, R]:
 
 class DockerBackend(LabBackend):
     name = "docker"
+    means = {"kill": "docker kill", "pause": "docker pause"}
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or lab_dir()
-        self._engine: docker.DockerClient | None = None
 
     @property
     def client(self) -> docker.DockerClient:
-        if self._engine is None:
-            self._engine = engine.shared_client()
-        return self._engine
+        return engine.shared_client()
 
     # ----- lifecycle -------------------------------------------------------------------
 
     @engine_errors
     def _plan(self, options: UpOptions, progress: Progress) -> LabState:
-        config = presets.effective(options.preset, options.overrides)
         if options.network not in {"auto", "docker"}:
             raise KinspectError(f"--network {options.network} is for the process backend; "
                                 "docker labs always get their own network")
@@ -85,15 +82,9 @@ class DockerBackend(LabBackend):
         lab_id = new_lab_id()
         for node in nodes:
             node.container = f"ks-{lab_id[:8]}-{node.name}"
-        return LabState(
-            lab_id=lab_id, backend=self.name, preset=options.preset, network="docker",
-            kafka_version=kafka.version, broker_config=config, overrides=dict(options.overrides),
-            nodes=nodes, created_at=journal.now_ms(), slot=number,
-            host_address=f"198.19.{number}.1",
-            extra={"brokers": options.brokers, "image": image,
-                   "docker_network": f"ks-{lab_id[:8]}",
-                   **({"sasl": sasl.plan(self.root, options.sasl)} if options.sasl else {})},
-        )
+        return self._new_state(options, nodes, kafka.version, "docker", number,
+                               f"198.19.{number}.1", lab_id=lab_id, image=image,
+                               docker_network=f"ks-{lab_id[:8]}")
 
     def _free_subnet(self) -> int:
         """The first 198.19.<n>.0/24 that no route here and no Docker network already uses."""
@@ -191,11 +182,8 @@ class DockerBackend(LabBackend):
         return state
 
     def _containers(self, state: LabState, part: str) -> list[Any]:
-        try:
-            return list(self.client.containers.list(
-                all=True, filters={"label": [f"{LABEL}={state.lab_id}", f"{PART_LABEL}={part}"]}))
-        except DockerException as exc:
-            raise KinspectError(f"the Docker engine did not answer: {exc}") from None
+        return list(self.client.containers.list(
+            all=True, filters={"label": [f"{LABEL}={state.lab_id}", f"{PART_LABEL}={part}"]}))
 
     def _container(self, state: LabState, node: NodeRecord, part: str = "jvm") -> Any:
         """The node's container, checked to be this lab's (a same-named stranger is refused)."""

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, journal, netns, presets, sasl
-from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
+from kinspect.lab import dist, netns
+from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import java_command, node_dir, process_state, write_config
 from kinspect.lab.readiness import port_open
 from kinspect.lab.state import LabState, NodeRecord, clear_state, load_state, save_state
@@ -34,7 +34,6 @@ class ProcessBackend(LabBackend):
     # ----- lifecycle -------------------------------------------------------------------
 
     def _plan(self, options: UpOptions, progress: Progress) -> LabState:
-        config = presets.effective(options.preset, options.overrides)
         network = options.network
         reason = netns.can_use_netns()
         if network == "auto":
@@ -56,15 +55,10 @@ class ProcessBackend(LabBackend):
         version = dist.ensure(progress).version
         for node in nodes:
             node.netns = slot.netns(node.name) if slot else None
-        return LabState(
-            lab_id=new_lab_id(), backend=self.name, preset=options.preset,
-            network=network, kafka_version=version, broker_config=config,
-            overrides=dict(options.overrides), nodes=nodes, created_at=journal.now_ms(),
-            slot=slot.number if slot else None,
-            host_address=slot.host_address if slot else "127.0.0.1",
-            extra={"brokers": options.brokers, "base_port": options.base_port,
-                   **({"sasl": sasl.plan(self.root, options.sasl)} if options.sasl else {})},
-        )
+        return self._new_state(options, nodes, version, network,
+                               slot.number if slot else None,
+                               slot.host_address if slot else "127.0.0.1",
+                               base_port=options.base_port)
 
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
         deadline = time.monotonic() + options.timeout_s

@@ -47,7 +47,7 @@ class LabConsole:
     def kill(self, node: str) -> str:
         backend = open_backend()
         backend.kill(node)
-        return f"killed {node} ({'SIGKILL' if backend.name == 'process' else 'docker kill'})"
+        return f"killed {node} ({backend.means['kill']})"
 
     def stop(self, node: str) -> str:
         open_backend().stop(node)
@@ -73,7 +73,7 @@ class LabConsole:
             backend.resume(node)
             return f"resumed {node}"
         backend.pause(node)
-        return f"paused {node} ({'SIGSTOP' if backend.name == 'process' else 'docker pause'})"
+        return f"paused {node} ({backend.means['pause']})"
 
     def node_names(self) -> list[str]:
         state = open_backend().state()

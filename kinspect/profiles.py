@@ -64,9 +64,9 @@ def _resolve(value: Any, key: str, where: str) -> str:
         else:
             try:
                 text = Path(ref).expanduser().read_text().strip()
-            except OSError as exc:
+            except (OSError, UnicodeDecodeError) as exc:
                 raise KinspectError(f"{where}: {key} names a file that cannot be read: "
-                                    f"{exc.strerror}") from None
+                                    f"{getattr(exc, 'strerror', None) or 'not text'}") from None
     if SECRET_KEY.search(key) or match:
         remember_secret(text)
     return text
@@ -109,7 +109,7 @@ def load_profile(name: str, path: Path | None = None) -> Profile:
                             "On call)") from None
     except OSError as exc:
         raise KinspectError(f"cannot read {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise KinspectError(f"{path}: not valid TOML: {exc}") from None
     clusters = data.get("clusters", {})
     if not isinstance(clusters, dict) or name not in clusters:

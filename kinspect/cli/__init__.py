@@ -56,3 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kinspect: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        from confluent_kafka import KafkaError, KafkaException
+
+        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if isinstance(error, KafkaError) and error.code() == KafkaError._INVALID_ARG:
+            # librdkafka refusing a property from -X or a profile's [kafka] table
+            print(f"kinspect: error: {redact(error.str())}", file=sys.stderr)
+            return 2
+        raise

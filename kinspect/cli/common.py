@@ -74,7 +74,10 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     if lab is None:
         raise KinspectError("no lab is running and no --bootstrap or --profile given "
                             "(start one with: kinspect lab up)")
-    return ClusterTarget(lab.bootstrap, getattr(args, "zookeeper", None) or lab.zookeeper.address,
+    zookeeper = getattr(args, "zookeeper", None)
+    if zookeeper and not is_lab_cluster(zookeeper, lab):  # another cluster's ZooKeeper: read-only
+        return ClusterTarget(lab.bootstrap, zookeeper, kafka, (), None, 1.0, lab.bootstrap)
+    return ClusterTarget(lab.bootstrap, zookeeper or lab.zookeeper.address,
                          kafka, (), lab, 1.0, f"lab ({lab.preset} preset, {lab.backend})")
 
 
@@ -83,10 +86,6 @@ def is_lab_cluster(zookeeper: str, lab: LabState) -> bool:
     from kinspect.lab.readiness import read_lab_mark
 
     return read_lab_mark(zookeeper) == lab.lab_id
-
-
-def resolve_bootstrap(args: argparse.Namespace) -> str:
-    return resolve_cluster(args).bootstrap
 
 
 def librdkafka_properties(args: argparse.Namespace) -> dict[str, str]:

@@ -123,24 +123,22 @@ def _options(args: argparse.Namespace) -> UpOptions:
                      sasl=args.sasl)
 
 
-def cmd_up(args: argparse.Namespace, options: UpOptions | None = None,
-           lab: LabBackend | None = None) -> int:
-    options = options or _options(args)
+def cmd_up(args: argparse.Namespace) -> int:
+    options = _options(args)
     started = time.monotonic()
-    lab = lab or backend(args.backend)
+    lab = backend(args.backend)
     lab.up(options, progress)
     progress(f"lab up in {time.monotonic() - started:.1f} s")
     return _print_status(lab, args.json)
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    options = _options(args)  # validate before anything is torn down
-    presets.effective(options.preset, options.overrides)
-    lab = backend(args.backend)  # a running lab keeps its backend across the reset
-    lab.down(progress)
-    lab.wipe()
-    progress("data wiped")
-    return cmd_up(args, options, lab)
+    from kinspect.lab import reset_lab
+
+    started = time.monotonic()
+    lab, _ = reset_lab(_options(args), progress, args.backend)
+    progress(f"lab reset in {time.monotonic() - started:.1f} s")
+    return _print_status(lab, args.json)
 
 
 def cmd_down(args: argparse.Namespace) -> int:

@@ -16,12 +16,16 @@ MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
 
 
 def write_table(path: Path, table: str) -> None:
-    """Replace the marked block of a document, or write the whole file."""
+    """Replace the marked block of a document, or write a new (or empty) file whole; a document
+    without the markers is refused rather than overwritten."""
     text = path.read_text() if path.exists() else ""
     if MARK_START in text and MARK_END in text:
         head, rest = text.split(MARK_START, 1)
         _, tail = rest.split(MARK_END, 1)
         path.write_text(f"{head}{MARK_START}\n{table}\n{MARK_END}{tail}")
+    elif text.strip():
+        raise KinspectError(f"{path} has no {MARK_START} … {MARK_END} block to replace; "
+                            "not overwriting it")
     else:
         path.write_text(table + "\n")
 
@@ -103,7 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from kinspect.scenarios.catalog import builtin, find
-    from kinspect.scenarios.runner import run_scenario
+    from kinspect.scenarios.runner import run_scenario, skipped_row
     from kinspect.scenarios.table import markdown_table, text_table
 
     if args.repeat < 1:
@@ -127,8 +131,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                     row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", progress,
                                        spark=spark)
                 except KinspectError as exc:  # one broken run does not lose the others
-                    row = {"scenario": scenario.name, "status": "error", "reason": str(exc),
-                           "source": scenario.source, "expectation_met": False}
+                    row = {**skipped_row(scenario, str(exc)), "status": "error",
+                           "expectation_met": False}
                     progress(f"{scenario.name}: {exc}")
                 rows.append(row)
                 with open(results, "a") as handle:

@@ -10,7 +10,7 @@ from kinspect.lab.backend import LabBackend, Progress, UpOptions, status_json
 from kinspect.lab.state import LabState, load_state
 
 __all__ = ["BACKENDS", "LabBackend", "LabState", "UpOptions", "choose_backend", "open_backend",
-           "running_lab", "status_json"]
+           "reset_lab", "running_lab", "status_json"]
 
 BACKENDS = ("auto", "process", "docker")
 
@@ -70,3 +70,14 @@ def running_lab(root: Path | None = None) -> LabState | None:
     if state is None:
         return None
     return open_backend(state.backend, root).state()
+
+
+def reset_lab(options: UpOptions, progress: Progress,
+              backend: str = "auto") -> tuple[LabBackend, LabState]:
+    """Down, wipe, up with these options: nothing of an earlier lab leaks in. A running lab
+    keeps its backend (a docker lab is reset as a docker lab)."""
+    options.validate()
+    lab = open_backend(backend, progress=progress)
+    lab.down(progress)
+    lab.wipe()
+    return lab, lab.up(options, progress)

@@ -41,6 +41,12 @@ class UpOptions:
     timeout_s: float = 120.0
     sasl: str | None = None  # "plain" or "scram-sha-256": add a SASL_PLAINTEXT listener
 
+    def validate(self) -> None:
+        """Refuse bad options before anything is made or torn down."""
+        if self.brokers < 1 or self.brokers > 9:
+            raise KinspectError("--brokers must be between 1 and 9")
+        presets.effective(self.preset, self.overrides)
+
 
 class LabBackend(ABC):
     """Starts, breaks and tears down a lab cluster of zk1 + kafka1..N.
@@ -58,9 +64,7 @@ class LabBackend(ABC):
     # ----- lifecycle -------------------------------------------------------------------
 
     def up(self, options: UpOptions, progress: Progress) -> LabState:
-        if options.brokers < 1 or options.brokers > 9:
-            raise KinspectError("--brokers must be between 1 and 9")
-        presets.effective(options.preset, options.overrides)  # bad settings: refused up front
+        options.validate()
         with lab_lock(self.root):
             current = self.state()
             if current and any(n.state in {"running", "paused"} for n in current.nodes):

@@ -38,10 +38,11 @@ def quiet_kazoo() -> None:
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 
 
-def _client(zookeeper: str, timeout: float) -> KazooClient:
+def zk_client(zookeeper: str, timeout: float, session_s: float = 5.0) -> KazooClient:
+    """A started, quiet kazoo client, or a one-line KinspectError saying why there is none."""
     quiet_kazoo()
-    zk = KazooClient(hosts=zookeeper, timeout=5.0)
     try:
+        zk = KazooClient(hosts=zookeeper, timeout=session_s)
         zk.start(timeout=max(1.0, timeout))
     except Exception as exc:
         raise KinspectError(f"cannot reach ZooKeeper at {zookeeper}: {exc}") from None
@@ -53,7 +54,7 @@ LAB_MARK = "/kinspect/lab-id"
 
 def write_lab_mark(zookeeper: str, lab_id: str) -> None:
     """The lab's id in its own ZooKeeper: how kinspect later knows a cluster is its lab."""
-    zk = _client(zookeeper, 20.0)
+    zk = zk_client(zookeeper, 20.0)
     try:
         if zk.exists(LAB_MARK):
             zk.set(LAB_MARK, lab_id.encode())
@@ -67,7 +68,7 @@ def write_lab_mark(zookeeper: str, lab_id: str) -> None:
 def read_lab_mark(zookeeper: str, timeout: float = 3.0) -> str | None:
     """The lab id a ZooKeeper holds; None when it holds none or cannot be reached."""
     try:
-        zk = _client(zookeeper, timeout)
+        zk = zk_client(zookeeper, timeout)
     except KinspectError:
         return None
     try:
@@ -86,7 +87,7 @@ def clear_stale_registrations(zookeeper: str, progress: Callable[[str], None]) -
     ZooKeeper restores those sessions from disk and keeps their ephemeral nodes until they
     time out; a broker starting meanwhile finds its id taken and exits.
     """
-    zk = _client(zookeeper, 20.0)
+    zk = zk_client(zookeeper, 20.0)
     try:
         stale = zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else []
         for broker in stale:
@@ -103,7 +104,7 @@ def clear_stale_registrations(zookeeper: str, progress: Callable[[str], None]) -
 def wait_registration_gone(zookeeper: str, broker_id: int, timeout: float,
                            progress: Callable[[str], None]) -> None:
     """Wait for a killed broker's old session to expire, as the real cluster would."""
-    zk = _client(zookeeper, 10.0)
+    zk = zk_client(zookeeper, 10.0)
     try:
         path = f"/brokers/ids/{broker_id}"
         if zk.exists(path):
@@ -124,7 +125,7 @@ def wait_for_cluster(
     progress: Callable[[str], None],
 ) -> int:
     """Block until every broker id is registered and a controller exists; return its id."""
-    zk = _client(zookeeper, deadline - time.monotonic())
+    zk = zk_client(zookeeper, deadline - time.monotonic())
     try:
         seen: set[int] = set()
         while time.monotonic() < deadline:

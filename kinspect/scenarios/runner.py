@@ -15,8 +15,9 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from kinspect.errors import KinspectError
-from kinspect.lab import open_backend
+from kinspect.lab import open_backend, reset_lab
 from kinspect.lab.backend import LabBackend, UpOptions
+from kinspect.lab.readiness import zk_client
 from kinspect.lab.state import LabState
 from kinspect.lab.topics import create_topics
 from kinspect.load.evidence import collect_lab_evidence, recording_timeline
@@ -30,8 +31,6 @@ from kinspect.scenarios.spec import Scenario
 
 Say = Callable[[str], None]
 RESULT_FILE = "scenario.json"
-ROW_KEYS = ("scenario", "status", "acked", "in_log", "acked_lost", "unacked_present",
-            "duplicates", "failed", "failover_ms", "unavailable_ms", "expectation_met")
 
 
 def default_run_dir(name: str) -> Path:
@@ -50,18 +49,6 @@ def _wait(probe: Callable[[], bool], timeout_s: float, what: str) -> None:
             pass
         time.sleep(0.25)
     raise KinspectError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-
-
-def reset_lab(scenario: Scenario, say: Say) -> tuple[LabBackend, LabState]:
-    """A fresh lab with the scenario's settings: nothing from an earlier run can leak in."""
-    old = open_backend()
-    backend = old.name if old.state() else "auto"  # a docker lab is reset as a docker lab
-    old.down(say)
-    old.wipe()
-    lab = open_backend(backend, progress=say)  # a fresh handle for the new lab
-    state = lab.up(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
-                             overrides=scenario.broker_config), say)
-    return lab, state
 
 
 def heal_everything(lab: LabBackend, say: Say) -> None:
@@ -136,10 +123,15 @@ def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = F
         row = skipped_row(scenario, why)
         _save(run_dir, row)
         return row
-    lab, state = reset_lab(scenario, say)
-    zk = KazooClient(hosts=state.zookeeper.address, timeout=10.0)
+    lab, state = reset_lab(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
+                                     overrides=scenario.broker_config), say)
     try:
-        zk.start(timeout=30)
+        zk = zk_client(state.zookeeper.address, 30.0, session_s=10.0)
+    except KinspectError:
+        if not keep_lab:
+            lab.down(say)
+        raise
+    try:
         row = _run_on_lab(scenario, run_dir, say, lab, state, zk, spark)
     finally:
         zk.stop()

@@ -64,10 +64,13 @@ class ZooKeeperSource:
     # ----- lifecycle -------------------------------------------------------------------
 
     def _new_client(self) -> KazooClient:
-        return KazooClient(hosts=self.hosts, timeout=self._session_timeout_s,
-                           connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
-                           command_retry=KazooRetry(max_tries=3, max_delay=1.0),
-                           auth_data=self._auth)
+        try:
+            return KazooClient(hosts=self.hosts, timeout=self._session_timeout_s,
+                               connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
+                               command_retry=KazooRetry(max_tries=3, max_delay=1.0),
+                               auth_data=self._auth)
+        except ValueError as exc:  # kazoo parses the address here: "host:abc"
+            raise KinspectError(f"bad ZooKeeper address {self.hosts!r}: {exc}") from None
 
     def restart_if_stuck(self, after_s: float = 20.0) -> bool:
         """Start over with a new client when the session has been suspended for `after_s`.

@@ -19,30 +19,28 @@ class UiAction:
     help: str          # one line, for `?` and the palette
     group: str         # "broker" | "cluster" | "view" | "app"
     fault: bool = False         # acts on the lab: hidden and refused on other clusters
-    destructive: bool = False   # asks in a modal first, unless --no-confirm
     footer: bool = True
 
 
 ACTIONS: tuple[UiAction, ...] = (
     UiAction("kill", "k", "kill", "SIGKILL the selected broker (a crash)", "broker",
-             fault=True, destructive=True),
+             fault=True),
     UiAction("stop", "s", "stop", "stop the selected broker cleanly (controlled shutdown)",
-             "broker", fault=True, destructive=True, footer=False),
+             "broker", fault=True, footer=False),
     UiAction("start", "r", "start", "start the selected broker, or restart it if it runs",
-             "broker", fault=True, destructive=True),
+             "broker", fault=True),
     UiAction("pause", "p", "pause", "freeze (SIGSTOP) or thaw the selected broker: a long GC",
-             "broker", fault=True, destructive=True),
+             "broker", fault=True),
     UiAction("isolate", "i", "isolate", "cut the selected broker off from ZooKeeper, the "
-             "other brokers, or all", "broker", fault=True, destructive=True),
+             "other brokers, or all", "broker", fault=True),
     UiAction("partition", "x", "partition", "build network partition groups from any nodes",
-             "cluster", fault=True, destructive=True, footer=False),
+             "cluster", fault=True, footer=False),
     UiAction("heal", "h", "heal", "remove every network partition", "cluster", fault=True),
     UiAction("load", "l", "load", "start or stop a load generator", "cluster", fault=True),
     UiAction("postmortem", "m", "post-mortem", "verify the last load run and report what "
              "was lost (PySpark)", "cluster", fault=True, footer=False),
     UiAction("scenario", "e", "scenario", "replay a data-loss experiment from the catalog "
-             "(resets the lab), then show its post-mortem", "cluster", fault=True,
-             destructive=True, footer=False),
+             "(resets the lab), then show its post-mortem", "cluster", fault=True, footer=False),
     UiAction("filter", "slash", "filter", "filter partitions by topic or name", "view"),
     UiAction("unhealthy", "u", "unhealthy", "show only unhealthy partitions", "view"),
     UiAction("command_palette", "colon", "commands", "open the command palette", "app",

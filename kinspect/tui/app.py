@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from kinspect.cli.common import ClusterTarget
+from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
 from kinspect.model import ClusterSnapshot
 from kinspect.profiles import redact
@@ -423,7 +424,11 @@ class KinspectApp(App[None]):
     def pick_scenario(self) -> None:
         from kinspect.scenarios.catalog import builtin
 
-        choices = [(s.name, s.title, s.expectation_text()) for s in builtin()]
+        try:
+            choices = [(s.name, s.title, s.expectation_text()) for s in builtin()]
+        except KinspectError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
         self.call_from_thread(self.push_screen, ScenarioPicker(choices), self._scenario_chosen)
 
     def _scenario_chosen(self, name: str | None) -> None:
@@ -439,6 +444,15 @@ class KinspectApp(App[None]):
         The scenario is its own process writing to RUN_DIR.log, so quitting the TUI midway
         does not break the experiment; its lines are followed here as toasts.
         """
+        try:
+            self._follow_scenario(name)
+        except (OSError, ValueError, KinspectError) as exc:  # a worker error would end the app
+            self.call_from_thread(self.notify, f"scenario {name}: {exc}", severity="error",
+                                  timeout=15)
+
+    def _follow_scenario(self, name: str) -> None:
+        from kinspect.scenarios.runner import RESULT_FILE
+
         assert self.lab_console is not None
         proc, run_dir = self.lab_console.start_scenario(name)
         last = ""
@@ -451,7 +465,7 @@ class KinspectApp(App[None]):
                 if done:
                     break
                 time.sleep(0.3)
-        result = run_dir / "scenario.json"
+        result = run_dir / RESULT_FILE
         if proc.returncode != 0 or not result.exists():
             self.call_from_thread(self.notify, f"scenario {name} failed: "
                                   f"{last or f'exit code {proc.returncode}'}",
@@ -475,8 +489,10 @@ MIN_DRAW_GAP_S = 0.2
 def latest_run() -> Path | None:
     from kinspect.paths import kinspect_home
 
-    runs = sorted((kinspect_home() / "runs").glob("*/settings.json"))
-    return runs[-1].parent if runs else None
+    # By time, not name: scenario runs (scenario-NAME-TIME) would sort after load runs (TIME).
+    runs = (kinspect_home() / "runs").glob("*/settings.json")
+    newest = max(runs, key=lambda path: path.stat().st_mtime, default=None)
+    return newest.parent if newest else None
 
 
 def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:

@@ -76,6 +76,25 @@ def test_cli_errors_for_profiles(config: Path, tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no config file" in missing.stderr
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["snapshot", "-X", "foo=bar"], 'No such configuration property: "foo"'),
+    (["health", "-X", "security.protocol=BOGUS"], 'Invalid value "BOGUS"'),
+    (["snapshot", "--zookeeper", "127.0.0.1:abc"], "bad ZooKeeper address '127.0.0.1:abc'"),
+])
+def test_bad_client_settings_are_one_line(args: list[str], message: str) -> None:
+    """librdkafka and kazoo refuse these in constructors; the user sees one line, exit 2."""
+    proc = kinspect(*args[:1], "--bootstrap", "127.0.0.1:1", *args[1:], check=False, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_config_that_is_not_text_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(KinspectError, match="not valid TOML"):
+        load_profile("x", path)
+
+
 def test_health_verdicts_from_a_recorded_snapshot() -> None:
     # __consumer_offsets with replication factor 1 under min.insync.replicas=2: it can never
     # take an acks=all write (critical), and its one broker is a single point of failure (risky).
@@ -85,6 +104,8 @@ def test_health_verdicts_from_a_recorded_snapshot() -> None:
     assert any("replication factor 1" in p for p in result["risky_settings"])
     isolated = assess(demo_snapshot(isolated_leader=True), None)
     assert isolated["verdict"] in ("warning", "critical") and isolated["under_replicated"]
+    assert "test1-0" in isolated["under_replicated"]  # the partition whose leader was cut off
+    assert "test1-0" not in result["under_replicated"]
     no_zk = assess(snapshot, "cannot reach ZooKeeper at zk1:2181")
     assert no_zk["verdict"] == "critical" and "ZooKeeper" in no_zk["problems"][0]
     gone = dataclasses.replace(snapshot, admin_state="error", admin_error="timed out",

@@ -29,6 +29,17 @@ def test_catalog_has_every_named_scenario_with_2018_settings() -> None:
         assert s.preset == "demo" and s.load["retries"] == 0
         assert s.steps[0].at == pytest.approx(0.3) and s.steps[0].target == "leader"
         assert s.expect, name
+    # What each source experiment must show (the 2018 outcomes), pinned so a reversed
+    # expectation in a catalogue file cannot pass unnoticed.
+    pinned = {name: scenarios[name].expectation_text() for name in SOURCE_SEVEN}
+    assert pinned == {
+        "acks0-kill-leader": "acked_lost > 0", "acks1-kill-leader": "acked > 0",
+        "acks1-kill-leader-10p": "acked > 0",
+        "acksall-kill-leader-10p": "acked_lost == 0 and acked > 0",
+        "acks1-isolate-leader": "acked_lost > 0",
+        "acksall-isolate-leader": "acked_lost == 0 and acked > 0",
+        "acks1-isolate-leader-zk": "acked_lost > 0",
+        "acksall-isolate-leader-zk": "acked_lost == 0 and acked > 0"}
     assert scenarios["unclean-election"].topic_config["unclean.leader.election.enable"] == "true"
     assert scenarios["unclean-election-off"].topic_config["unclean.leader.election.enable"] == "false"
     assert scenarios["slow-network"].needs == ("netem",)
@@ -104,3 +115,20 @@ def test_tables_show_rows_and_skips() -> None:
     md = markdown_table([ran, skipped]).splitlines()
     assert md[0].startswith("| scenario | acked |") and md[1].startswith("|---|---:")
     assert md[2].startswith("| acks1-isolate-leader | 100,000 | 40,731 | 59,269 |")
+
+
+def test_matrix_out_replaces_only_its_block(tmp_path: Path) -> None:
+    from kinspect.cli.scenario import MARK_END, MARK_START, write_table
+
+    doc = tmp_path / "README.md"
+    doc.write_text(f"intro\n{MARK_START}\nold table\n{MARK_END}\noutro\n")
+    write_table(doc, "new table")
+    assert doc.read_text() == f"intro\n{MARK_START}\nnew table\n{MARK_END}\noutro\n"
+    unmarked = tmp_path / "notes.md"
+    unmarked.write_text("my notes\n")
+    with pytest.raises(KinspectError, match="not overwriting"):
+        write_table(unmarked, "table")
+    assert unmarked.read_text() == "my notes\n"
+    fresh = tmp_path / "fresh.md"
+    write_table(fresh, "table")
+    assert fresh.read_text() == "table\n"

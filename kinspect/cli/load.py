@@ -92,7 +92,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     zookeeper = None if args.no_timeline else cluster.zookeeper
     summary = run_load(settings, args.run_dir, progress=None if args.json else _progress,
-                       zookeeper=zookeeper, expected_brokers=cluster.expected_brokers)
+                       zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
+                       zk_auth=list(cluster.zk_auth) or None)
     if args.json:
         print(json.dumps(summary))
         return 0

@@ -51,7 +51,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     finally:
         observer.stop()
     if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
-        raise KinspectError(f"cannot reach the cluster at {resolve_cluster(args).bootstrap}")
+        where = observer.admin.bootstrap if observer.admin else observer.zk.hosts
+        raise KinspectError(f"cannot reach the cluster at {where}")
     data = snapshot_to_json(snapshot)
     if args.topic:
         known = {t["name"] for t in data["topics"]}

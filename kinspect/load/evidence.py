@@ -22,11 +22,15 @@ SETTLE_MS = 60_000  # faults applied shortly before the run still explain it
 
 @contextmanager
 def recording_timeline(bootstrap: str, zookeeper: str | None, run_dir: Path,
-                       expected: Mapping[int, str] | None = None) -> Iterator[None]:
-    """Observe the cluster for the duration of a load run, appending events to timeline.jsonl."""
+                       expected: Mapping[int, str] | None = None,
+                       admin_config: Mapping[str, str] | None = None,
+                       zk_auth: list[tuple[str, str]] | None = None) -> Iterator[None]:
+    """Observe the cluster for the duration of a load run, appending events to timeline.jsonl.
+    It connects as the load does (SASL settings, ZooKeeper credentials of a profile)."""
     from kinspect.sources.observer import Observer
 
-    observer = Observer(bootstrap, zookeeper, expected_brokers=expected, run_dir=run_dir)
+    observer = Observer(bootstrap, zookeeper, expected_brokers=expected, run_dir=run_dir,
+                        admin_config=dict(admin_config or {}), zk_auth=zk_auth)
     try:
         observer.start()
     except KinspectError:

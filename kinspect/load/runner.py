@@ -64,7 +64,8 @@ def format_progress(totals: dict[str, Any], elapsed: float) -> str:
 
 def run_load(settings: LoadSettings, run_dir: Path,
              progress: Callable[[str], None] | None = None, zookeeper: str | None = None,
-             expected_brokers: Mapping[int, str] | None = None) -> dict[str, Any]:
+             expected_brokers: Mapping[int, str] | None = None,
+             zk_auth: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Run the workers to completion (or until stopped) and return the ledger summary.
 
     With a ZooKeeper address the cluster is observed meanwhile and its events land in
@@ -75,8 +76,8 @@ def run_load(settings: LoadSettings, run_dir: Path,
     prepare_run_dir(run_dir)
     settings.save(run_dir)
     started_at_ms = time.time_ns() // 1_000_000
-    observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers)
-                 if zookeeper else nullcontext())
+    observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers,
+                                    settings.extra, zk_auth) if zookeeper else nullcontext())
     with observing:
         summary = _run_workers(settings, run_dir, progress)
     summary["started_at_ms"] = started_at_ms

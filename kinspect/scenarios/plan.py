@@ -62,6 +62,9 @@ def resolve(target: str, zk: KazooClient, topic: str, remembered: dict[str, list
     return [target]
 
 
+STATS_POLL_S = 0.2  # the producers publish their stats once a second; no need to read faster
+
+
 @dataclass
 class PlanLog:
     """What the plan did, with wall-clock times, for the result row and the report."""
@@ -124,7 +127,7 @@ class FaultPlan(threading.Thread):
         while self._acked() < goal:
             if self.load_done.is_set():
                 return False
-            time.sleep(0.05)
+            time.sleep(STATS_POLL_S)
         return True
 
     def _hold(self, seconds: float) -> None:

@@ -22,12 +22,11 @@ from kinspect.lab.state import LabState
 from kinspect.lab.topics import create_topics
 from kinspect.load.evidence import collect_lab_evidence, recording_timeline
 from kinspect.load.runner import run_load
-from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import verify
 from kinspect.paths import kinspect_home
 from kinspect.scenarios import probes
 from kinspect.scenarios.plan import FaultPlan, PlanLog, partition_state
-from kinspect.scenarios.spec import Scenario
+from kinspect.scenarios.spec import METRICS, Scenario
 
 Say = Callable[[str], None]
 RESULT_FILE = "scenario.json"
@@ -75,12 +74,6 @@ def _full_isr(zk: KazooClient, scenario: Scenario) -> bool:
     return True
 
 
-def load_settings(scenario: Scenario, bootstrap: str) -> LoadSettings:
-    load = dict(scenario.load)
-    extra = {str(k): str(v) for k, v in load.pop("extra", {}).items()}
-    return LoadSettings(topic=scenario.topic, bootstrap=bootstrap, extra=extra, **load)
-
-
 def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
     """From the first fault to the first leader the observer saw elected after it."""
     if fault_ts is None:
@@ -95,16 +88,15 @@ def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
 def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, Any],
                log: PlanLog, probe: dict[str, int], plan_error: str | None) -> dict[str, Any]:
     row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
-    for key in ("acked", "in_log", "acked_lost", "unacked_present", "duplicates", "failed",
-                "unknown", "no_leader_ms", "unavailable_ms"):
-        row[key] = report.get(key)
+    for key in METRICS:  # consumed_during_fault comes from the probe, when there is one
+        if key != "consumed_during_fault":
+            row[key] = report.get(key)
     row["failed_by_error"] = summary.get("failed_by_error", {})
     row["failover_ms"] = failover_ms(report, log.first_fault_ms)
     row.update(probe)
-    held = [c for c in scenario.expect if c.holds(row)]
     row["expectation"] = scenario.expectation_text()
-    row["expectation_failed"] = [str(c) for c in scenario.expect if c not in held]
-    row["expectation_met"] = len(held) == len(scenario.expect) and plan_error is None
+    row["expectation_failed"] = [str(c) for c in scenario.expect if not c.holds(row)]
+    row["expectation_met"] = not row["expectation_failed"] and plan_error is None
     row["faults"] = log.entries
     row["notes"] = [*log.skipped, *([plan_error] if plan_error else [])]
     row["explanation"] = report.get("explanation", "")
@@ -155,7 +147,7 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     _wait(lambda: _full_isr(zk, scenario), 90, f"a full ISR on {scenario.topic}")
     if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
         raise KinspectError("the consumer group never got an assignment before the fault")
-    settings = load_settings(scenario, bootstrap)
+    settings = scenario.load_settings(bootstrap)
     probe_result: dict[str, int] = {}
 
     count = probes.group_count if scenario.consumer_group else probes.read_count

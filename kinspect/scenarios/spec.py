@@ -17,6 +17,7 @@ from typing import Any
 
 from kinspect.errors import KinspectError
 from kinspect.lab import presets
+from kinspect.load.runsettings import LoadSettings
 
 ACTIONS = ("kill", "stop", "start", "pause", "resume", "isolate", "isolate-zk",
            "isolate-brokers", "heal", "slow", "unslow")
@@ -82,6 +83,12 @@ class Scenario:
 
     def expectation_text(self) -> str:
         return " and ".join(str(c) for c in self.expect) or "-"
+
+    def load_settings(self, bootstrap: str) -> LoadSettings:
+        """The [load] table as the load generator's settings."""
+        load = dict(self.load)
+        extra = {str(k): str(v) for k, v in load.pop("extra", {}).items()}
+        return LoadSettings(topic=self.topic, bootstrap=bootstrap, extra=extra, **load)
 
 
 _LOAD_KEYS = {"acks": str, "count": int, "rate": float, "producers": int, "size": int,
@@ -186,7 +193,7 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         raise _fail(path, "needs may only list \"netem\"")
     consumer = _table(data, "consumer", path)
     _only(consumer, {"group"}, "[consumer]", path)
-    return Scenario(
+    scenario = Scenario(
         name=data["name"], title=data["title"].strip(), why=" ".join(data["why"].split()),
         source=str(data.get("source", "")), preset=preset, brokers=brokers,
         broker_config=_strings(_table(lab, "broker_config", path), "lab.broker_config", path),
@@ -197,6 +204,11 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         steps=tuple(_step(raw, i, path) for i, raw in enumerate(steps)),
         expect=tuple(parse_condition(k, v, path) for k, v in expect.items()),
         needs=tuple(needs), path=path)
+    try:  # the load generator's own rules (acks, idempotence needs acks=all, ...), before any lab
+        scenario.load_settings("").validate()
+    except KinspectError as exc:
+        raise _fail(path, f"[load]: {exc}") from None
+    return scenario
 
 
 def read(path: Path) -> Scenario:

@@ -8,6 +8,7 @@ sees a new leader within milliseconds of ZooKeeper's notification instead of at 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -83,9 +84,24 @@ class ZooKeeperSource:
             since = self._suspended_since
         if since is None or time.monotonic() - since < after_s:
             return False
-        old = self._zk
         with self._lock:
             self._suspended_since = time.monotonic()  # not again before after_s more
+        fresh = self._new_client()
+        fresh.add_listener(self._session_changed)
+        try:
+            fresh.start(timeout=5.0)
+        except Exception:  # still unreachable: keep the old client (and its view) retrying
+            with contextlib.suppress(Exception):
+                fresh.stop()
+                fresh.close()
+            return False
+        # Only now, with a session in hand, is the old view thrown away and built anew.
+        old, self._zk = self._zk, fresh
+        with contextlib.suppress(Exception):  # the old client is being thrown away either way
+            old.remove_listener(self._session_changed)
+            old.stop()
+            old.close()
+        with self._lock:
             self._controller = self._controller_epoch = None
             self._brokers.clear()
             self._assignments.clear()
@@ -93,19 +109,7 @@ class ZooKeeperSource:
             self._watched_brokers.clear()
             self._watched_topics.clear()
             self._watched_partitions.clear()
-        try:
-            old.remove_listener(self._session_changed)
-            old.stop()
-            old.close()
-        except Exception:  # the old client is being thrown away either way
-            pass
-        self._zk = self._new_client()
-        try:
-            self.start(timeout=5.0)
-        except KinspectError:
-            with self._lock:
-                self._session = "suspended"
-            return False
+        self._watch()
         return True
 
     def start(self, timeout: float = 10.0) -> None:
@@ -116,6 +120,10 @@ class ZooKeeperSource:
         except Exception:
             self._zk.stop()
             raise KinspectError(f"cannot reach ZooKeeper at {self.hosts}") from None
+        self._watch()
+
+    def _watch(self) -> None:
+        """Connected: read everything once and watch it from now on."""
         with self._lock:
             self._session = "connected"
             self._suspended_since = None

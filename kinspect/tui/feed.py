@@ -125,7 +125,6 @@ class LiveFeed(Feed):
         self.lab_backed, self.expected, self.title = lab_backed, dict(expected or {}), title
         self._stop = threading.Event()
         self._load_dir: Path | None = None
-        self._observer: Any = None
 
     def watch_load(self, run_dir: Path | None) -> None:
         self._load_dir = run_dir
@@ -145,24 +144,26 @@ class LiveFeed(Feed):
                 post(SnapshotArrived(snapshot, events, mailbox))
 
         observer.subscribe(deliver)
-        self._observer = observer
         try:
             observer.start()
         except KinspectError as exc:
+            observer.stop()
             post(FeedFailed(str(exc)))
             return
         since = now_ms()
-        while not self._stop.wait(1.0):
-            lab = _lab_state() if self.lab_backed else None
-            faults = journal.read(since_ms=since) if self.lab_backed else []
-            if faults:
-                since = int(faults[-1]["ts"]) + 1
-            post(LabArrived(lab, faults, _load_status(self._load_dir)))
+        try:
+            while not self._stop.wait(1.0):
+                lab = _lab_state() if self.lab_backed else None
+                faults = journal.read(since_ms=since) if self.lab_backed else []
+                if faults:
+                    since = int(faults[-1]["ts"]) + 1
+                post(LabArrived(lab, faults, _load_status(self._load_dir)))
+        finally:
+            observer.stop()  # here, in the feed's thread: it joins threads and closes sockets
 
     def stop(self) -> None:
+        """Called from the event loop (on unmount): only asks; the feed's thread stops the rest."""
         self._stop.set()
-        if self._observer is not None:
-            self._observer.stop()
 
 
 def _lab_state() -> LabState | None:

@@ -69,6 +69,8 @@ def test_minimal_scenario_gets_defaults() -> None:
     (minimal(expect={"acked_lost": "lots"}), "write e.g."),
     (minimal(expect={"happiness": "> 0"}), "unknown metric"),
     (minimal(lab={"preset": "ancient"}), "preset must be one of"),
+    (minimal(load={"acks": "2"}), r"\[load\]: --acks must be 0, 1 or all"),
+    (minimal(load={"acks": "1", "idempotent": True}), "idempotent needs --acks all"),
     ({"name": "x"}, "title is required"),
 ])
 def test_bad_scenarios_are_one_line_errors(data: dict[str, object], message: str) -> None:
@@ -132,3 +134,21 @@ def test_matrix_out_replaces_only_its_block(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.md"
     write_table(fresh, "table")
     assert fresh.read_text() == "table\n"
+
+
+def test_a_result_row_holds_only_what_was_measured_and_planned() -> None:
+    from kinspect.scenarios.plan import PlanLog
+    from kinspect.scenarios.runner import failover_ms, result_row
+
+    scenario = find("acks1-isolate-leader")  # expects acked_lost > 0
+    report = {"acked": 100, "in_log": 60, "acked_lost": 40, "explanation": "why",
+              "timeline": [{"kind": "leader_changed", "ts": 1_500, "source": "observer",
+                            "new": 2}]}
+    log = PlanLog(first_fault_ms=1_000)
+    row = result_row(scenario, report, {}, log, {}, None)
+    assert row["expectation_met"] is True and row["expectation_failed"] == []
+    assert row["acked_lost"] == 40 and row["failover_ms"] == 500 == failover_ms(report, 1_000)
+    assert result_row(scenario, report, {}, log, {}, "the plan failed")["expectation_met"] is False
+    unmeasured = result_row(scenario, {"acked": 100}, {}, log, {}, None)
+    assert unmeasured["expectation_met"] is False
+    assert unmeasured["expectation_failed"] == ["acked_lost > 0"]

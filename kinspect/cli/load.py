@@ -50,6 +50,7 @@ def register(commands: Any) -> None:
     run.add_argument("--linger-ms", type=int, help="linger.ms")
     run.add_argument("--run-dir", type=Path, required=True, help="where the ledger goes")
     run.add_argument("--json", action="store_true", help="one JSON summary object on stdout")
+    run.add_argument("--origin", default="load", choices=["load", "tui"], help=argparse.SUPPRESS)
     run.add_argument("--no-timeline", action="store_true",
                      help="do not observe the cluster into RUN_DIR/timeline.jsonl")
     add_cluster_arguments(run)
@@ -93,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     zookeeper = None if args.no_timeline else cluster.zookeeper
     summary = run_load(settings, args.run_dir, progress=None if args.json else _progress,
                        zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
-                       zk_auth=list(cluster.zk_auth) or None)
+                       zk_auth=list(cluster.zk_auth) or None, origin=args.origin)
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -133,36 +134,28 @@ def cmd_slow(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from kinspect.load.evidence import collect_lab_evidence
-    from kinspect.load.verify import verify
+    from kinspect.load.runsettings import LoadSettings
+    from kinspect.postmortem.finish import verify_run
 
     cluster = resolve_cluster(args)
-    reads = verify(cluster.bootstrap, args.topic, args.run_dir, timeout_s=args.timeout,
-                   progress=None if args.json else _progress, config=cluster.kafka)
-    total = sum(r.records for r in reads)
-    lab = cluster.lab
-    kept = collect_lab_evidence(args.run_dir, lab, _run_started_ms(args.run_dir)) if lab else []
+    topic = LoadSettings.load(args.run_dir).topic if args.run_dir.is_dir() else args.topic
+    if topic != args.topic:
+        raise KinspectError(f"{args.run_dir} is a run on {topic!r}, not {args.topic!r}")
+    verified = verify_run(args.run_dir, cluster.bootstrap, cluster.kafka, cluster.lab,
+                          None if args.json else _progress, timeout_s=args.timeout)
+    reads, total = verified.reads, sum(r.records for r in verified.reads)
     if args.json:
-        print(json.dumps({"topic": args.topic, "in_log": total, "partitions": [
+        print(json.dumps({"topic": args.topic, "in_log": total, "warnings": verified.warnings,
+                          "partitions": [
             {"partition": r.partition, "log_start": r.log_start,
              "high_watermark": r.high_watermark, "records": r.records} for r in reads]}))
         return 0
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     for read in reads:
         print(f"{args.topic}-{read.partition}: {read.records:,} records "
               f"(offsets {read.log_start:,}..{read.high_watermark:,})")
     print(f"final log: {total:,} records in {args.run_dir / 'final_log'}")
-    if kept:
-        print("kept for the post-mortem: " + ", ".join(kept))
+    if verified.kept:
+        print("kept for the post-mortem: " + ", ".join(verified.kept))
     return 0
-
-
-def _run_started_ms(run_dir: Path) -> int:
-    """When the load began: from its summary, else the settings file it wrote first."""
-    summary = run_dir / "summary.json"
-    if summary.exists():
-        try:
-            return int(json.loads(summary.read_text()).get("started_at_ms", 0))
-        except (ValueError, AttributeError):
-            pass
-    settings = run_dir / "settings.json"
-    return int(settings.stat().st_mtime * 1000) if settings.exists() else 0

@@ -6,6 +6,7 @@ whether the broker is a JVM in a network namespace or a container.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import uuid
 from abc import ABC, abstractmethod
@@ -24,6 +25,7 @@ from kinspect.lab.readiness import (
     wait_registration_gone,
     write_lab_mark,
 )
+from kinspect.lab.replicas import keep_replicas
 from kinspect.lab.state import LabState, NodeRecord, lab_lock, load_state, save_state
 
 Progress = Callable[[str], None]
@@ -169,7 +171,11 @@ class LabBackend(ABC):
         self._act(node, {"running"}, "paused", "pause", self._pause)
 
     def resume(self, node: str) -> None:
-        self._act(node, {"paused"}, "running", "resume", self._resume)
+        def resume(state: LabState, record: NodeRecord) -> None:
+            self._keep_replicas(state, f"resume-{node}")
+            self._resume(state, record)
+
+        self._act(node, {"paused"}, "running", "resume", resume)
 
     def stop(self, node: str) -> None:
         self._act(node, {"running", "paused"}, "stopped", "stop", self._stop)
@@ -180,6 +186,7 @@ class LabBackend(ABC):
             record = self._node(state, node)
             if record.state in {"running", "paused"}:
                 raise KinspectError(f"{node} is already {record.state}")
+            self._keep_replicas(state, f"start-{node}")
             if record.broker_id is not None and state.zookeeper.state == "running":
                 # As a real restart would: the old session's registration must be gone first.
                 session_ms = int(state.broker_config.get("zookeeper.session.timeout.ms", "18000"))
@@ -230,6 +237,8 @@ class LabBackend(ABC):
         with lab_lock(self.root):
             state = self._require_network_faults()
             blocked = topology.blocked_pairs([n.name for n in state.nodes], groups, clients_with)
+            if state.groups:  # a new partition may reconnect what the old one cut
+                self._keep_replicas(state, "repartition")
             self._apply(state, blocked)
             state.groups = [list(g) for g in groups]
             state.clients_with = clients_with
@@ -243,10 +252,17 @@ class LabBackend(ABC):
     def heal(self) -> None:
         with lab_lock(self.root):
             state = self._require_network_faults()
+            if state.groups:
+                self._keep_replicas(state, "heal")
             self._apply(state, set())
             state.groups, state.clients_with = [], None
             save_state(state, self.root)
             journal.record("heal", state.lab_id, detail="all partitions removed", root=self.root)
+
+    def _keep_replicas(self, state: LabState, reason: str) -> None:
+        """Before a broker can come back and truncate: keep what every replica holds."""
+        with contextlib.suppress(OSError):  # evidence is best effort; the fault must go on
+            keep_replicas(self.root, state, reason)
 
     def _apply(self, state: LabState, blocked: set[frozenset[str]]) -> None:
         """Every node's rules at once, so a partition starts (and heals) everywhere together."""

@@ -142,11 +142,20 @@ class DockerBackend(LabBackend):
             environment={"KINSPECT_LAB": state.lab_id, "KINSPECT_NODE": node.name,
                          "KINSPECT_HEAP": ZK_HEAP if is_zk else BROKER_HEAP,
                          "KINSPECT_JVM_OPTS": " ".join(JVM_FLAGS)},
-            host_config=api.create_host_config(network_mode=f"container:{node.container}-net"))
+            host_config=api.create_host_config(
+                network_mode=f"container:{node.container}-net",
+                binds={str(self._data_dir(node)): {"bind": str(IN_CONTAINER), "mode": "rw"}}))
         config = (render_zookeeper(node, IN_CONTAINER) if is_zk
                   else render_broker(node, state, IN_CONTAINER))
         api.put_archive(created["Id"], "/kinspect/conf", _tar({f"{node.role}.properties": config}))
         self._start(state, node)
+
+    def _data_dir(self, node: NodeRecord) -> Path:
+        """The node's data lives on this machine, as a process lab's does: it outlives the
+        container like a disk, and the replica snapshots read segments from it directly."""
+        path = node_dir(self.root, node.name) / "data"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     @engine_errors
     def _teardown(self, state: LabState, progress: Progress) -> None:

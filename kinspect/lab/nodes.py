@@ -16,7 +16,8 @@ from kinspect.lab.state import LabState, NodeRecord
 ZK_HEAP = "128m"
 BROKER_HEAP = "384m"
 
-# Small, quiet JVMs: 2 cores have to carry ZooKeeper, three brokers and the tools.
+# Small, quiet JVMs: 2 cores have to carry ZooKeeper, three brokers and the tools. Both backends
+# use these; every node logs in UTC, which is how the post-mortem reads broker-log stamps.
 JVM_FLAGS = [
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
@@ -25,6 +26,7 @@ JVM_FLAGS = [
     "-XX:CICompilerCount=2",
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",
+    "-Duser.timezone=UTC",
 ]
 
 

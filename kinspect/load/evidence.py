@@ -1,7 +1,8 @@
 """Evidence for the post-mortem, kept in the run dir next to the ledger.
 
 A run dir must explain itself after the lab is gone: the observer's timeline is recorded while
-load runs, and `verify` copies the fault journal and the brokers' logs in beside the final log.
+load runs, and `verify` copies the fault journal, the brokers' logs and the replica snapshots
+(segment files kept before a broker could truncate) in beside the final log.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 
 from kinspect.errors import KinspectError
 from kinspect.lab import journal, open_backend
+from kinspect.lab.replicas import snapshots_between
 from kinspect.lab.state import LabState
+from kinspect.load.rundir import BROKER_LOGS_DIR, FAULTS_FILE, REPLICAS_DIR
 
 BROKER_LOGS = ("server.log", "controller.log", "state-change.log")
-SETTLE_MS = 60_000  # faults applied shortly before the run still explain it
 
 
 @contextmanager
@@ -43,21 +45,33 @@ def recording_timeline(bootstrap: str, zookeeper: str | None, run_dir: Path,
         observer.stop()
 
 
-def collect_lab_evidence(run_dir: Path, lab: LabState, since_ms: int) -> list[str]:
-    """Copy the fault journal (entries since the run began) and broker logs; return what was kept."""
+def collect_lab_evidence(run_dir: Path, lab: LabState, window: tuple[int, int],
+                         topic: str) -> list[str]:
+    """Copy what explains the run, cut to its window: the faults applied from its start to the
+    end of verify, the brokers' logs, and the replica snapshots of its topic taken meanwhile."""
+    start, end = window
     kept: list[str] = []
-    entries = [e for e in journal.read(since_ms=since_ms - SETTLE_MS) if e.get("lab_id") == lab.lab_id]
-    (run_dir / "faults.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
-    kept.append(f"faults.jsonl ({len(entries)} faults)")
+    entries = [e for e in journal.read(since_ms=start)
+               if e.get("lab_id") == lab.lab_id and int(e.get("ts", 0)) <= end]
+    (run_dir / FAULTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    kept.append(f"{FAULTS_FILE} ({len(entries)} faults)")
     backend = open_backend(lab.backend)
     for broker in lab.brokers:
         source = backend.broker_log_dir(broker.name)  # a docker lab copies them out first
         if source is None:
             continue
-        target = run_dir / "broker-logs" / broker.name
+        target = run_dir / BROKER_LOGS_DIR / broker.name
         target.mkdir(parents=True, exist_ok=True)
         for name in BROKER_LOGS:
             for path in sorted(source.glob(name + "*")):
                 shutil.copy2(path, target / path.name)
-        kept.append(f"broker-logs/{broker.name}")
+        kept.append(f"{BROKER_LOGS_DIR}/{broker.name}")
+    snapshots = snapshots_between(backend.root, start, end)
+    for snapshot in snapshots:
+        for part in sorted(snapshot.glob(f"*/{topic}-*")):
+            if part.name[len(topic) + 1:].isdigit():
+                shutil.copytree(part, run_dir / REPLICAS_DIR / snapshot.name / part.parent.name
+                                / part.name, dirs_exist_ok=True)
+    if snapshots:
+        kept.append(f"{REPLICAS_DIR} ({len(snapshots)} snapshots of {topic}'s replicas)")
     return kept

@@ -3,7 +3,9 @@
 Each flush writes a new chunk to a temp name, fsyncs it, renames it into place and fsyncs the
 directory, so a SIGKILL at any instant leaves only complete files and loses at most the
 reports since the last flush. Messages handed to the client but never reported are recovered
-from each chunk's `kinspect.sent_upto` metadata and counted as unknown.
+from each chunk's `kinspect.sent_upto` metadata and counted as unknown; a chunk is written
+whenever `sent_upto` moved, even with no report to record (a paused leader answers nothing).
+Ids are `<run>-<producer>-<seq>`: the run id keeps a topic used twice from mixing two runs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from kinspect.load.rundir import id_prefix
 
 FLUSH_EVERY_MS = 500
 FLUSH_EVERY_ROWS = 50_000
@@ -36,12 +40,13 @@ def ledger_dir(run_dir: Path) -> Path:
 class LedgerWriter:
     """Column buffers on the hot path; Arrow and Parquet only at flush time."""
 
-    def __init__(self, run_dir: Path, producer: int, topic: str, acks: str) -> None:
+    def __init__(self, run_dir: Path, producer: int, topic: str, acks: str, run_id: str = "") -> None:
         self.dir = ledger_dir(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.producer, self.topic, self.acks = producer, topic, acks
+        self.producer, self.topic, self.acks, self.run_id = producer, topic, acks, run_id
         self.chunk = 0
         self.sent_upto = -1
+        self.written_upto = -1  # sent_upto as the last chunk on disk says it
         self.last_flush_ms = 0
         self._reset()
 
@@ -75,10 +80,10 @@ class LedgerWriter:
 
     def flush(self, now_ms: int = 0) -> None:
         self.last_flush_ms = now_ms
-        if not self.seq and self.chunk > 0:
+        if not self.seq and self.chunk > 0 and self.sent_upto == self.written_upto:
             return
         n = len(self.seq)
-        prefix = f"{self.producer}-"
+        prefix = id_prefix(self.run_id, self.producer)
         table = pa.table({
             "id": pa.array([prefix + str(s) for s in self.seq], pa.string()),
             "producer": pa.array([self.producer] * n, pa.int32()),
@@ -93,7 +98,7 @@ class LedgerWriter:
             "ack_ts": pa.array(self.ack_ts, pa.int64()),
         }, schema=LEDGER_SCHEMA).replace_schema_metadata({
             "kinspect.sent_upto": str(self.sent_upto), "kinspect.acks": self.acks,
-            "kinspect.topic": self.topic})
+            "kinspect.topic": self.topic, "kinspect.run": self.run_id})
         final = self.dir / f"p{self.producer:03d}-{self.chunk:06d}.parquet"
         tmp = self.dir / f".p{self.producer:03d}-{self.chunk:06d}.tmp"
         with open(tmp, "wb") as handle:
@@ -107,6 +112,7 @@ class LedgerWriter:
         finally:
             os.close(fd)
         self.chunk += 1
+        self.written_upto = self.sent_upto
         self._reset()
 
     def close(self, in_flight: Iterable[tuple[int, int]]) -> None:
@@ -123,7 +129,7 @@ def read_ledger(run_dir: Path) -> pa.Table:
         return LEDGER_SCHEMA.empty_table()
     tables: list[pa.Table] = []
     sent_upto: dict[int, int] = {}
-    topic = ""
+    topic = run_id = ""
     for path in files:
         table = pq.read_table(path, schema=LEDGER_SCHEMA)
         meta = pq.read_schema(path).metadata or {}
@@ -131,6 +137,7 @@ def read_ledger(run_dir: Path) -> pa.Table:
         upto = int(meta.get(b"kinspect.sent_upto", b"-1"))
         sent_upto[producer] = max(sent_upto.get(producer, -1), upto)
         topic = meta.get(b"kinspect.topic", b"").decode() or topic
+        run_id = meta.get(b"kinspect.run", b"").decode() or run_id
         tables.append(table)
     ledger = pa.concat_tables(tables)
     missing = []
@@ -138,14 +145,14 @@ def read_ledger(run_dir: Path) -> pa.Table:
         seqs = pc.filter(ledger["seq"], pc.equal(ledger["producer"], producer)).to_numpy()
         absent = np.setdiff1d(np.arange(upto + 1, dtype=np.int64), seqs)
         if len(absent):
-            missing.append(_unknown_rows(producer, absent, topic))
+            missing.append(_unknown_rows(run_id, producer, absent, topic))
     return pa.concat_tables([ledger, *missing]) if missing else ledger
 
 
-def _unknown_rows(producer: int, seqs: Any, topic: str) -> pa.Table:
+def _unknown_rows(run_id: str, producer: int, seqs: Any, topic: str) -> pa.Table:
     n = len(seqs)
-    ids = pc.binary_join_element_wise(pa.array([str(producer)] * n),
-                                      pc.cast(pa.array(seqs), pa.string()), "-")
+    ids = pc.binary_join_element_wise(pa.array([id_prefix(run_id, producer)] * n),
+                                      pc.cast(pa.array(seqs), pa.string()), "")
     return pa.table({
         "id": ids, "producer": pa.array([producer] * n, pa.int32()),
         "seq": pa.array(seqs, pa.int64()), "topic": pa.array([topic] * n, pa.string()),

@@ -6,6 +6,7 @@ stop`) can stop it with SIGTERM; the workers then record what is still in flight
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -23,10 +24,9 @@ from confluent_kafka.admin import AdminClient
 from kinspect.errors import KinspectError
 from kinspect.load.evidence import recording_timeline
 from kinspect.load.ledger import ledger_summary, read_ledger
+from kinspect.load.rundir import LEDGER_DIR, PID_FILE, SUMMARY_FILE, WORKERS_FILE, begin_run, mark, now_ms
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
-
-PID_FILE = "load.pid"
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
@@ -48,7 +48,7 @@ def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
 
 def prepare_run_dir(run_dir: Path) -> None:
     """A fresh run dir, or an empty one: never mix two runs' ledgers (nothing is overwritten)."""
-    if (run_dir / "ledger").exists() and any((run_dir / "ledger").iterdir()):
+    if (run_dir / LEDGER_DIR).exists() and any((run_dir / LEDGER_DIR).iterdir()):
         raise KinspectError(f"{run_dir} already holds a ledger; use a new --run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -65,23 +65,27 @@ def format_progress(totals: dict[str, Any], elapsed: float) -> str:
 def run_load(settings: LoadSettings, run_dir: Path,
              progress: Callable[[str], None] | None = None, zookeeper: str | None = None,
              expected_brokers: Mapping[int, str] | None = None,
-             zk_auth: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+             zk_auth: list[tuple[str, str]] | None = None, origin: str = "load") -> dict[str, Any]:
     """Run the workers to completion (or until stopped) and return the ledger summary.
 
-    With a ZooKeeper address the cluster is observed meanwhile and its events land in
-    RUN_DIR/timeline.jsonl, so the post-mortem can explain what the ledger shows.
+    The run gets its id here (RUN_DIR/run.json); every message carries it. With a ZooKeeper
+    address the cluster is observed meanwhile and its events land in RUN_DIR/timeline.jsonl,
+    so the post-mortem can explain what the ledger shows.
     """
     settings.validate()
     check_topic(settings.bootstrap, settings.topic, config=settings.extra)
     prepare_run_dir(run_dir)
+    info = begin_run(run_dir, settings.topic, origin)
+    settings = dataclasses.replace(settings, run_id=info.run_id)
     settings.save(run_dir)
-    started_at_ms = time.time_ns() // 1_000_000
     observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers,
                                     settings.extra, zk_auth) if zookeeper else nullcontext())
     with observing:
         summary = _run_workers(settings, run_dir, progress)
-    summary["started_at_ms"] = started_at_ms
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    ended = mark(run_dir, load_ended_at_ms=now_ms())
+    summary.update(run_id=info.run_id, started_at_ms=info.started_at_ms,
+                   ended_at_ms=ended.load_ended_at_ms if ended else None)
+    (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
     return summary
 
 
@@ -91,7 +95,7 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
     workers = [subprocess.Popen([sys.executable, "-m", "kinspect.load.worker", "--run-dir",
                                  str(run_dir), "--producer", str(p)], stdin=subprocess.DEVNULL)
                for p in range(settings.producers)]
-    (run_dir / "workers.json").write_text(json.dumps([w.pid for w in workers]))
+    (run_dir / WORKERS_FILE).write_text(json.dumps([w.pid for w in workers]))
     stopping = False
 
     def stop(*_args: Any) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-
-SETTINGS_FILE = "settings.json"
+from kinspect.load.rundir import SETTINGS_FILE
 
 
 @dataclass(frozen=True)
@@ -30,6 +29,7 @@ class LoadSettings:
     max_in_flight: int | None = None
     linger_ms: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    run_id: str = ""  # set by run_load: every message value starts with `<run>-<producer>-<seq>|`
 
     def validate(self) -> None:
         if self.acks not in {"0", "1", "all", "-1"}:

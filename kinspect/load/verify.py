@@ -1,8 +1,9 @@
 """`kinspect verify`: read the final log back by identity (the rule Kafka's system tests use).
 
 Every partition is read from its log start to its high watermark with a fresh consumer that
-joins no group and commits nothing; each record's id, offset, batch leader epoch and timestamp
-go to RUN_DIR/final_log/part-NNNN.parquet for the post-mortem.
+joins no group and commits nothing; each record's run, id, offset, batch leader epoch and
+timestamp go to RUN_DIR/final_log/part-NNNN.parquet for the post-mortem, which keeps the run's
+own records and counts the others (a topic used by several runs holds them all).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kinspect.errors import KinspectError
+from kinspect.load.rundir import FINAL_LOG_DIR, id_prefix, parse_message_id
 
 FINAL_LOG_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
     ("id", pa.string()), ("producer", pa.int32()), ("seq", pa.int64()),
-    ("leader_epoch", pa.int32()), ("timestamp", pa.int64()),
+    ("leader_epoch", pa.int32()), ("timestamp", pa.int64()), ("run", pa.string()),
 ])
 
 
@@ -43,21 +45,24 @@ class _Columns:
         self.seq: list[int | None] = []
         self.epoch: list[int | None] = []
         self.ts: list[int] = []
+        self.run: list[str | None] = []
 
     def add(self, offset: int, value: bytes | None, epoch: int | None, ts: int) -> None:
         self.offset.append(offset)
         self.epoch.append(epoch if epoch is not None and epoch >= 0 else None)
         self.ts.append(ts)
-        ident = value.split(b"|", 1)[0] if value and b"|" in value else None
-        producer, _, seq = (ident or b"").partition(b"-")
-        if ident and producer.isdigit() and seq.isdigit():
-            self.id.append(ident.decode())
-            self.producer.append(int(producer))
-            self.seq.append(int(seq))
-        else:
+        ident = parse_message_id(value)
+        if ident is None:  # not written by kinspect: a foreign record
             self.id.append(None)
             self.producer.append(None)
             self.seq.append(None)
+            self.run.append(None)
+            return
+        run, producer, seq = ident
+        self.id.append(id_prefix(run or "", producer) + str(seq))
+        self.producer.append(producer)
+        self.seq.append(seq)
+        self.run.append(run)
 
     def table(self, topic: str, partition: int) -> pa.Table:
         n = len(self.offset)
@@ -70,6 +75,7 @@ class _Columns:
             "seq": pa.array(self.seq, pa.int64()),
             "leader_epoch": pa.array(self.epoch, pa.int32()),
             "timestamp": pa.array(self.ts, pa.int64()),
+            "run": pa.array(self.run, pa.string()),
         }, schema=FINAL_LOG_SCHEMA)
 
 
@@ -92,6 +98,7 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "isolation.level": "read_uncommitted",
+        "auto.offset.reset": "earliest",  # a log start that moved under us: read from the start
         "enable.partition.eof": True,
         "socket.timeout.ms": 10000,
     })
@@ -154,7 +161,7 @@ def _read_all(consumer: Consumer, topic: str, ranges: dict[int, tuple[int, int]]
         if progress and time.monotonic() - last_report > 1.0:
             progress(f"read {seen:,} of {total:,} records")
             last_report = time.monotonic()
-    out = run_dir / "final_log"
+    out = run_dir / FINAL_LOG_DIR
     out.mkdir(parents=True, exist_ok=True)
     reads = []
     for partition, (low, high) in sorted(ranges.items()):

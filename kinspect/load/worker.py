@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 
 from kinspect.load.ledger import LedgerWriter
+from kinspect.load.rundir import id_prefix
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import StatsPublisher
 
@@ -32,7 +33,7 @@ class Worker:
         self.settings = settings
         self.id = producer_id
         self.stopping = False
-        self.prefix = f"{producer_id}-".encode()
+        self.prefix = id_prefix(settings.run_id, producer_id).encode()
         self.pad = b"x" * settings.size
         self.send_ts: list[int] = []
         self.reported = bytearray()
@@ -41,7 +42,8 @@ class Worker:
                                   **settings.to_producer_config()}
         config["on_delivery"] = self._on_delivery
         self.producer = Producer(config)
-        self.ledger = LedgerWriter(run_dir, producer_id, settings.topic, settings.acks)
+        self.ledger = LedgerWriter(run_dir, producer_id, settings.topic, settings.acks,
+                                   settings.run_id)
         self.stats = StatsPublisher(run_dir, producer_id)
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:

@@ -11,7 +11,8 @@ from kinspect.errors import KinspectError
 from kinspect.postmortem import report as rep
 from kinspect.postmortem import timeline as tl
 from kinspect.postmortem.brokerlogs import read_broker_logs
-from kinspect.postmortem.inputs import load_inputs, run_window
+from kinspect.postmortem.inputs import evidence_window, load_inputs, run_window
+from kinspect.postmortem.leadership import leaderships
 
 __all__ = ["run_postmortem"]
 
@@ -28,11 +29,15 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     say = progress or (lambda _line: None)
     inputs = load_inputs(run_dir)
     out = out or run_dir / "postmortem"
-    first_send, last_ack = run_window(inputs)
-    fault = tl.main_fault(inputs.faults, first_send, last_ack)
-    log_events = read_broker_logs(inputs.broker_logs, inputs.topic)
+    out.mkdir(parents=True, exist_ok=True)
+    start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
+    fault = tl.main_fault(inputs.faults, start, end)
+    log_events = [e for e in read_broker_logs(inputs.broker_logs, inputs.topic)
+                  if (start is None or e["ts"] >= start) and (end is None or e["ts"] <= end)]
     if inputs.broker_logs:
         say(f"broker logs: {len(log_events):,} relevant lines from {len(inputs.broker_logs)} nodes")
+    history = [h.row() for h in leaderships([*(inputs.timeline or []), *log_events], inputs.topic)]
+    held_path = _held_table(inputs, out, say)
 
     from kinspect.postmortem import job
 
@@ -46,7 +51,7 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
                 raise KinspectError(f"cannot start Spark ({master}): {_first_line(exc)}") from None
         try:
             results = _run_queries(spark, inputs, int(fault["ts"]) if fault else None, say,
-                                   epoch_starts(log_events, inputs.topic))
+                                   history, held_path)
         finally:
             if own:
                 spark.stop()
@@ -77,20 +82,24 @@ def _first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def epoch_starts(log_events: list[dict[str, Any]], topic: str) -> list[tuple[int, int, int, int]]:
-    """(partition, epoch, start offset, ts) from the leaders' own log lines."""
-    prefix = f"{topic}-"
-    out = []
-    for e in log_events:
-        name = str(e.get("partition") or "")
-        if e.get("kind") == "log_leader_start" and name.startswith(prefix) \
-                and name[len(prefix):].isdigit() and e.get("offset") is not None:
-            out.append((int(name[len(prefix):]), int(e["epoch"]), int(e["offset"]), int(e["ts"])))
-    return out
+def _held_table(inputs: Any, out: Path, say: Callable[[str], None]) -> Path | None:
+    """The kept replica snapshots as a Parquet table for Spark (None when none were kept)."""
+    if not inputs.replica_snapshots:
+        return None
+    import pyarrow.parquet as pq
+
+    from kinspect.postmortem.segments import read_snapshots
+
+    held = read_snapshots(inputs.replica_snapshots, inputs.topic)
+    table = held.table()
+    say(f"replica snapshots: {len(inputs.replica_snapshots)}, {table.num_rows:,} records held")
+    path = out / "replicas-held.parquet"
+    pq.write_table(table, path)
+    return path
 
 
 def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[str], None],
-                 starts: list[tuple[int, int, int, int]]) -> Any:
+                 history: list[tuple[Any, ...]], held_path: Path | None) -> Any:
     """Every Spark query, in the order that lets the one big shuffle be done once."""
     import pyspark
     from pyspark import StorageLevel
@@ -101,7 +110,8 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
     ledger = job.ledger_frame(spark, inputs)
     extra = job.candidates(spark, inputs, say)
     say(f"reading final log: {inputs.final_log_rows:,} rows in {len(inputs.final_log_files)} partitions")
-    final_log = job.final_log_frame(spark, inputs)
+    every_run = job.final_log_frame(spark, inputs)
+    final_log = every_run.where(job.is_ours(inputs.run_id))
     slim = job.match(ledger, final_log, extra).persist(StorageLevel.MEMORY_AND_DISK)
     epochs: list[dict[str, Any]] = []
     ranges: list[dict[str, Any]] = []
@@ -112,8 +122,9 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
         lost_total = sum(g["acked_lost"] for g in groups)
         if lost_total:
             say(f"acked but lost: {lost_total:,}; who acknowledged them, and the lost ranges…")
-            lost = queries.infer_epochs(queries.lost_detail(slim, ledger, lost_total), final_log,
-                                        starts).persist(StorageLevel.MEMORY_AND_DISK)
+            held = job.held_frame(spark, held_path, inputs.run_id) if held_path else None
+            lost = queries.attribute(queries.lost_detail(slim, ledger, lost_total), every_run, held,
+                                     history).persist(StorageLevel.MEMORY_AND_DISK)
             epochs = queries.lost_by_epoch(lost)
             ranges = queries.lost_ranges(lost)
         say("acknowledgements over time…")
@@ -123,7 +134,7 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
             lost.unpersist()
         slim.unpersist()
     say("final log: order within each producer…")
-    log_stats = queries.final_log_stats(final_log)
+    log_stats = queries.final_log_stats(every_run, inputs.run_id)
     return (f"pyspark {pyspark.__version__}", groups, epochs, ranges, log_stats, gaps, bounds,
             per_second)
 
@@ -132,11 +143,9 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
               ranges: list[dict[str, Any]], log_stats: list[dict[str, Any]], gaps: list[dict[str, Any]],
               bounds: dict[str, Any], fault: dict[str, Any] | None, log_events: list[dict[str, Any]],
               engine: str) -> dict[str, Any]:
-    first_send, _ = run_window(inputs)
     first_ack, last_ack = bounds["first_ack_ts"], bounds["last_ack_ts"]
-    events = tl.merge(inputs.timeline, inputs.faults, log_events, inputs.topic,
-                      (first_send or first_ack or 0) - tl.BEFORE_MS, (last_ack or 0) + tl.AFTER_MS
-                      if last_ack else None)
+    start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
+    events = tl.merge(inputs.timeline, inputs.faults, log_events, inputs.topic, start, end)
     leaders = tl.epoch_leaders(events)
     total = rep.totals(groups)
     partitions = rep.partition_rows(groups, epochs, log_stats, inputs.final_log_partitions)
@@ -144,9 +153,6 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
     unavailable = [{"partition": f"{inputs.topic}-{g['pp']}", "start": g["start"], "end": g["end"],
                     "ms": g["end"] - g["start"], "reason": "no successful acknowledgement"} for g in gaps]
     no_leader = tl.no_leader_windows(events, last_ack)
-    per_partition: dict[str, int] = {}
-    for w in unavailable:
-        per_partition[w["partition"]] = per_partition.get(w["partition"], 0) + w["ms"]
     entries, timeline_more = tl.report_entries(events, int(fault["ts"]) if fault else None)
     notes = []
     if inputs.timeline is None:
@@ -158,25 +164,31 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
     if inputs.acks == "0":
         notes.append("acks=0: 'acked' means handed to the network; no broker confirmed anything")
     report: dict[str, Any] = {
-        "engine": engine, "run_dir": str(inputs.run_dir), "topic": inputs.topic, "acks": inputs.acks,
+        "engine": engine, "run_dir": str(inputs.run_dir), "run_id": inputs.run_id,
+        "topic": inputs.topic, "acks": inputs.acks,
         "sent": total["sent"], "acked": total["acked"], "failed": total["failed"],
         "unknown": total["unknown"], "in_log": sum(p["in_log"] for p in partitions),
         "in_log_ids": total["in_log_ids"], "foreign_records": sum(p["foreign"] for p in partitions),
+        "other_runs_records": sum(p["other_runs"] for p in partitions),
         "acked_lost": total["acked_lost"], "unacked_present": total["unacked_present"],
         "not_in_ledger": total["not_in_ledger"], "duplicates": total["duplicates"],
         "duplicate_ids": total["duplicate_ids"], "reordered": sum(p["reordered"] for p in partitions),
         "partitions": partitions, "lost_ranges": lost_ranges, "lost_ranges_more": more,
-        "attribution": rep.attribution(epochs, inputs.topic, leaders),
+        "attribution": rep.attribution(epochs),
         "fault": fault, "timeline": entries, "timeline_more": timeline_more,
         "unavailable": sorted(unavailable + no_leader, key=lambda w: w["start"]),
-        "unavailable_ms": max(per_partition.values(), default=0),
+        # the longest single window without a successful ack (or leader) while sending
+        "unavailable_ms": max((w["ms"] for w in unavailable + no_leader), default=0),
+        "unavailable_total_ms": sum(w["ms"] for w in unavailable),
         "no_leader_ms": sum(w["ms"] for w in no_leader),
         "first_ack_after_fault_ms": _after(bounds["first_ack_after_fault_ts"], fault),
         "first_kept_ack_after_fault_ms": _after(bounds["first_kept_ack_after_fault_ts"], fault),
-        "run": {"first_send_ts": first_send, "first_ack_ts": first_ack, "last_ack_ts": last_ack},
+        "run": {"first_send_ts": run_window(inputs)[0], "first_ack_ts": first_ack,
+                "last_ack_ts": last_ack, "window": [start, end]},
         "inputs": {"ledger_files": len(inputs.ledger_files), "ledger_rows": inputs.ledger_rows,
                    "final_log_files": len(inputs.final_log_files), "timeline": inputs.timeline is not None,
-                   "faults": inputs.faults is not None, "broker_logs": sorted(inputs.broker_logs)},
+                   "faults": inputs.faults is not None, "broker_logs": sorted(inputs.broker_logs),
+                   "replica_snapshots": [p.name for p in inputs.replica_snapshots]},
         "notes": notes,
     }
     report["explanation"] = rep.explain(report, events, leaders)

@@ -9,15 +9,21 @@ The formats are Kafka's own (3.x, with the 2.x variants still seen in the wild):
   [Controller id=3] 3 successfully elected as the controller. Epoch incremented to 2 and ...
   [Controller id=3 epoch=2] Changed partition test1-0 from OnlinePartition to OnlinePartition with
       state LeaderAndIsr(leader=3, leaderEpoch=5, ...)
-  Unable to reconnect to ZooKeeper service, session 0x1000 has expired
-Timestamps are the broker's local time; this machine's timezone converts them.
+  Unable to reconnect to ZooKeeper service, session 0x1000 has expired    org.apache.zookeeper.ClientCnxn
+  [ZooKeeperClient Kafka server] Session expired.                          kafka.zookeeper.ZooKeeperClient
+A broker's session expiry is only those last two (both logged once it reaches ZooKeeper again);
+'Client session timed out' and '... Attempting reconnect except it is a SessionExpiredException'
+are every lost connection, expired or not, so they do not count.
+
+Timestamps: every lab JVM runs with -Duser.timezone=UTC (kinspect.lab.nodes.JVM_FLAGS) and docker
+containers are UTC anyway, so stamps are read as UTC, never in this machine's zone.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +39,22 @@ _TRUNC_LOG = re.compile(r"(?:\[(?:UnifiedLog|Log) partition=([^,\]]+)[^\]]*\] )?
 _ELECTED = re.compile(r"(\d+) successfully elected as the controller\. Epoch incremented to (\d+)")
 _CHANGED = re.compile(r"Changed partition (\S+) from (\w+) to (\w+) with state "
                       r"LeaderAndIsr\(leader=(-?\d+), leaderEpoch=(\d+)")
-_ZK_EXPIRED = re.compile(r"session.{0,80}expired", re.IGNORECASE)
+_ZK_EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session 0x[0-9a-f]+ has expired"
+                         r"|\[ZooKeeperClient [^\]]*\] Session expired\.")
 _ZK_NEW = re.compile(r"Initializing a new session to|Session establishment complete")
 _REGISTERED = re.compile(r"Registered broker (\d+) at path")
 
 
 def parse_ts(stamp: str, millis: str) -> int:
-    """Local wall-clock 'YYYY-mm-dd HH:MM:SS' + millis -> epoch ms."""
-    return int(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").timestamp()) * 1000 + int(millis)
+    """UTC 'YYYY-mm-dd HH:MM:SS' + millis -> epoch ms (the lab's JVMs log in UTC)."""
+    moment = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    return int(moment.timestamp()) * 1000 + int(millis)
 
 
 def node_broker(node: str) -> int | None:
-    """The lab names broker N 'kafkaN'."""
+    """The lab names broker N 'kafkaN'; a ZooKeeper node ('zk1') is no broker."""
+    if node.startswith("zk"):
+        return None
     digits = "".join(c for c in node if c.isdigit())
     return int(digits) if digits else None
 

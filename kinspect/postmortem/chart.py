@@ -13,6 +13,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
 MARKED = {"fault", "leader_changed", "partition_online", "partition_offline", "log_leader_start",
+          "log_leader_and_isr",
           "log_truncate", "controller_changed", "log_zk_expired"}
 
 

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
 from kinspect.load.ledger import LEDGER_SCHEMA
+from kinspect.load.rundir import REPLICAS_DIR, RunInfo, read_run
 from kinspect.load.verify import FINAL_LOG_SCHEMA
 
 DISRUPTIVE = {"kill", "stop", "pause", "partition", "isolate", "restart", "slow", "delay", "loss"}
@@ -47,6 +48,9 @@ class RunInputs:
     broker_logs: dict[str, list[Path]] = field(default_factory=dict)
     final_log_partitions: list[int] = field(default_factory=list)
     final_log_rows: int = 0
+    run: RunInfo | None = None
+    run_id: str | None = None  # None: a run dir made before run ids
+    replica_snapshots: list[Path] = field(default_factory=list)
 
     @property
     def ledger_rows(self) -> int:
@@ -103,6 +107,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
     settings = _json_file(run_dir / "settings.json")
     producers: dict[int, ProducerMeta] = {}
     topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
+    run_ids: set[str] = set()
     for path in ledger_files:
         meta = _footer(path, LEDGER_SCHEMA, run_dir)
         kv = meta.metadata or {}
@@ -113,6 +118,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
             raise KinspectError(f"{path.relative_to(run_dir)}: bad name or sent_upto metadata") from None
         topic = kv.get(b"kinspect.topic", b"").decode() or topic
         acks = kv.get(b"kinspect.acks", b"").decode() or acks
+        run_ids.add(kv.get(b"kinspect.run", b"").decode())
         pm = producers.setdefault(producer, ProducerMeta())
         pm.sent_upto = max(pm.sent_upto, upto)
         pm.rows += meta.num_rows
@@ -134,7 +140,15 @@ def load_inputs(run_dir: Path) -> RunInputs:
             partitions.append(int(path.stem.split("-", 1)[1]))
         except ValueError:
             raise KinspectError(f"{path.relative_to(run_dir)}: expected part-NNNN.parquet") from None
+    run = read_run(run_dir)
+    ledger_runs = run_ids - {""}
+    if len(ledger_runs) > 1 or (run and ledger_runs and ledger_runs != {run.run_id}):
+        raise KinspectError(f"{run_dir}: the ledger holds more than one run "
+                            f"({', '.join(sorted(ledger_runs | ({run.run_id} if run else set())))})")
+    replicas = run_dir / REPLICAS_DIR
     return RunInputs(
+        run=run, run_id=run.run_id if run else (next(iter(ledger_runs)) if ledger_runs else None),
+        replica_snapshots=sorted(p for p in replicas.iterdir() if p.is_dir()) if replicas.is_dir() else [],
         run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
         producers=producers, topic=topic, acks=acks, settings=settings,
         summary=_json_file(run_dir / "summary.json"),
@@ -153,6 +167,15 @@ def _stat(meta: pq.FileMetaData, name: str, pick: Any, default: Any) -> Any:
             continue
         values.append(int(stats.min if pick is min else stats.max))
     return pick(values) if values else default
+
+
+def evidence_window(inputs: RunInputs, before_ms: int, after_ms: int) -> tuple[int | None, int | None]:
+    """The run's window (its start to the end of verify, from run.json); for a run dir made
+    before run ids, the first send - before_ms to the last ack + after_ms."""
+    if inputs.run is not None:
+        return inputs.run.started_at_ms, inputs.run.verified_at_ms
+    first, last = run_window(inputs)
+    return (first - before_ms if first else None), (last + after_ms if last else None)
 
 
 def run_window(inputs: RunInputs) -> tuple[int | None, int | None]:

@@ -136,11 +136,32 @@ def candidates(spark: Any, inputs: RunInputs, progress: Progress) -> list[Any]:
 
 
 def final_log_frame(spark: Any, inputs: RunInputs) -> Any:
+    """Every record the cluster kept, of any run (the `run` column tells whose)."""
     from kinspect.load.verify import FINAL_LOG_SCHEMA
 
     return (spark.read.schema(_schema(FINAL_LOG_SCHEMA)).option("pathGlobFilter", "part-*.parquet")
             .parquet(str(inputs.run_dir / "final_log"))
-            .select("partition", "offset", "producer", "seq", "leader_epoch"))
+            .select("partition", "offset", "producer", "seq", "leader_epoch", "run"))
+
+
+def is_ours(run_id: str | None) -> Any:
+    """This run's records: its run id, or (a run dir made before run ids) none at all."""
+    from pyspark.sql import functions as F
+
+    return F.col("run") == run_id if run_id else F.col("run").isNull()
+
+
+def held_frame(spark: Any, path: Path, run_id: str | None) -> Any:
+    """The run's messages found in kept replica snapshots: key, holder, batch epoch, when."""
+    from pyspark.sql import functions as F
+
+    from kinspect.postmortem.segments import HELD_SCHEMA
+
+    held = spark.read.schema(_schema(HELD_SCHEMA)).parquet(str(path))
+    return held.where(is_ours(run_id)).select(
+        _key(F.col("producer"), F.col("seq")).alias("key"),
+        F.regexp_extract("node", r"(\d+)$", 1).cast("int").alias("h_broker"),
+        F.col("batch_epoch").alias("h_epoch"), "snapshot_ms")
 
 
 def match(ledger: Any, final_log: Any, extra: list[Any]) -> Any:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT
+from kinspect.postmortem.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
 
 RANGE_CAP = 50  # lost ranges listed per producer; the rest are counted
 GAP_MS = 1000  # no successful ack for this long while sending = unavailable
 BUCKET_MS = 100
+SLACK_MS = 1000  # an ack may land just after its broker logged the change (clock, flushing)
 BROADCAST_ROWS = 1_000_000  # fewer lost ids than this: ship them to the ledger, not vice versa
 
 
@@ -26,39 +28,74 @@ def lost_detail(slim: Any, ledger: Any, count: int) -> Any:
     return ledger.select("key", "epoch", "ack_ts", "offset").join(lost, "key")
 
 
-def infer_epochs(lost: Any, final_log: Any, starts: list[tuple[int, int, int, int]]) -> Any:
-    """Fill in the leader epoch where the client did not report one (librdkafka's delivery
-    reports usually don't), from the brokers' own "starts at leader epoch E from offset O" lines.
+def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any, ...]]) -> Any:
+    """Who acknowledged each lost message, at which leader epoch, and how we know.
 
-    An acknowledged record lost at offset o was overwritten by the final log's record at o, so
-    it came from an earlier epoch: the latest epoch E that started at or below o and is older
-    than the final record's epoch. Past the end of the final log, the latest epoch that had
-    started (by offset and time) when the ack arrived.
+    measured: the message was found in a kept replica snapshot (segment files copied before any
+    broker could truncate); the batch's leader epoch is in the bytes, and the broker that led
+    that epoch wrote it. inferred: from the brokers' own leadership history: among the brokers
+    that believed they led the partition from at or below the ack's offset when the ack came,
+    the one that later truncated its log below that offset (it lost the message), else the one
+    whose epoch is older than the record the final log kept at that offset.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if not starts:
-        return lost.withColumn("inferred", F.lit(False))
     spark = lost.sparkSession
-    table = spark.createDataFrame(starts, "pp int, s_epoch int, s_offset long, s_ts long")
+    history = spark.createDataFrame(leaderships, LEADERSHIP_SCHEMA) if leaderships else None
+    leaders = (F.broadcast(history.select("pp", F.col("i_epoch").alias("h_epoch"),
+                                          F.col("i_broker").alias("leader_of_epoch")))
+               if history is not None else None)
+    found = lost.join(held, "key") if held is not None else None
+    if found is not None:
+        if leaders is not None:
+            found = found.join(leaders, ["pp", "h_epoch"], "left")
+        else:
+            found = found.withColumn("leader_of_epoch", F.lit(None).cast("int"))
+        first = Window.partitionBy("key").orderBy(
+            (F.col("h_broker") == F.col("leader_of_epoch")).desc_nulls_last(), F.col("snapshot_ms"))
+        found = (found.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
+                 .select("key", "pp", "offset", "ack_ts", F.col("h_epoch").alias("epoch"),
+                         F.coalesce("leader_of_epoch", "h_broker").alias("broker"),
+                         F.lit("measured").alias("method")))
+        rest = lost.join(found.select("key"), "key", "left_anti")
+    else:
+        rest = lost
+    inferred = _infer(rest, final_log, history)
+    return found.unionByName(inferred) if found is not None else inferred
+
+
+def _infer(lost: Any, final_log: Any, history: Any) -> Any:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    unknown = F.lit(None).cast("int")
+    if history is None:
+        return lost.select("key", "pp", "offset", "ack_ts", "epoch", unknown.alias("broker"),
+                           F.lit("inferred").alias("method"))
     kept = final_log.select(F.col("partition").alias("pp"), "offset",
                             F.col("leader_epoch").alias("final_epoch"))
-    unknown = lost.where(F.col("epoch").isNull()).join(kept, ["pp", "offset"], "left")
-    earlier = F.when(F.col("final_epoch").isNotNull(), F.col("s_epoch") < F.col("final_epoch")) \
-        .otherwise(F.col("s_ts") <= F.col("ack_ts"))
-    guesses = (unknown.join(F.broadcast(table), "pp")
-               .where((F.col("s_offset") <= F.col("offset")) & earlier)
-               .groupBy("key").agg(F.max("s_epoch").alias("guess")))
-    return (lost.join(guesses, "key", "left")
-            .withColumn("inferred", F.col("epoch").isNull() & F.col("guess").isNotNull())
-            .withColumn("epoch", F.coalesce(F.col("epoch"), F.col("guess"))).drop("guess"))
+    cand = (lost.join(kept, ["pp", "offset"], "left").join(F.broadcast(history), "pp")
+            .where(((F.col("s_offset") < 0) | (F.col("s_offset") <= F.col("offset")))
+                   & (F.col("start_ts") <= F.col("ack_ts") + SLACK_MS)
+                   & (F.col("end_ts").isNull() | (F.col("ack_ts") <= F.col("end_ts") + SLACK_MS))
+                   & (F.col("epoch").isNull() | (F.col("epoch") == F.col("i_epoch")))))
+    truncated = (F.col("trunc_offset").isNotNull() & (F.col("trunc_offset") <= F.col("offset"))
+                 & (F.col("trunc_ts") >= F.col("ack_ts")))
+    older = F.col("final_epoch").isNull() | (F.col("i_epoch") < F.col("final_epoch"))
+    score = F.when(truncated, 2).otherwise(0) + F.when(older, 1).otherwise(0)
+    best = Window.partitionBy("key").orderBy(score.desc(), F.col("start_ts").desc())
+    chosen = (cand.withColumn("n", F.row_number().over(best)).where(F.col("n") == 1)
+              .select("key", F.col("i_epoch").alias("guess"), F.col("i_broker").alias("broker")))
+    return (lost.join(chosen, "key", "left")
+            .select("key", "pp", "offset", "ack_ts", F.coalesce("epoch", "guess").alias("epoch"),
+                    "broker", F.lit("inferred").alias("method")))
 
 
 def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
-    rows = lost.groupBy("pp", "epoch").agg(
-        F.max(F.col("inferred").cast("int")).cast("boolean").alias("inferred"),
+    rows = lost.groupBy("pp", "epoch", "broker", "method").agg(
         F.count("*").alias("count"), F.min("ack_ts").alias("first_ack_ts"),
         F.max("ack_ts").alias("last_ack_ts"), F.min("offset").alias("first_offset"),
         F.max("offset").alias("last_offset")).collect()
@@ -127,16 +164,29 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: 
     return bounds, [r.asDict() for r in per_second], [r.asDict() for r in gaps]
 
 
-def final_log_stats(final_log: Any) -> list[dict[str, Any]]:
-    """Per partition: records, foreign records, and records behind their producer's previous seq."""
+def final_log_stats(final_log: Any, run_id: str | None) -> list[dict[str, Any]]:
+    """Per partition: this run's records, foreign records, other runs' records, and this run's
+    records behind their producer's previous seq."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    from kinspect.postmortem.job import is_ours
+
     window = Window.partitionBy("partition", "producer").orderBy("offset")
-    marked = final_log.select("partition", "producer", (F.col("seq") < F.lag("seq").over(window))
-                              .alias("behind"))
-    rows = marked.groupBy("partition").agg(
+    ours = final_log.where(is_ours(run_id))
+    marked = ours.select("partition", (F.col("seq") < F.lag("seq").over(window)).alias("behind"))
+    own = {r["partition"]: r.asDict() for r in marked.groupBy("partition").agg(
         F.count("*").alias("in_log"),
-        F.sum(F.when(F.col("producer").isNull(), 1).otherwise(0)).alias("foreign"),
-        F.sum(F.when(F.col("behind"), 1).otherwise(0)).alias("reordered")).collect()
-    return [r.asDict() for r in rows]
+        F.sum(F.when(F.col("behind"), 1).otherwise(0)).alias("reordered")).collect()}
+    foreign = F.col("producer").isNull()
+    others = final_log.groupBy("partition").agg(
+        F.sum(F.when(foreign, 1).otherwise(0)).alias("foreign"),
+        F.sum(F.when(~foreign & ~F.coalesce(is_ours(run_id), F.lit(False)), 1).otherwise(0))
+        .alias("other_runs")).collect()
+    rows = []
+    for r in others:
+        mine = own.get(r["partition"], {})
+        rows.append({"partition": r["partition"], "in_log": mine.get("in_log", 0),
+                     "reordered": mine.get("reordered", 0), "foreign": r["foreign"],
+                     "other_runs": r["other_runs"]})
+    return rows

@@ -48,6 +48,7 @@ def partition_rows(groups: list[dict[str, Any]], epochs: list[dict[str, Any]],
         s = stats.get(p, {})
         row["in_log"] = int(s.get("in_log") or 0)
         row["foreign"] = int(s.get("foreign") or 0)
+        row["other_runs"] = int(s.get("other_runs") or 0)
         row["reordered"] = int(s.get("reordered") or 0)
         row["final_log"] = p in partitions
         row["lost_by_epoch"] = {str(e["epoch"]) if e["epoch"] is not None else "unknown": int(e["count"])
@@ -56,18 +57,25 @@ def partition_rows(groups: list[dict[str, Any]], epochs: list[dict[str, Any]],
     return rows
 
 
-def attribution(epochs: list[dict[str, Any]], topic: str,
-                leaders: dict[tuple[str, int], tuple[int, int]]) -> list[dict[str, Any]]:
+def attribution(epochs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lost messages by (partition, leader epoch, broker, method), largest first. `method` is
+    "measured" when the messages were found in a kept replica snapshot, else "inferred"."""
     out = []
     for e in epochs:
-        epoch = e["epoch"]
-        leader = leaders.get((f"{topic}-{e['pp']}", int(epoch))) if epoch is not None else None
-        out.append({"partition": e["pp"], "leader_epoch": epoch,
-                    "epoch_inferred": bool(e.get("inferred")),
-                    "broker": leader[0] if leader else None, "count": int(e["count"]),
+        out.append({"partition": e["pp"], "leader_epoch": e["epoch"], "broker": e["broker"],
+                    "method": e["method"], "epoch_inferred": e["method"] != "measured",
+                    "count": int(e["count"]),
                     "first_ack_ts": e["first_ack_ts"], "last_ack_ts": e["last_ack_ts"],
                     "first_offset": e["first_offset"], "last_offset": e["last_offset"]})
     return sorted(out, key=lambda a: (-a["count"], a["partition"], a["leader_epoch"] or -1))
+
+
+def blamed(report: dict[str, Any]) -> dict[int | None, int]:
+    """Lost messages per acknowledging broker (None: unknown), over every partition."""
+    out: dict[int | None, int] = {}
+    for a in report["attribution"]:
+        out[a["broker"]] = out.get(a["broker"], 0) + a["count"]
+    return out
 
 
 def ranges_by_producer(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, int]]:
@@ -95,8 +103,9 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
         who = f"broker {top['broker']}" if top["broker"] is not None else "an unknown broker"
         epoch = f"at leader epoch {top['leader_epoch']}" if top["leader_epoch"] is not None \
             else "at an unknown leader epoch"
-        if top.get("epoch_inferred"):
-            epoch += " (inferred from the brokers' epoch start offsets)"
+        epoch += {"measured": " (measured: found in its kept log segments)",
+                  "inferred": " (inferred from the brokers' leadership history)"}.get(
+                      str(top.get("method")), "")
         share = "" if top["count"] == lost else f" ({top['count']:,} of them)"
         text += (f": {who} acknowledged them{share} {epoch} between {clock(top['first_ack_ts'])} "
                  f"and {clock(top['last_ack_ts'])}")
@@ -112,6 +121,10 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
         extras.append(f"{plural(report['duplicates'], 'extra copy', 'extra copies')} of "
                       f"{plural(report['duplicate_ids'], 'message')} were written (retries without "
                       "idempotence)")
+    if report.get("other_runs_records"):
+        extras.append(f"{plural(report['other_runs_records'], 'record')} of other runs "
+                      f"{'is' if report['other_runs_records'] == 1 else 'are'} in the topic too "
+                      "(not counted here)")
     if report["reordered"]:
         extras.append(f"{plural(report['reordered'], 'message')} "
                       f"{'sits' if report['reordered'] == 1 else 'sit'} behind a later message of "
@@ -167,10 +180,12 @@ def markdown(report: dict[str, Any]) -> str:
                      f"{p['unacked_present']:,} | {p['duplicates']:,} | {p['reordered']:,} | {epochs} |")
     if report["attribution"]:
         lines += ["", "## Lost, by who acknowledged them", "", "| partition | epoch | broker | lost | "
-                  "acked from | to |", "|---:|---:|---:|---:|---|---|"]
+                  "acked from | to | how we know |", "|---:|---:|---:|---:|---|---|---|"]
         for a in report["attribution"]:
-            lines.append(f"| {a['partition']} | {a['leader_epoch']} | {a['broker'] or 'unknown'} | "
-                         f"{a['count']:,} | {clock(a['first_ack_ts'])} | {clock(a['last_ack_ts'])} |")
+            broker = a["broker"] if a["broker"] is not None else "unknown"
+            lines.append(f"| {a['partition']} | {a['leader_epoch']} | {broker} | "
+                         f"{a['count']:,} | {clock(a['first_ack_ts'])} | {clock(a['last_ack_ts'])} | "
+                         f"{a['method']} |")
         lines += ["", "Lost ids (producer: seq ranges):", ""]
         for producer, ranges in report["lost_ranges"].items():
             shown = ", ".join(f"{lo}-{hi}" if lo != hi else str(lo) for lo, hi in ranges[:MD_RANGES])

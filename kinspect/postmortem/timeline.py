@@ -1,7 +1,9 @@
 """Observer events, fault journal and broker log lines merged into one timeline (pure Python).
 
 It answers the questions the counts raise: which broker led a given leader epoch, when the
-next epoch began, when a partition had no leader, and what the fault was.
+next epoch began, when a partition had no leader, and what the fault was. One fact is one line:
+an election the observer saw, the controller logged and the new leader logged is one entry with
+three `sources` (see `fold`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,18 @@ from kinspect.postmortem.inputs import DISRUPTIVE
 TIMELINE_CAP = 400
 BEFORE_MS = 60_000  # timeline kept from a minute before the first send ...
 AFTER_MS = 600_000  # ... to ten minutes after the last ack (truncation comes after the heal)
-ELECTION_KINDS = {"leader_changed", "partition_online", "log_leader_start", "log_leader_and_isr"}
+FOLD_MS = 5_000  # sightings of one fact this close together are one line
+
+# Each fact's kinds, best first: the first one present is the folded entry's kind and detail.
+# For an election that is also epoch_leaders' order: the leader's own line, the controller's, ours.
+ELECTION = ("log_leader_start", "log_leader_and_isr", "leader_changed", "partition_online",
+            "log_follower_start")
+ISR = ("log_isr_shrink", "log_isr_expand", "isr_shrank", "isr_expanded")
+CONTROLLER = ("controller_changed", "log_controller_elected")
+REGISTERED = ("log_broker_registered", "broker_registered")
+PREFERENCE = {kind: i for family in (ELECTION, ISR, CONTROLLER, REGISTERED)
+              for i, kind in enumerate(family)}
+SOURCE_ORDER = ("faults", "observer", "controller log", "broker log")
 
 
 def node_broker(node: str | None) -> int | None:
@@ -54,8 +67,90 @@ def merge(observer: list[dict[str, Any]] | None, faults: list[dict[str, Any]] | 
     for e in events:
         e["ts"] = int(e["ts"])
     events = [e for e in events if (start is None or e["ts"] >= start) and (end is None or e["ts"] <= end)]
-    events.sort(key=lambda e: (e["ts"], e["source"] != "faults"))
-    return events
+    return fold(events)
+
+
+def _label(e: dict[str, Any]) -> str:
+    """Who saw it, in words: the controller's lines are told apart from a broker's own."""
+    if e.get("source") == "broker-log":
+        return "controller log" if e["kind"] in {"log_leader_and_isr", "log_controller_elected"} \
+            else "broker log"
+    return str(e.get("source"))
+
+
+def _fact(e: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What an event says, as a key shared by every sighting of the same fact (None: unique)."""
+    kind, partition = e.get("kind"), e.get("partition")
+    if _leader(e) is not None and e.get("epoch") is not None:
+        return ("election", partition, int(e["epoch"]))
+    if kind in ISR:
+        isr = e.get("new_isr", e.get("isr"))
+        grew = kind in {"log_isr_expand", "isr_expanded"}
+        return ("isr", partition, grew, tuple(sorted(isr))) if isr is not None else None
+    if kind in CONTROLLER and e.get("broker") is not None and e.get("epoch") is not None:
+        return ("controller", int(e["broker"]), int(e["epoch"]))
+    if kind in REGISTERED and e.get("broker") is not None:
+        return ("registered", int(e["broker"]))
+    return None
+
+
+def fold(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sightings of one fact within FOLD_MS of its first become one entry: the earliest ts, the
+    best sighting's kind and detail, `sources` and `seen` (source -> first ts). Distinct facts
+    (another epoch, another ISR) stay apart, and so does a sighting FOLD_MS later."""
+    out: list[dict[str, Any]] = []
+    open_groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    groups: list[list[dict[str, Any]]] = []
+    for e in sorted(events, key=lambda e: e["ts"]):
+        key = _fact(e)
+        if key is None:
+            out.append(e)
+            continue
+        group = open_groups.get(key)
+        if group is None or e["ts"] - group[0]["ts"] > FOLD_MS:
+            group = open_groups[key] = []
+            groups.append(group)
+        group.append(e)
+    out += [_one(g) if len(g) > 1 else g[0] for g in groups]
+    out.sort(key=lambda e: (e["ts"], e.get("source") != "faults"))
+    return out
+
+
+def _one(group: list[dict[str, Any]]) -> dict[str, Any]:
+    best = min(group, key=lambda e: PREFERENCE[e["kind"]])
+    seen: dict[str, int] = {}
+    for e in group:  # in time order, so the first ts per source
+        seen.setdefault(_label(e), e["ts"])
+    entry = {**best, "ts": group[0]["ts"], "sources": sorted(seen, key=SOURCE_ORDER.index),
+             "seen": seen}
+    for e in group:
+        if e["kind"] != "log_follower_start":  # a follower's offset is its own, not the leader's
+            for field in ("old", "new", "old_isr", "new_isr", "offset"):
+                if entry.get(field) is None and e.get(field) is not None:
+                    entry[field] = e[field]
+    if best["kind"] in ELECTION:
+        entry["detail"] = _election_detail(entry)
+    return entry
+
+
+def _leader(e: dict[str, Any]) -> int | None:
+    """The leader an election sighting names (None: not an election, or no leader)."""
+    kind = e.get("kind")
+    if kind not in ELECTION:
+        return None
+    leader = e.get({"leader_changed": "new", "partition_online": "new",
+                    "log_follower_start": "leader"}.get(str(kind), "broker"))
+    return int(leader) if leader is not None and int(leader) >= 0 else None
+
+
+def _election_detail(e: dict[str, Any]) -> str:
+    leader = _leader(e)
+    text = f"{e.get('partition')}: broker {leader} leads at epoch {e['epoch']}"
+    if e.get("offset") is not None:
+        text += f" from offset {int(e['offset']):,}"
+    if e.get("old") is not None and e["old"] != leader:
+        text += f" (was broker {e['old']})"
+    return text
 
 
 def main_fault(faults: list[dict[str, Any]] | None, start: int | None,
@@ -98,19 +193,21 @@ def epoch_leaders(events: list[dict[str, Any]]) -> dict[tuple[str, int], tuple[i
 
 
 def no_leader_windows(events: list[dict[str, Any]], end_ts: int | None) -> list[dict[str, Any]]:
-    """partition_offline until that partition is online (or has a new leader) again."""
+    """The observer's partition_offline until that partition has a leader again. The end is the
+    observer's own sighting when it has one (its polling lag then cancels out), else the first."""
     open_at: dict[str, int] = {}
     out = []
     for e in events:
         partition = e.get("partition")
-        if partition is None or e.get("source") != "observer":
+        if partition is None:
             continue
-        if e["kind"] == "partition_offline":
+        if e["kind"] == "partition_offline" and e.get("source") == "observer":
             open_at.setdefault(partition, e["ts"])
-        elif e["kind"] in {"partition_online", "leader_changed"} and partition in open_at:
+        elif partition in open_at and _leader(e) is not None and e["kind"] != "log_follower_start":
             start = open_at.pop(partition)
-            out.append({"partition": partition, "start": start, "end": e["ts"],
-                        "ms": e["ts"] - start, "reason": "no leader"})
+            end = max(start, int(e.get("seen", {}).get("observer", e["ts"])))
+            out.append({"partition": partition, "start": start, "end": end,
+                        "ms": end - start, "reason": "no leader"})
     for partition, start in open_at.items():
         if end_ts is not None and end_ts > start:
             out.append({"partition": partition, "start": start, "end": end_ts,
@@ -121,8 +218,8 @@ def no_leader_windows(events: list[dict[str, Any]], end_ts: int | None) -> list[
 def report_entries(events: list[dict[str, Any]], fault_ts: int | None,
                    cap: int = TIMELINE_CAP) -> tuple[list[dict[str, Any]], int]:
     """The report's timeline: compact entries with deltas from the fault; the rest counted."""
-    keep = ("ts", "kind", "partition", "broker", "severity", "detail", "source", "epoch", "offset",
-            "old", "new", "action", "node")
+    keep = ("ts", "kind", "partition", "broker", "severity", "detail", "source", "sources", "epoch",
+            "offset", "old", "new", "action", "node")
     out = []
     for e in events[:cap]:
         entry = {k: e[k] for k in keep if k in e}

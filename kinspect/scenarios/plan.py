@@ -20,7 +20,7 @@ from kinspect.errors import KinspectError
 from kinspect.lab.backend import LabBackend
 from kinspect.lab.topology import isolate_groups
 from kinspect.load.runstats import aggregate, read_stats
-from kinspect.scenarios.spec import UNDO, FaultStep
+from kinspect.scenarios.spec import DISRUPTIVE, UNDO, FaultStep
 
 Say = Callable[[str], None]
 
@@ -67,7 +67,11 @@ STATS_POLL_S = 0.2  # the producers publish their stats once a second; no need t
 
 @dataclass
 class PlanLog:
-    """What the plan did, with wall-clock times, for the result row and the report."""
+    """What the plan did, with wall-clock times, for the result row and the report.
+
+    `skipped` holds one reason per step that never fired ("isolate leader: the load ended
+    before 30% was acknowledged"); the result row fails the expectation on any of them.
+    """
 
     entries: list[dict[str, Any]] = field(default_factory=list)
     first_fault_ms: int | None = None
@@ -76,8 +80,12 @@ class PlanLog:
     def add(self, do: str, nodes: list[str]) -> None:
         ts = time.time_ns() // 1_000_000
         self.entries.append({"ts": ts, "do": do, "nodes": nodes})
-        if self.first_fault_ms is None and do in UNDO:
+        if self.first_fault_ms is None and do in DISRUPTIVE:
             self.first_fault_ms = ts
+
+    def disruptive(self) -> list[dict[str, Any]]:
+        """The entries that broke something, in order (not the starts, resumes and heals)."""
+        return [entry for entry in self.entries if entry["do"] in DISRUPTIVE]
 
 
 class FaultPlan(threading.Thread):
@@ -99,6 +107,8 @@ class FaultPlan(threading.Thread):
         self._all_nodes = [n.name for n in state.nodes] if state else []
 
     def run(self) -> None:
+        """Every step in order; a step whose moment never came is skipped (and logged) and the
+        next one still runs; an exception ends the plan, its reason kept in `error`."""
         try:
             for step in self.steps:
                 if not self._wait_for(step):
@@ -113,8 +123,8 @@ class FaultPlan(threading.Thread):
                     self._hold(step.for_s)
                     self._apply(UNDO[step.do], step, nodes)
         except Exception as exc:  # reported in the result; the runner heals everything anyway
-            self.error = f"fault plan stopped: {exc}"
-            self.say(self.error)
+            self.error = str(exc) or type(exc).__name__
+            self.say(f"fault plan failed: {self.error}")
 
     def _acked(self) -> int:
         return int(aggregate(read_stats(self.run_dir)).get("acked", 0))

@@ -20,22 +20,21 @@ from kinspect.lab.backend import LabBackend, UpOptions
 from kinspect.lab.readiness import zk_client
 from kinspect.lab.state import LabState
 from kinspect.lab.topics import create_topics
-from kinspect.load.evidence import collect_lab_evidence, recording_timeline
+from kinspect.load.evidence import recording_timeline
+from kinspect.load.rundir import SCENARIO_FILE, new_run_dir
 from kinspect.load.runner import run_load
-from kinspect.load.verify import verify
-from kinspect.paths import kinspect_home
+from kinspect.postmortem.finish import finish_run
 from kinspect.scenarios import probes
-from kinspect.scenarios.plan import FaultPlan, PlanLog, partition_state
+from kinspect.scenarios.plan import FaultPlan, PlanLog, node_of, partition_state
 from kinspect.scenarios.spec import METRICS, Scenario
 
 Say = Callable[[str], None]
-RESULT_FILE = "scenario.json"
+RESULT_FILE = SCENARIO_FILE
 
 
 def default_run_dir(name: str) -> Path:
     """Where a scenario's evidence goes unless told: $KINSPECT_HOME/runs/scenario-NAME-TIME."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return kinspect_home() / "runs" / f"scenario-{Path(name).stem}-{stamp}"
+    return new_run_dir(f"scenario-{Path(name).stem}")
 
 
 def _wait(probe: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -87,20 +86,58 @@ def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
 
 def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, Any],
                log: PlanLog, probe: dict[str, int], plan_error: str | None) -> dict[str, Any]:
+    """One run judged. A skipped step or a failed plan fails the expectation by itself: a run
+    whose fault never happened demonstrates nothing, however its numbers look."""
     row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
-    for key in METRICS:  # consumed_during_fault comes from the probe, when there is one
-        if key != "consumed_during_fault":
-            row[key] = report.get(key)
+    row.update({key: report.get(key) for key in METRICS})  # the post-mortem's; more below
+    row["faults_applied"] = len(log.disruptive())
+    row["lost_blamed_on_target"] = lost_blamed_on_target(report, log)
+    row["blamed_broker"] = blamed_broker(report)
     row["failed_by_error"] = summary.get("failed_by_error", {})
     row["failover_ms"] = failover_ms(report, log.first_fault_ms)
-    row.update(probe)
+    row.update(probe)  # consumed_during_fault, when there was a probe
+    problems = plan_problems(log, plan_error)
     row["expectation"] = scenario.expectation_text()
-    row["expectation_failed"] = [str(c) for c in scenario.expect if not c.holds(row)]
-    row["expectation_met"] = not row["expectation_failed"] and plan_error is None
+    row["expectation_failed"] = [*problems, *(str(c) for c in scenario.expect if not c.holds(row))]
+    row["expectation_met"] = not row["expectation_failed"]
     row["faults"] = log.entries
-    row["notes"] = [*log.skipped, *([plan_error] if plan_error else [])]
+    row["notes"] = problems
     row["explanation"] = report.get("explanation", "")
     return row
+
+
+def plan_problems(log: PlanLog, plan_error: str | None) -> list[str]:
+    """Why the planned faults did not all happen, one line each."""
+    skipped = [f"fault step skipped: {reason}" for reason in log.skipped]
+    return skipped + ([f"fault plan failed: {plan_error}"] if plan_error else [])
+
+
+def _attributed(report: dict[str, Any]) -> dict[int | None, int]:
+    """Lost messages per broker that acknowledged them (None: the post-mortem cannot tell)."""
+    counts: dict[int | None, int] = {}
+    for entry in report.get("attribution") or []:
+        counts[entry.get("broker")] = counts.get(entry.get("broker"), 0) + int(entry["count"])
+    return counts
+
+
+def blamed_broker(report: dict[str, Any]) -> int | None:
+    """The broker that acknowledged most of the lost messages, for display."""
+    counts = _attributed(report)
+    return max(counts, key=lambda broker: counts[broker]) if counts else None
+
+
+def lost_blamed_on_target(report: dict[str, Any], log: PlanLog) -> float | None:
+    """The share of acked_lost acknowledged by a broker the first disruptive step hit: an
+    isolation scenario's loss must come from the broker it cut off, not from anywhere.
+    None when nothing was lost or the first fault hit no broker."""
+    lost = report.get("acked_lost")
+    disruptive = log.disruptive()
+    hit = set(disruptive[0]["nodes"]) if disruptive else set()
+    if not lost or not any(node.startswith("kafka") for node in hit):
+        return None
+    blamed = sum(count for broker, count in _attributed(report).items()
+                 if broker is not None and node_of(broker) in hit)
+    return blamed / int(lost)
 
 
 def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:
@@ -159,7 +196,6 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
                                                  for c in scenario.expect)
     plan = FaultPlan(scenario.steps, lab, zk, scenario.topic, run_dir, settings.count or 0, say,
                      probe if wants_probe else None)
-    started_ms = time.time_ns() // 1_000_000
     expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
     say(f"load: {settings.count:,} messages, acks={settings.acks}, "
         f"{settings.producers} producer(s)")
@@ -168,21 +204,15 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     with recording_timeline(bootstrap, state.zookeeper.address, run_dir, expected):
         plan.start()
         try:
-            summary = run_load(settings, run_dir, None, None, expected)
+            summary = run_load(settings, run_dir, None, None, expected, origin="scenario")
         finally:
             plan.load_done.set()
         plan.join(timeout=_plan_budget(scenario))
         heal_everything(lab, say)
         _wait(lambda: _full_isr(zk, scenario), 180,
               f"{scenario.topic} healed (leader and full ISR)")
-    say("verify: reading the final log")
-    verify(bootstrap, scenario.topic, run_dir)
-    current = lab.state() or state
-    collect_lab_evidence(run_dir, current, started_ms)
-    say("post-mortem (Spark)…")
-    from kinspect.postmortem import run_postmortem
-
-    report = run_postmortem(run_dir, spark=spark, chart=True, progress=None)
+    say("verify, evidence and post-mortem (Spark)…")
+    report = finish_run(run_dir, bootstrap, lab=lab.state() or state, spark=spark)
     return result_row(scenario, report, summary, plan.log, probe_result, plan.error)
 
 

@@ -23,13 +23,33 @@ ACTIONS = ("kill", "stop", "start", "pause", "resume", "isolate", "isolate-zk",
            "isolate-brokers", "heal", "slow", "unslow")
 UNDO = {"kill": "start", "stop": "start", "pause": "resume", "isolate": "heal",
         "isolate-zk": "heal", "isolate-brokers": "heal", "slow": "unslow"}
+# The actions that break something are exactly those with an undo; the rest (start, resume,
+# heal, unslow) repair, and do not count as the fault having happened.
+DISRUPTIVE = frozenset(UNDO)
 ROLE_TARGETS = ("leader", "follower", "followers", "controller", "offsets-leader", "all")
-METRICS = ("acked", "in_log", "acked_lost", "unacked_present", "duplicates", "failed",
-           "unknown", "consumed_during_fault", "no_leader_ms", "unavailable_ms")
+# What an [expect] condition may name, and what each means (README, "Writing a scenario").
+METRICS: dict[str, str] = {
+    "acked": "messages the producer saw acknowledged",
+    "in_log": "messages in the final log",
+    "acked_lost": "acknowledged, and not in the final log",
+    "unacked_present": "never acknowledged, and in the final log anyway",
+    "duplicates": "extra copies of messages in the final log",
+    "failed": "sends the producer was told failed",
+    "unknown": "sends never reported (the generator died)",
+    "consumed_during_fault": "records read mid-fault (by the consumer group, if [consumer] has one)",
+    "no_leader_ms": "time without a leader, all no-leader windows added up",
+    "unavailable_ms": "the longest single window without a successful acknowledgement",
+    "unavailable_total_ms": "all such windows added up",
+    "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* slow)",
+    "lost_blamed_on_target": "share (0.0-1.0) of acked_lost the post-mortem attributes to the "
+                             "broker the first disruptive step hit",
+}
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq, "!=": operator.ne, ">=": operator.ge, "<=": operator.le,
     ">": operator.gt, "<": operator.lt}
-_CONDITION = re.compile(r"^\s*(==|!=|>=|<=|>|<)\s*(\d+)\s*$")
+_NUMBER = r"\d+(?:\.\d+)?"
+_CONDITION = re.compile(rf"^\s*(==|!=|>=|<=|>|<)\s*({_NUMBER})\s*$")
+_RANGE = re.compile(rf"^\s*({_NUMBER})\s*\.\.\s*({_NUMBER})\s*$")  # "0..2000", ends included
 
 
 @dataclass(frozen=True)
@@ -49,15 +69,25 @@ class FaultStep:
 
 @dataclass(frozen=True)
 class Condition:
+    """`metric op value`, or with op ".." the inclusive range value..upper. A metric that was
+    never measured (None) holds nothing: an unmeasured run must not pass by default."""
+
     metric: str
     op: str
-    value: int
+    value: int | float
+    upper: int | float | None = None
 
     def holds(self, row: Mapping[str, Any]) -> bool:
         actual = row.get(self.metric)
-        return actual is not None and _COMPARE[self.op](actual, self.value)
+        if actual is None:
+            return False
+        if self.upper is not None:
+            return bool(self.value <= actual <= self.upper)
+        return _COMPARE[self.op](actual, self.value)
 
     def __str__(self) -> str:
+        if self.upper is not None:
+            return f"{self.metric} in {self.value}..{self.upper}"
         return f"{self.metric} {self.op} {self.value}"
 
 
@@ -154,13 +184,24 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
                      jitter_ms=int(raw.get("jitter_ms", 0)))
 
 
+def _number(text: str) -> int | float:
+    return float(text) if "." in text else int(text)
+
+
 def parse_condition(metric: str, text: Any, path: Path) -> Condition:
+    """One [expect] entry: a comparison ("> 0", ">= 0.99") or an inclusive range ("0..2000")."""
     if metric not in METRICS:
         raise _fail(path, f"unknown metric {metric!r} in [expect] (known: {', '.join(METRICS)})")
-    match = _CONDITION.match(str(text))
-    if not match:
-        raise _fail(path, f"[expect] {metric} = {text!r}: write e.g. \"== 0\" or \"> 0\"")
-    return Condition(metric, match.group(1), int(match.group(2)))
+    if match := _CONDITION.match(str(text)):
+        return Condition(metric, match.group(1), _number(match.group(2)))
+    if match := _RANGE.match(str(text)):
+        low, high = _number(match.group(1)), _number(match.group(2))
+        if low > high:
+            raise _fail(path, f"[expect] {metric} = {text!r}: the range is empty "
+                              f"({low} is above {high}); write low..high")
+        return Condition(metric, "..", low, high)
+    raise _fail(path, f"[expect] {metric} = {text!r}: write e.g. \"== 0\", \"> 0\", "
+                      "\">= 0.99\" or \"0..2000\" (a range, both ends included)")
 
 
 def parse(data: Mapping[str, Any], path: Path) -> Scenario:

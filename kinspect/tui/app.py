@@ -383,11 +383,9 @@ class KinspectApp(App[None]):
 
     @work(thread=True, exclusive=True, group="postmortem")
     def run_postmortem(self, run_dir: Path | None, lab: LabState) -> None:
-        """verify (read the final log back) → Spark job → report screen; progress as toasts."""
-        from kinspect.load.evidence import collect_lab_evidence
-        from kinspect.load.runsettings import LoadSettings
-        from kinspect.load.verify import verify
-        from kinspect.postmortem import run_postmortem
+        """verify (read the final log back) → evidence → Spark job → report screen."""
+        from kinspect.load.rundir import latest_run
+        from kinspect.postmortem.finish import finish_run
 
         def say(line: str) -> None:
             self.call_from_thread(self.notify, line, title="post-mortem", timeout=4)
@@ -398,17 +396,12 @@ class KinspectApp(App[None]):
                                   "something, then press m", severity="warning")
             return
         try:
-            settings = LoadSettings.load(run_dir)
-            say(f"reading {settings.topic} back to its high watermark…")
-            verify(lab.bootstrap, settings.topic, run_dir)
-            collect_lab_evidence(run_dir, lab, int((run_dir / "settings.json").stat().st_mtime * 1000))
-            report = run_postmortem(run_dir, progress=say)
+            report = finish_run(run_dir, lab.bootstrap, lab=lab, say=say)
         except Exception as exc:  # one line, like the CLI; the run dir is untouched
             self.call_from_thread(self.notify, f"post-mortem failed: {exc}", severity="error",
                                   timeout=15)
             return
         self.call_from_thread(self.push_screen, ReportScreen(report, run_dir / "postmortem"))
-
 
     # ----- scenarios ---------------------------------------------------------------------
 
@@ -484,15 +477,6 @@ class KinspectApp(App[None]):
 
 EVENT_BURST = 200
 MIN_DRAW_GAP_S = 0.2
-
-
-def latest_run() -> Path | None:
-    from kinspect.paths import kinspect_home
-
-    # By time, not name: scenario runs (scenario-NAME-TIME) would sort after load runs (TIME).
-    runs = (kinspect_home() / "runs").glob("*/settings.json")
-    newest = max(runs, key=lambda path: path.stat().st_mtime, default=None)
-    return newest.parent if newest else None
 
 
 def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:

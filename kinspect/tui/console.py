@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kinspect.lab import open_backend
 from kinspect.lab.topology import isolate_groups, parse_groups
-from kinspect.paths import kinspect_home
+from kinspect.load.rundir import new_run_dir
 
 ISOLATE_SCOPES = {"zk": "from ZooKeeper", "brokers": "from the other brokers",
                   "all": "from everything"}
@@ -95,12 +95,12 @@ class LabConsole:
 
     def start_load(self, request: LoadRequest) -> Path:
         """Start `kinspect load run` as its own process; the TUI follows its stats file."""
-        run_dir = kinspect_home() / "runs" / time.strftime("%Y%m%d-%H%M%S")
+        run_dir = new_run_dir()
         run_dir.mkdir(parents=True, exist_ok=True)
         with open(run_dir / "load.out", "w") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "kinspect", "load", "run", *request.arguments(),
-                 "--run-dir", str(run_dir), "--json"],
+                 "--run-dir", str(run_dir), "--json", "--origin", "tui"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
         time.sleep(0.5)

@@ -180,11 +180,11 @@ def _load_status(run_dir: Path | None) -> LoadStatus | None:
         return None
     import json
 
-    from kinspect.load.runner import PID_FILE
+    from kinspect.load.rundir import PID_FILE, SETTINGS_FILE
     from kinspect.load.runstats import aggregate, read_stats
 
     try:
-        settings = json.loads((run_dir / "settings.json").read_text())
+        settings = json.loads((run_dir / SETTINGS_FILE).read_text())
     except (OSError, ValueError):
         settings = {}
     running = (run_dir / PID_FILE).exists()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +18,27 @@ TOPIC = "t"
 
 
 def log_stamp(ts: int) -> str:
-    """A broker log timestamp (local time) for epoch ms."""
-    moment = datetime.fromtimestamp(ts / 1000)
+    """A broker log timestamp (UTC, as the lab's JVMs log) for epoch ms."""
+    moment = datetime.fromtimestamp(ts / 1000, tz=UTC)
     return f"[{moment:%Y-%m-%d %H:%M:%S},{ts % 1000:03d}]"
 
 
-def write_final_log(run_dir: Path, partition: int, rows: list[tuple[int | None, int | None, int]]) -> None:
-    """rows: (producer, seq, leader_epoch) in offset order; producer None = a foreign record."""
+def write_final_log(run_dir: Path, partition: int, rows: list[tuple[int | None, int | None, int]],
+                    run: str | None = None) -> None:
+    """rows: (producer, seq, leader_epoch) in offset order; producer None = a foreign record.
+    `run` None writes ids as kinspect did before run ids (`<producer>-<seq>`)."""
     out = run_dir / "final_log"
     out.mkdir(parents=True, exist_ok=True)
     n = len(rows)
     table = pa.table({
         "topic": [TOPIC] * n, "partition": pa.array([partition] * n, pa.int32()),
         "offset": pa.array(range(n), pa.int64()),
-        "id": [f"{p}-{s}" if p is not None else None for p, s, _ in rows],
+        "id": [(f"{run}-" if run else "") + f"{p}-{s}" if p is not None else None for p, s, _ in rows],
         "producer": pa.array([p for p, _, _ in rows], pa.int32()),
         "seq": pa.array([s if p is not None else None for p, s, _ in rows], pa.int64()),
         "leader_epoch": pa.array([e for _, _, e in rows], pa.int32()),
         "timestamp": pa.array([T0 + i for i in range(n)], pa.int64()),
+        "run": pa.array([run if p is not None else None for p, _, _ in rows], pa.string()),
     }, schema=FINAL_LOG_SCHEMA)
     pq.write_table(table, out / f"part-{partition:04d}.parquet")
 

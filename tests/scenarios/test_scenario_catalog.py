@@ -33,13 +33,17 @@ def test_catalog_has_every_named_scenario_with_2018_settings() -> None:
     # expectation in a catalogue file cannot pass unnoticed.
     pinned = {name: scenarios[name].expectation_text() for name in SOURCE_SEVEN}
     assert pinned == {
-        "acks0-kill-leader": "acked_lost > 0", "acks1-kill-leader": "acked > 0",
-        "acks1-kill-leader-10p": "acked > 0",
-        "acksall-kill-leader-10p": "acked_lost == 0 and acked > 0",
-        "acks1-isolate-leader": "acked_lost > 0",
-        "acksall-isolate-leader": "acked_lost == 0 and acked > 0",
-        "acks1-isolate-leader-zk": "acked_lost > 0",
-        "acksall-isolate-leader-zk": "acked_lost == 0 and acked > 0"}
+        "acks0-kill-leader": "acked_lost in 1..20000 and faults_applied >= 1",
+        "acks1-kill-leader": "acked_lost in 0..1000 and acked > 50000 and faults_applied >= 1",
+        "acks1-kill-leader-10p":
+            "acked_lost in 0..5000 and acked > 150000 and faults_applied >= 1",
+        "acksall-kill-leader-10p": "acked_lost == 0 and acked > 0 and faults_applied >= 1",
+        "acks1-isolate-leader":
+            "acked_lost >= 1000 and lost_blamed_on_target >= 0.99 and faults_applied >= 1",
+        "acksall-isolate-leader": "acked_lost == 0 and acked > 0 and faults_applied >= 1",
+        "acks1-isolate-leader-zk":
+            "acked_lost >= 1000 and lost_blamed_on_target >= 0.99 and faults_applied >= 1",
+        "acksall-isolate-leader-zk": "acked_lost == 0 and acked > 0 and faults_applied >= 1"}
     assert scenarios["unclean-election"].topic_config["unclean.leader.election.enable"] == "true"
     assert scenarios["unclean-election-off"].topic_config["unclean.leader.election.enable"] == "false"
     assert scenarios["slow-network"].needs == ("netem",)
@@ -140,15 +144,20 @@ def test_a_result_row_holds_only_what_was_measured_and_planned() -> None:
     from kinspect.scenarios.plan import PlanLog
     from kinspect.scenarios.runner import failover_ms, result_row
 
-    scenario = find("acks1-isolate-leader")  # expects acked_lost > 0
-    report = {"acked": 100, "in_log": 60, "acked_lost": 40, "explanation": "why",
+    scenario = find("acks1-isolate-leader")  # acked_lost >= 1000, blamed on the isolated broker
+    report = {"acked": 5000, "in_log": 3000, "acked_lost": 2000, "explanation": "why",
+              "attribution": [{"partition": 0, "leader_epoch": 0, "broker": 2, "count": 2000,
+                               "method": "inferred"}],
               "timeline": [{"kind": "leader_changed", "ts": 1_500, "source": "observer",
-                            "new": 2}]}
-    log = PlanLog(first_fault_ms=1_000)
+                            "new": 3}]}
+    log = PlanLog(entries=[{"ts": 1_000, "do": "isolate", "nodes": ["kafka2"]},
+                           {"ts": 16_000, "do": "heal", "nodes": ["kafka2"]}],
+                  first_fault_ms=1_000)
     row = result_row(scenario, report, {}, log, {}, None)
     assert row["expectation_met"] is True and row["expectation_failed"] == []
-    assert row["acked_lost"] == 40 and row["failover_ms"] == 500 == failover_ms(report, 1_000)
+    assert row["acked_lost"] == 2000 and row["failover_ms"] == 500 == failover_ms(report, 1_000)
     assert result_row(scenario, report, {}, log, {}, "the plan failed")["expectation_met"] is False
     unmeasured = result_row(scenario, {"acked": 100}, {}, log, {}, None)
     assert unmeasured["expectation_met"] is False
-    assert unmeasured["expectation_failed"] == ["acked_lost > 0"]
+    assert unmeasured["expectation_failed"] == ["acked_lost >= 1000",
+                                                "lost_blamed_on_target >= 0.99"]

@@ -1,0 +1,126 @@
+"""Finishing a run: verify (read the final log back) → keep the evidence → the post-mortem.
+
+One pipeline for every front end: `kinspect verify` runs its first half, and the TUI's `m`
+and the scenario runner run all of it, so a run is judged the same way whoever started it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kinspect.errors import KinspectError
+from kinspect.lab.state import LabState
+from kinspect.load.evidence import collect_lab_evidence
+from kinspect.load.rundir import SETTINGS_FILE, load_running, mark, now_ms
+from kinspect.load.runsettings import LoadSettings
+from kinspect.load.verify import PartitionRead, verify
+
+Say = Callable[[str], None]
+AGREE_WAIT_S = 30.0  # a healed zombie learns it is no longer leader within a few seconds
+
+
+@dataclass(frozen=True)
+class Verified:
+    topic: str
+    reads: list[PartitionRead]
+    kept: list[str]
+    warnings: list[str]
+
+
+def verify_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = None,
+               lab: LabState | None = None, say: Say | None = None,
+               timeout_s: float = 120.0) -> Verified:
+    """Read the run's topic back and keep the lab's evidence for its window."""
+    say = say or (lambda _line: None)
+    if not run_dir.is_dir():
+        raise KinspectError(f"run dir {run_dir} does not exist")
+    settings = LoadSettings.load(run_dir)
+    if load_running(run_dir):
+        raise KinspectError(f"the load of {run_dir} is still running: stop it first "
+                            f"(kinspect load stop --run-dir {run_dir})")
+    warnings = []
+    if lab is not None:
+        disagree = wait_for_agreement(lab, settings.topic, AGREE_WAIT_S, say)
+        if disagree:
+            warnings.append(f"after {AGREE_WAIT_S:.0f} s the brokers and ZooKeeper still "
+                            f"disagree about the leader of {disagree}: the final log may change")
+    for line in warnings:
+        say(line)
+    say(f"reading {settings.topic} back to its high watermark…")
+    reads = verify(bootstrap, settings.topic, run_dir, timeout_s, say, config)
+    info = mark(run_dir, verified_at_ms=now_ms())
+    kept: list[str] = []
+    if lab is not None:
+        window = info.window() if info else _legacy_window(run_dir)
+        kept = collect_lab_evidence(run_dir, lab, window, settings.topic)
+    return Verified(settings.topic, reads, kept, warnings)
+
+
+def finish_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = None,
+               lab: LabState | None = None, say: Say | None = None, spark: Any = None,
+               chart: bool = True) -> dict[str, Any]:
+    """verify → evidence → the PySpark post-mortem; returns the report."""
+    from kinspect.postmortem import run_postmortem
+
+    verified = verify_run(run_dir, bootstrap, config, lab, say)
+    report = run_postmortem(run_dir, progress=say, spark=spark, chart=chart)
+    report.setdefault("notes", []).extend(verified.warnings)
+    return report
+
+
+def wait_for_agreement(lab: LabState, topic: str, timeout_s: float, say: Say) -> str | None:
+    """Wait until every running broker names the leader ZooKeeper names for each partition of
+    the topic; the first partition still in dispute after the timeout, else None."""
+    from kinspect.lab.readiness import zk_client
+    from kinspect.sources.wire import ask_metadata
+
+    try:
+        zk = zk_client(lab.zookeeper.address, 5.0)
+    except KinspectError:
+        return None  # no ZooKeeper to compare with: nothing to wait for
+    try:
+        deadline, told = time.monotonic() + timeout_s, False
+        while True:
+            disputed = _disputed(zk, lab, topic, ask_metadata)
+            if disputed is None or time.monotonic() > deadline:
+                return disputed
+            if not told:
+                say(f"waiting for the brokers to agree with ZooKeeper about {disputed}…")
+                told = True
+            time.sleep(0.5)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _disputed(zk: Any, lab: LabState, topic: str, ask: Any) -> str | None:
+    path = f"/brokers/topics/{topic}/partitions"
+    if not zk.exists(path):
+        return None
+    leaders = {int(p): int(json.loads(zk.get(f"{path}/{p}/state")[0])["leader"])
+               for p in zk.get_children(path)}
+    for broker in lab.brokers:
+        if broker.state != "running":
+            continue
+        try:
+            answer = ask(broker.address)
+        except OSError:
+            continue
+        for partition, leader in sorted(leaders.items()):
+            claim = answer.partitions.get((topic, partition))
+            if claim is not None and claim.leader != leader:
+                return f"{topic}-{partition} ({broker.name} says {claim.leader}, ZooKeeper {leader})"
+    return None
+
+
+def _legacy_window(run_dir: Path) -> tuple[int, int]:
+    """A run dir made before run.json: from its settings file to now."""
+    settings = run_dir / SETTINGS_FILE
+    start = int(settings.stat().st_mtime * 1000) if settings.exists() else 0
+    return start, now_ms()
+

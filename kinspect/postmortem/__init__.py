@@ -32,11 +32,13 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     out.mkdir(parents=True, exist_ok=True)
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     fault = tl.main_fault(inputs.faults, start, end)
-    log_events = [e for e in read_broker_logs(inputs.broker_logs, inputs.topic)
-                  if (start is None or e["ts"] >= start) and (end is None or e["ts"] <= end)]
+    every_line = [e for e in read_broker_logs(inputs.broker_logs, inputs.topic)
+                  if end is None or e["ts"] <= end]
+    log_events = [e for e in every_line if start is None or e["ts"] >= start]
     if inputs.broker_logs:
         say(f"broker logs: {len(log_events):,} relevant lines from {len(inputs.broker_logs)} nodes")
-    history = [h.row() for h in leaderships([*(inputs.timeline or []), *log_events], inputs.topic)]
+    # Who led since when reaches back before the run: the leader at its start was elected earlier.
+    history = [h.row() for h in leaderships([*(inputs.timeline or []), *every_line], inputs.topic)]
     held_path = _held_table(inputs, out, say)
 
     from kinspect.postmortem import job

@@ -25,7 +25,7 @@ ELECTION = ("log_leader_start", "log_leader_and_isr", "leader_changed", "partiti
 ISR = ("log_isr_shrink", "log_isr_expand", "isr_shrank", "isr_expanded")
 CONTROLLER = ("controller_changed", "log_controller_elected")
 REGISTERED = ("log_broker_registered", "broker_registered")
-PREFERENCE = {kind: i for family in (ELECTION, ISR, CONTROLLER, REGISTERED)
+PREFERENCE = {kind: i for family in (ELECTION, ISR, CONTROLLER, REGISTERED, ("log_truncate",))
               for i, kind in enumerate(family)}
 SOURCE_ORDER = ("faults", "observer", "controller log", "broker log")
 
@@ -91,6 +91,8 @@ def _fact(e: dict[str, Any]) -> tuple[Any, ...] | None:
         return ("controller", int(e["broker"]), int(e["epoch"]))
     if kind in REGISTERED and e.get("broker") is not None:
         return ("registered", int(e["broker"]))
+    if kind == "log_truncate":  # the fetcher and the log itself both say it
+        return ("truncate", e.get("broker"), partition, e.get("offset"))
     return None
 
 
@@ -218,8 +220,8 @@ def no_leader_windows(events: list[dict[str, Any]], end_ts: int | None) -> list[
 def report_entries(events: list[dict[str, Any]], fault_ts: int | None,
                    cap: int = TIMELINE_CAP) -> tuple[list[dict[str, Any]], int]:
     """The report's timeline: compact entries with deltas from the fault; the rest counted."""
-    keep = ("ts", "kind", "partition", "broker", "severity", "detail", "source", "sources", "epoch",
-            "offset", "old", "new", "action", "node")
+    keep = ("ts", "kind", "partition", "broker", "severity", "detail", "source", "sources", "seen",
+            "epoch", "offset", "old", "new", "action", "node")
     out = []
     for e in events[:cap]:
         entry = {k: e[k] for k in keep if k in e}

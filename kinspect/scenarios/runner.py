@@ -73,14 +73,20 @@ def _full_isr(zk: KazooClient, scenario: Scenario) -> bool:
     return True
 
 
+ELECTED = {"leader_changed", "partition_online", "log_leader_start", "log_leader_and_isr"}
+
+
 def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
-    """From the first fault to the first leader the observer saw elected after it."""
+    """From the first fault to the first leader the observer saw elected after it (an election
+    seen by several sources is one timeline entry; `seen` keeps the observer's own time)."""
     if fault_ts is None:
         return None
     for entry in report.get("timeline", []):
-        if (entry.get("kind") == "leader_changed" and entry["ts"] > fault_ts
-                and entry.get("source") == "observer" and entry.get("new") not in (None, -1)):
-            return int(entry["ts"] - fault_ts)
+        seen = entry.get("seen") or {entry.get("source"): entry["ts"]}
+        observed = seen.get("observer")
+        if (entry.get("kind") in ELECTED and entry.get("new") not in (None, -1)
+                and observed is not None and observed > fault_ts):
+            return int(observed - fault_ts)
     return None
 
 

@@ -115,6 +115,7 @@ def test_a_whole_scenario_runs_unchanged_on_the_docker_lab(lab: dict[str, Any],
                                                            tmp_path: Path) -> None:
     """Reset (kept on docker), load with a ledger, isolate the leader, heal, verify, broker logs
     out of the containers, PySpark post-mortem: the acks=1 loss shows here as on processes."""
+    from tests.scenarios.attribution import check_blame
     from tests.scenarios.test_scenarios_lab import run
 
     row = run("acks1-isolate-leader", tmp_path)
@@ -123,3 +124,5 @@ def test_a_whole_scenario_runs_unchanged_on_the_docker_lab(lab: dict[str, Any],
     logs = sorted(p.name for p in (tmp_path / "broker-logs").iterdir())
     assert logs == ["kafka1", "kafka2", "kafka3"]
     assert (tmp_path / "broker-logs" / "kafka1" / "state-change.log").stat().st_size > 0
+    # the isolated broker is blamed, as its segments (kept from the bind-mounted data) confirm
+    check_blame(tmp_path, row, lab["bootstrap"])

@@ -7,12 +7,17 @@ the other lab tests (see conftest). The rest of the catalog runs in `make matrix
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import kinspect
+from tests.oracles import duckdb_recount, kcat_ids
+from tests.scenarios.attribution import check_blame
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.resets_lab]
 KEYS = {"scenario", "acked", "in_log", "acked_lost", "unacked_present", "duplicates",
@@ -43,6 +48,36 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(lab_session: Any,
     assert row["acked_lost"] > 0 and row["expectation_met"] is True, row
     assert row["in_log"] < row["acked"]
     assert row["failover_ms"] is not None and row["failover_ms"] > 0
+    check_blame(tmp_path, row, lab_session.status()["bootstrap"])
+
+
+def test_a_run_after_a_scenario_reports_only_its_own_faults(lab_session: Any,
+                                                            tmp_path: Path) -> None:
+    """The TUI's l, k, m after a scenario, by the CLI (the same finish_run): the report's
+    timeline holds the kill of this run and nothing from the scenario before it."""
+    row = run("acks1-isolate-leader-zk", tmp_path / "scenario")
+    status = lab_session.status()
+    check_blame(tmp_path / "scenario", row, status["bootstrap"])
+    run_dir = tmp_path / "after"
+    load = subprocess.Popen([sys.executable, "-m", "kinspect", "load", "run", "--topic", "test1",
+                             "--count", "40000", "--rate", "5000", "--run-dir", str(run_dir),
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    time.sleep(3)
+    leader = kinspect("snapshot", "--json", "--topic", "test1").stdout
+    node = f"kafka{json.loads(leader)['topics'][0]['partitions'][0]['leader']}"
+    kinspect("lab", "kill", node)
+    load.communicate(timeout=120)
+    kinspect("lab", "start", node, timeout=120)
+    kinspect("verify", "--topic", "test1", "--run-dir", str(run_dir))
+    report = json.loads(kinspect("postmortem", str(run_dir), "--json", "--no-chart",
+                                 timeout=400).stdout)
+    faults = [e for e in report["timeline"] if e["kind"] == "fault"]
+    assert [(f["action"], f["node"]) for f in faults][:2] == [("kill", node), ("start", node)]
+    start, end = report["run"]["window"]
+    assert all(start <= e["ts"] <= end for e in report["timeline"]), report["timeline"]
+    assert report["duplicates"] == 0 or report["acks"] != "all"
+    assert report["other_runs_records"] > 0  # the scenario's messages, not counted as ours
+    assert status["bootstrap"]
 
 
 def test_idempotence_removes_the_duplicates_retries_make(lab_session: Any,
@@ -57,6 +92,12 @@ def test_idempotence_removes_the_duplicates_retries_make(lab_session: Any,
         if row["duplicates"] > 0:
             break
     assert max(plain) > 0, f"no duplicates in {len(plain)} leader kills: {plain}"
+    dup_dir = tmp_path / f"plain-{len(plain) - 1}"
+    dup = json.loads((dup_dir / "postmortem" / "report.json").read_text())
+    recount = duckdb_recount(dup_dir, kcat_ids(lab_session.status()["bootstrap"], "test1",
+                                               dup["run_id"]))
+    assert (recount["duplicates"], recount["in_log"], recount["acked_lost"]) == \
+        (dup["duplicates"], dup["in_log"], dup["acked_lost"])
     row = run("duplicates-idempotent", tmp_path / "idempotent")
     assert row["duplicates"] == 0 and row["acked_lost"] == 0, row
     assert row["acked"] > 0 and row["expectation_met"] is True

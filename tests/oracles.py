@@ -1,0 +1,73 @@
+"""Independent oracles: what kinspect reports, recounted by tools that are not kinspect.
+
+- the final log as kcat reads it back (librdkafka's CLI, not our consumer);
+- the ledger recounted by DuckDB straight from its Parquet files (not pyarrow, not Spark);
+- the kept replica snapshots read by Kafka's own DumpLogSegments (not our segment reader).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+IDENT = re.compile(r"^([0-9a-f]{8})-(\d+)-(\d+)\|")
+
+
+def kcat_ids(bootstrap: str, topic: str, run_id: str) -> Counter[str]:
+    """How many times each id of the run is in the topic, read from the beginning by kcat."""
+    out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
+                          "-q", "-f", "%s\n"], capture_output=True, text=True, timeout=180,
+                         check=True).stdout
+    counts: Counter[str] = Counter()
+    for line in out.splitlines():
+        found = IDENT.match(line)
+        if found and found[1] == run_id:
+            counts[f"{found[1]}-{found[2]}-{found[3]}"] += 1
+    return counts
+
+
+def duckdb_recount(run_dir: Path, in_log: Counter[str]) -> dict[str, int]:
+    """The verdict's counts, from the ledger's Parquet files and kcat's ids, in DuckDB SQL."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE log (id VARCHAR, copies INTEGER)")
+    con.executemany("INSERT INTO log VALUES (?, ?)", list(in_log.items()))
+    ledger = str(run_dir / "ledger" / "p*.parquet")
+    row = con.execute(f"""
+        WITH ledger AS (SELECT id, status FROM read_parquet('{ledger}'))
+        SELECT count(*) FILTER (WHERE status = 'acked'),
+               count(*) FILTER (WHERE status = 'acked' AND id NOT IN (SELECT id FROM log)),
+               (SELECT count(*) FROM log l WHERE l.id NOT IN
+                    (SELECT id FROM ledger WHERE status = 'acked')),
+               (SELECT coalesce(sum(copies - 1), 0) FROM log),
+               (SELECT coalesce(sum(copies), 0) FROM log)
+        FROM ledger""").fetchone()
+    assert row is not None
+    keys = ("acked", "acked_lost", "unacked_or_unknown_present", "duplicates", "in_log")
+    return dict(zip(keys, (int(v) for v in row), strict=True))
+
+
+def dump_segments(files: list[Path]) -> list[dict[str, Any]]:
+    """Every record of these segment files as Kafka's DumpLogSegments prints it:
+    {file, offset, epoch (the batch's partitionLeaderEpoch), payload}."""
+    from kinspect.lab import dist
+
+    kafka = dist.ensure()
+    command = kafka.tool_command("kafka.tools.DumpLogSegments", "--print-data-log",
+                                 "--files", ",".join(str(f) for f in files))
+    out = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True).stdout
+    records, epoch, current = [], -1, ""
+    for line in out.splitlines():
+        if line.startswith("Dumping "):
+            current = line.split(" ", 1)[1].strip()
+        elif line.startswith("baseOffset:"):
+            epoch = int(re.search(r"partitionLeaderEpoch: (-?\d+)", line)[1])  # type: ignore[index]
+        elif line.startswith("| offset:"):
+            offset = int(re.search(r"offset: (\d+)", line)[1])  # type: ignore[index]
+            payload = line.split("payload: ", 1)[1] if "payload: " in line else ""
+            records.append({"file": current, "offset": offset, "epoch": epoch, "payload": payload})
+    return records

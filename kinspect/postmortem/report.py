@@ -166,8 +166,9 @@ def _context(report: dict[str, Any], top: dict[str, Any], events: list[dict[str,
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# Post-mortem: {report['run_dir']}", "",
-             f"Topic `{report['topic']}`, acks={report['acks']}, {report['engine']}, "
-             f"{report['seconds']:.1f} s.", "", report["explanation"], "", "| | messages |", "|---|---:|"]
+             f"Run `{report.get('run_id') or '(no id)'}`, topic `{report['topic']}`, "
+             f"acks={report['acks']}, {report['engine']}, {report['seconds']:.1f} s.", "",
+             report["explanation"], "", "| | messages |", "|---|---:|"]
     for key in ("sent", "acked", "failed", "unknown", "in_log", "acked_lost", "unacked_present",
                 "duplicates", "reordered"):
         lines.append(f"| {key.replace('_', ' ')} | {report[key]:,} |")
@@ -201,7 +202,8 @@ def markdown(report: dict[str, Any]) -> str:
     if not report["timeline"]:
         lines.append("No timeline was recorded (no timeline.jsonl, faults.jsonl or broker logs).")
     for e in report["timeline"]:
-        lines.append(f"- {clock(e['ts'])} ({seconds(e['delta_ms'])}) {e['detail']}")
+        seen = f" [{', '.join(e['sources'])}]" if len(e.get("sources") or []) > 1 else ""
+        lines.append(f"- {clock(e['ts'])} ({seconds(e['delta_ms'])}) {e['detail']}{seen}")
     if report.get("timeline_more"):
         lines.append(f"- … and {report['timeline_more']:,} more events")
     if report["notes"]:

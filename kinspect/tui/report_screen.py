@@ -18,7 +18,8 @@ from kinspect.tui.render import clock_text
 NUMBERS = (("sent", "sent"), ("acked", "acknowledged"), ("failed", "failed"),
            ("unknown", "unknown"), ("in_log", "in the final log"),
            ("acked_lost", "ACKNOWLEDGED BUT LOST"), ("unacked_present", "unacked but present"),
-           ("duplicates", "duplicates"), ("reordered", "reordered"))
+           ("duplicates", "duplicates"), ("reordered", "reordered"),
+           ("other_runs_records", "other runs' records"))
 
 
 def numbers_text(report: Mapping[str, Any]) -> Text:
@@ -47,7 +48,8 @@ class ReportScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         report = self.report
         with VerticalScroll(classes="dialog wide report"):
-            yield Label(Text(f"Post-mortem: {report.get('topic', '')}, acks={report.get('acks')}"
+            yield Label(Text(f"Post-mortem of run {report.get('run_id') or '(no id)'}: "
+                             f"{report.get('topic', '')}, acks={report.get('acks')}"
                              f"  ({report.get('engine', '')})", "bold"))
             yield Static(numbers_text(report))
             yield Static(Text(str(report.get("explanation", "")), "italic"))
@@ -58,12 +60,13 @@ class ReportScreen(ModalScreen[None]):
                 yield Label(Text("failed per second", "red"))
                 yield Sparkline([float(r.get("failed", 0)) for r in series], classes="failed")
             table: DataTable[str] = DataTable(classes="timeline")
-            table.add_columns("time", "Δ fault", "kind", "partition", "detail")
+            table.add_columns("time", "Δ fault", "kind", "partition", "detail", "seen by")
             for entry in report.get("timeline", [])[:200]:
                 delta = entry.get("delta_ms")
                 table.add_row(clock_text(int(entry.get("ts", 0))),
                               "" if delta is None else f"{delta / 1000:+.1f} s",
                               str(entry.get("kind", "")), str(entry.get("partition") or ""),
-                              str(entry.get("detail", ""))[:80])
+                              str(entry.get("detail", ""))[:80],
+                              ", ".join(entry.get("sources") or [str(entry.get("source", ""))]))
             yield table
             yield Static(Text(f"report.md, report.json, timeline.png in {self.out_dir}", "dim"))

@@ -141,3 +141,51 @@ def clean_run(run_dir: Path, producers: int = 2, per: int = 50) -> Path:
         writer.flush()
     write_final_log(run_dir, 0, rows)
     return run_dir
+
+
+ZOMBIE_RUN = "0a1b2c3d"
+
+
+def zombie_run(run_dir: Path, with_segments: bool = False) -> Path:
+    """Broker 2 leads t-0 (epoch 0) and is cut off at T0 + 500; broker 3 leads epoch 1 from
+    offset 50 at T0 + 2000, but the producer keeps reaching broker 2, which acknowledges seqs
+    50-149 (offsets 50-149) until T0 + 3000 — after the election. Broker 3 then takes seqs
+    150-199 at offsets 50-99. Broker 2 comes back at T0 + 20000 and truncates to 50.
+    Lost: seqs 50-149, every one acknowledged by broker 2 at epoch 0."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "settings.json").write_text(json.dumps({"topic": TOPIC, "acks": "1"}))
+    writer = LedgerWriter(run_dir, 0, TOPIC, "1", run_id=ZOMBIE_RUN)
+    for seq in range(200):
+        writer.note_sent(seq, T0 + seq)
+        if seq < 50:
+            writer.record(seq, 0, seq, None, "acked", None, T0 + seq, T0 + seq * 10)
+        elif seq < 150:
+            writer.record(seq, 0, seq, None, "acked", None, T0, T0 + 500 + (seq - 50) * 25)
+        else:
+            writer.record(seq, 0, seq - 100, None, "acked", None, T0, T0 + 3500 + seq)
+    writer.flush()
+    write_final_log(run_dir, 0, [(0, s, 0) for s in range(50)] + [(0, s, 1) for s in range(150, 200)],
+                    run=ZOMBIE_RUN)
+    logs = run_dir / "broker-logs"
+    (logs / "kafka2").mkdir(parents=True)
+    (logs / "kafka3").mkdir(parents=True)
+    (logs / "kafka2" / "state-change.log").write_text("\n".join([
+        f"{log_stamp(T0 - 10_000)} INFO [Broker id=2] Leader t-0 with topic id Some(x) starts at "
+        "leader epoch 0 from offset 0 with partition epoch 0, high watermark 0, ISR [2,3].",
+        f"{log_stamp(T0 + 20_000)} INFO [Broker id=2] Follower t-0 starts at leader epoch 1 from "
+        "offset 50 with partition epoch 3 and high watermark 50. Current leader is 3. Previous "
+        "leader epoch was 0.", ""]))
+    (logs / "kafka2" / "server.log").write_text(
+        f"{log_stamp(T0 + 20_001)} INFO [UnifiedLog partition=t-0, dir=/tmp/k] Truncating to "
+        "offset 50 (kafka.log.UnifiedLog)\n")
+    (logs / "kafka3" / "state-change.log").write_text(
+        f"{log_stamp(T0 + 2000)} INFO [Broker id=3] Leader t-0 with topic id Some(x) starts at "
+        "leader epoch 1 from offset 50 with partition epoch 1, high watermark 50, ISR [3].\n")
+    if with_segments:
+        from tests.unit.test_runs import _batch
+
+        part = run_dir / "replicas" / f"{T0 + 19_000}-heal" / "kafka2" / "t-0"
+        part.mkdir(parents=True)
+        values = [f"{ZOMBIE_RUN}-0-{s}|xx".encode() for s in range(150)]
+        (part / "00000000000000000000.log").write_bytes(_batch(0, 0, values))
+    return run_dir

@@ -143,3 +143,19 @@ def test_bad_master_is_one_line(tmp_path: Path) -> None:
     errors = [line for line in proc.stderr.splitlines() if line.startswith("kinspect: error:")]
     assert len(errors) == 1 and "cannot start Spark (bogus://nowhere)" in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("with_segments", [False, True], ids=["inferred", "measured"])
+def test_a_zombie_leaders_acks_are_blamed_on_the_zombie(spark: Any, tmp_path: Path,
+                                                        with_segments: bool) -> None:
+    """Acks that arrive after the new leader's election but come from the isolated old leader
+    (the issue's wrong-broker bug) are blamed on the old leader, from its history or its bytes."""
+    from tests.postmortem.rundirs import zombie_run
+
+    report = run_postmortem(zombie_run(tmp_path / "run", with_segments), spark=spark, chart=False)
+    assert report["acked_lost"] == 100 and report["in_log"] == 100
+    method = "measured" if with_segments else "inferred"
+    assert [(a["broker"], a["leader_epoch"], a["count"], a["method"])
+            for a in report["attribution"]] == [(2, 0, 100, method)]
+    assert report["explanation"].startswith("100 acknowledged messages were lost: broker 2 "
+                                            "acknowledged them at leader epoch 0")

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kinspect.load.rundir import id_prefix
+from kinspect.load.rundir import LEDGER_DIR, id_prefix
 
 FLUSH_EVERY_MS = 500
 FLUSH_EVERY_ROWS = 50_000
@@ -34,7 +34,7 @@ LEDGER_SCHEMA = pa.schema([
 
 
 def ledger_dir(run_dir: Path) -> Path:
-    return run_dir / "ledger"
+    return run_dir / LEDGER_DIR
 
 
 class LedgerWriter:

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kinspect.load.rundir import STATS_DIR
+
 # Log-scale latency buckets (ms): O(1) per message, percentiles good to a bucket's width.
 _BOUNDS = [0.5 * 1.25**i for i in range(60)]
 
@@ -25,7 +27,7 @@ def _bucket(ms: float) -> int:
 
 class StatsPublisher:
     def __init__(self, run_dir: Path, producer: int) -> None:
-        self.dir = run_dir / "stats"
+        self.dir = run_dir / STATS_DIR
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / f"p{producer:03d}.json"
         self.producer = producer
@@ -78,7 +80,7 @@ class StatsPublisher:
 
 def read_stats(run_dir: Path) -> list[dict[str, Any]]:
     out = []
-    for path in sorted((run_dir / "stats").glob("p*.json")):
+    for path in sorted((run_dir / STATS_DIR).glob("p*.json")):
         try:
             out.append(json.loads(path.read_text()))
         except (OSError, ValueError):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
+from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.postmortem import report as rep
 from kinspect.postmortem import timeline as tl
 from kinspect.postmortem.brokerlogs import read_broker_logs
@@ -28,7 +29,7 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     started = time.monotonic()
     say = progress or (lambda _line: None)
     inputs = load_inputs(run_dir)
-    out = out or run_dir / "postmortem"
+    out = out or run_dir / POSTMORTEM_DIR
     out.mkdir(parents=True, exist_ok=True)
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     fault = tl.main_fault(inputs.faults, start, end)

@@ -16,7 +16,7 @@ from typing import Any
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
 from kinspect.load.evidence import collect_lab_evidence
-from kinspect.load.rundir import SETTINGS_FILE, load_running, mark, now_ms
+from kinspect.load.rundir import PID_FILE, SETTINGS_FILE, load_running, mark, now_ms, runs_root
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import PartitionRead, verify
 
@@ -43,7 +43,8 @@ def verify_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
     if load_running(run_dir):
         raise KinspectError(f"the load of {run_dir} is still running: stop it first "
                             f"(kinspect load stop --run-dir {run_dir})")
-    warnings = []
+    warnings = [f"a load on {settings.topic} is still running in {other}: the final log may "
+                "still grow" for other in loads_on(settings.topic) if other != run_dir.resolve()]
     if lab is not None:
         disagree = wait_for_agreement(lab, settings.topic, AGREE_WAIT_S, say)
         if disagree:
@@ -71,6 +72,23 @@ def finish_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
     report = run_postmortem(run_dir, progress=say, spark=spark, chart=chart)
     report.setdefault("notes", []).extend(verified.warnings)
     return report
+
+
+def loads_on(topic: str) -> list[Path]:
+    """Run dirs under $KINSPECT_HOME/runs whose load on this topic is still running."""
+    root = runs_root()
+    if not root.is_dir():
+        return []
+    out = []
+    for pid_file in root.glob(f"*/{PID_FILE}"):
+        run_dir = pid_file.parent
+        try:
+            same = LoadSettings.load(run_dir).topic == topic
+        except (KinspectError, TypeError, ValueError):
+            continue
+        if same and load_running(run_dir):
+            out.append(run_dir.resolve())
+    return out
 
 
 def wait_for_agreement(lab: LabState, topic: str, timeout_s: float, say: Say) -> str | None:

@@ -16,7 +16,18 @@ import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
 from kinspect.load.ledger import LEDGER_SCHEMA
-from kinspect.load.rundir import REPLICAS_DIR, RunInfo, read_run
+from kinspect.load.rundir import (
+    BROKER_LOGS_DIR,
+    FAULTS_FILE,
+    FINAL_LOG_DIR,
+    LEDGER_DIR,
+    REPLICAS_DIR,
+    SETTINGS_FILE,
+    SUMMARY_FILE,
+    TIMELINE_FILE,
+    RunInfo,
+    read_run,
+)
 from kinspect.load.verify import FINAL_LOG_SCHEMA
 
 DISRUPTIVE = {"kill", "stop", "pause", "partition", "isolate", "restart", "slow", "delay", "loss"}
@@ -99,12 +110,12 @@ def load_inputs(run_dir: Path) -> RunInputs:
     """Everything the job needs to know up front; KinspectError names what is missing."""
     if not run_dir.is_dir():
         raise KinspectError(f"run dir {run_dir} does not exist")
-    ledger_dir = run_dir / "ledger"
+    ledger_dir = run_dir / LEDGER_DIR
     ledger_files = sorted(ledger_dir.glob("p*.parquet")) if ledger_dir.is_dir() else []
     if not ledger_files:
         raise KinspectError(f"{run_dir}: ledger/ has no p*.parquet files: not a kinspect run dir "
                             "(run `kinspect load run --run-dir DIR` first)")
-    settings = _json_file(run_dir / "settings.json")
+    settings = _json_file(run_dir / SETTINGS_FILE)
     producers: dict[int, ProducerMeta] = {}
     topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
     run_ids: set[str] = set()
@@ -128,7 +139,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
             if first is not None or pm.first_send_ts is not None else None
         pm.last_ack_ts = max(x for x in (last, pm.last_ack_ts) if x is not None) \
             if last is not None or pm.last_ack_ts is not None else None
-    final_dir = run_dir / "final_log"
+    final_dir = run_dir / FINAL_LOG_DIR
     final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
     if not final_files:
         raise KinspectError(f"{run_dir}: final_log/ missing: run `kinspect verify --topic "
@@ -151,9 +162,9 @@ def load_inputs(run_dir: Path) -> RunInputs:
         replica_snapshots=sorted(p for p in replicas.iterdir() if p.is_dir()) if replicas.is_dir() else [],
         run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
         producers=producers, topic=topic, acks=acks, settings=settings,
-        summary=_json_file(run_dir / "summary.json"),
-        timeline=read_jsonl(run_dir / "timeline.jsonl"), faults=read_jsonl(run_dir / "faults.jsonl"),
-        broker_logs=_broker_logs(run_dir / "broker-logs"), final_log_partitions=sorted(partitions),
+        summary=_json_file(run_dir / SUMMARY_FILE),
+        timeline=read_jsonl(run_dir / TIMELINE_FILE), faults=read_jsonl(run_dir / FAULTS_FILE),
+        broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
         final_log_rows=final_rows)
 
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kinspect.load.rundir import FINAL_LOG_DIR, LEDGER_DIR
 from kinspect.postmortem.inputs import RunInputs
 
 KEY_SHIFT = 40
@@ -109,7 +110,7 @@ def ledger_frame(spark: Any, inputs: RunInputs) -> Any:
     from kinspect.load.ledger import LEDGER_SCHEMA
 
     raw = (spark.read.schema(_schema(LEDGER_SCHEMA)).option("pathGlobFilter", "p*.parquet")
-           .parquet(str(inputs.run_dir / "ledger")))
+           .parquet(str(inputs.run_dir / LEDGER_DIR)))
     status = (F.when(F.col("status") == "acked", ACKED).when(F.col("status") == "failed", FAILED)
               .otherwise(UNKNOWN))
     return raw.select(_key(F.col("producer"), F.col("seq")).alias("key"),
@@ -140,7 +141,7 @@ def final_log_frame(spark: Any, inputs: RunInputs) -> Any:
     from kinspect.load.verify import FINAL_LOG_SCHEMA
 
     return (spark.read.schema(_schema(FINAL_LOG_SCHEMA)).option("pathGlobFilter", "part-*.parquet")
-            .parquet(str(inputs.run_dir / "final_log"))
+            .parquet(str(inputs.run_dir / FINAL_LOG_DIR))
             .select("partition", "offset", "producer", "seq", "leader_epoch", "run"))
 
 

@@ -23,6 +23,7 @@ from textual.widgets import Footer, Input, Static
 from kinspect.cli.common import ClusterTarget
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
+from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.model import ClusterSnapshot
 from kinspect.profiles import redact
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
@@ -401,7 +402,7 @@ class KinspectApp(App[None]):
             self.call_from_thread(self.notify, f"post-mortem failed: {exc}", severity="error",
                                   timeout=15)
             return
-        self.call_from_thread(self.push_screen, ReportScreen(report, run_dir / "postmortem"))
+        self.call_from_thread(self.push_screen, ReportScreen(report, run_dir / POSTMORTEM_DIR))
 
     # ----- scenarios ---------------------------------------------------------------------
 
@@ -469,10 +470,10 @@ class KinspectApp(App[None]):
         self.call_from_thread(self.notify, f"{name}: expected {row.get('expectation')}: {held}",
                               severity="information" if row.get("expectation_met")
                               else "warning", timeout=15)
-        report_path = run_dir / "postmortem" / "report.json"
+        report_path = run_dir / POSTMORTEM_DIR / "report.json"
         if report_path.exists():
             self.call_from_thread(self.push_screen, ReportScreen(
-                json.loads(report_path.read_text()), run_dir / "postmortem"))
+                json.loads(report_path.read_text()), run_dir / POSTMORTEM_DIR))
 
 
 EVENT_BURST = 200

@@ -42,7 +42,7 @@ def check_blame(run_dir: Path, row: dict[str, Any], bootstrap: str) -> float:
     import duckdb
 
     ledger = str(run_dir / "ledger" / "p*.parquet")
-    lost_ids = [r[0] for r in duckdb.sql(f"SELECT id FROM read_parquet('{ledger}') "
+    lost_ids = [r[0] for r in duckdb.connect().execute(f"SELECT id FROM read_parquet('{ledger}') "
                                          "WHERE status = 'acked'").fetchall() if r[0] not in in_log]
     epochs = {a["leader_epoch"] for a in report["attribution"] if a["broker"] == victim}
     confirmed = sum(1 for i in lost_ids if held.get(i) in epochs)

@@ -118,6 +118,7 @@ def _write_final_log(run_dir: Path, producer: np.ndarray, seq: np.ndarray, part:
             "offset": pa.array(np.arange(n, dtype=np.int64)), "id": _ids(producer[rows], seq[rows]),
             "producer": pa.array(producer[rows]), "seq": pa.array(seq[rows]),
             "leader_epoch": pa.array(epoch[rows]), "timestamp": pa.array(when[rows]),
+            "run": pa.nulls(n, pa.string()),  # ids as before run ids: the legacy path
         }, schema=FINAL_LOG_SCHEMA), out / f"part-{p:04d}.parquet")
 
 

@@ -35,6 +35,7 @@ BROKER_LOGS_DIR = "broker-logs"
 REPLICAS_DIR = "replicas"
 POSTMORTEM_DIR = "postmortem"
 SCENARIO_FILE = "scenario.json"
+VERIFY_FILE = "verify.json"  # what verify read and what it warned about
 
 RUN_ID = re.compile(r"^[0-9a-f]{8}$")
 # What a message value starts with: `<run>-<producer>-<seq>|`, or `<producer>-<seq>|` from

@@ -157,7 +157,7 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
                     "ms": g["end"] - g["start"], "reason": "no successful acknowledgement"} for g in gaps]
     no_leader = tl.no_leader_windows(events, last_ack)
     entries, timeline_more = tl.report_entries(events, int(fault["ts"]) if fault else None)
-    notes = []
+    notes = list(inputs.verify_warnings)
     if inputs.timeline is None:
         notes.append("no timeline was recorded (run `kinspect watch --run-dir` during the load)")
     if inputs.faults is None:

@@ -16,7 +16,15 @@ from typing import Any
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
 from kinspect.load.evidence import collect_lab_evidence
-from kinspect.load.rundir import PID_FILE, SETTINGS_FILE, load_running, mark, now_ms, runs_root
+from kinspect.load.rundir import (
+    PID_FILE,
+    SETTINGS_FILE,
+    VERIFY_FILE,
+    load_running,
+    mark,
+    now_ms,
+    runs_root,
+)
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import PartitionRead, verify
 
@@ -55,6 +63,9 @@ def verify_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
     say(f"reading {settings.topic} back to its high watermark…")
     reads = verify(bootstrap, settings.topic, run_dir, timeout_s, say, config)
     info = mark(run_dir, verified_at_ms=now_ms())
+    (run_dir / VERIFY_FILE).write_text(json.dumps({"warnings": warnings, "partitions": [
+        {"partition": r.partition, "log_start": r.log_start, "high_watermark": r.high_watermark,
+         "records": r.records} for r in reads]}, indent=2) + "\n")
     kept: list[str] = []
     if lab is not None:
         window = info.window() if info else _legacy_window(run_dir)
@@ -68,10 +79,8 @@ def finish_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
     """verify → evidence → the PySpark post-mortem; returns the report."""
     from kinspect.postmortem import run_postmortem
 
-    verified = verify_run(run_dir, bootstrap, config, lab, say)
-    report = run_postmortem(run_dir, progress=say, spark=spark, chart=chart)
-    report.setdefault("notes", []).extend(verified.warnings)
-    return report
+    verify_run(run_dir, bootstrap, config, lab, say)
+    return run_postmortem(run_dir, progress=say, spark=spark, chart=chart)
 
 
 def loads_on(topic: str) -> list[Path]:

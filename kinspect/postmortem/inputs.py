@@ -25,6 +25,7 @@ from kinspect.load.rundir import (
     SETTINGS_FILE,
     SUMMARY_FILE,
     TIMELINE_FILE,
+    VERIFY_FILE,
     RunInfo,
     read_run,
 )
@@ -62,6 +63,7 @@ class RunInputs:
     run: RunInfo | None = None
     run_id: str | None = None  # None: a run dir made before run ids
     replica_snapshots: list[Path] = field(default_factory=list)
+    verify_warnings: list[str] = field(default_factory=list)
 
     @property
     def ledger_rows(self) -> int:
@@ -158,6 +160,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
                             f"({', '.join(sorted(ledger_runs | ({run.run_id} if run else set())))})")
     replicas = run_dir / REPLICAS_DIR
     return RunInputs(
+        verify_warnings=[str(w) for w in _json_file(run_dir / VERIFY_FILE).get("warnings") or []],
         run=run, run_id=run.run_id if run else (next(iter(ledger_runs)) if ledger_runs else None),
         replica_snapshots=sorted(p for p in replicas.iterdir() if p.is_dir()) if replicas.is_dir() else [],
         run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,

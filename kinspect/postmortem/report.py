@@ -73,8 +73,8 @@ def attribution(epochs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def blamed(report: dict[str, Any]) -> dict[int | None, int]:
     """Lost messages per acknowledging broker (None: unknown), over every partition."""
     out: dict[int | None, int] = {}
-    for a in report["attribution"]:
-        out[a["broker"]] = out.get(a["broker"], 0) + a["count"]
+    for a in report.get("attribution") or []:
+        out[a.get("broker")] = out.get(a.get("broker"), 0) + int(a["count"])
     return out
 
 

@@ -24,6 +24,7 @@ from kinspect.load.evidence import recording_timeline
 from kinspect.load.rundir import SCENARIO_FILE, new_run_dir
 from kinspect.load.runner import run_load
 from kinspect.postmortem.finish import finish_run
+from kinspect.postmortem.report import blamed
 from kinspect.scenarios import probes
 from kinspect.scenarios.plan import FaultPlan, PlanLog, node_of, partition_state
 from kinspect.scenarios.spec import METRICS, Scenario
@@ -118,17 +119,9 @@ def plan_problems(log: PlanLog, plan_error: str | None) -> list[str]:
     return skipped + ([f"fault plan failed: {plan_error}"] if plan_error else [])
 
 
-def _attributed(report: dict[str, Any]) -> dict[int | None, int]:
-    """Lost messages per broker that acknowledged them (None: the post-mortem cannot tell)."""
-    counts: dict[int | None, int] = {}
-    for entry in report.get("attribution") or []:
-        counts[entry.get("broker")] = counts.get(entry.get("broker"), 0) + int(entry["count"])
-    return counts
-
-
 def blamed_broker(report: dict[str, Any]) -> int | None:
     """The broker that acknowledged most of the lost messages, for display."""
-    counts = _attributed(report)
+    counts = blamed(report)
     return max(counts, key=lambda broker: counts[broker]) if counts else None
 
 
@@ -141,9 +134,9 @@ def lost_blamed_on_target(report: dict[str, Any], log: PlanLog) -> float | None:
     hit = set(disruptive[0]["nodes"]) if disruptive else set()
     if not lost or not any(node.startswith("kafka") for node in hit):
         return None
-    blamed = sum(count for broker, count in _attributed(report).items()
-                 if broker is not None and node_of(broker) in hit)
-    return blamed / int(lost)
+    on_target = sum(count for broker, count in blamed(report).items()
+                    if broker is not None and node_of(broker) in hit)
+    return on_target / int(lost)
 
 
 def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:

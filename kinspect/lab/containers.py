@@ -15,6 +15,7 @@ import functools
 import io
 import ipaddress
 import shlex
+import shutil
 import tarfile
 import time
 from collections.abc import Callable
@@ -151,9 +152,12 @@ class DockerBackend(LabBackend):
         self._start(state, node)
 
     def _data_dir(self, node: NodeRecord) -> Path:
-        """The node's data lives on this machine, as a process lab's does: it outlives the
-        container like a disk, and the replica snapshots read segments from it directly."""
+        """The node's data lives on this machine: it outlives a killed container like a disk,
+        and the replica snapshots read segments from it directly. A container is made only when
+        the lab is built, and starts on empty data, as a docker lab always has (a process lab's
+        leftovers in the same home are not mixed in)."""
         path = node_dir(self.root, node.name) / "data"
+        shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True, exist_ok=True)
         return path
 

@@ -51,23 +51,39 @@ def partition_rows(groups: list[dict[str, Any]], epochs: list[dict[str, Any]],
         row["other_runs"] = int(s.get("other_runs") or 0)
         row["reordered"] = int(s.get("reordered") or 0)
         row["final_log"] = p in partitions
-        row["lost_by_epoch"] = {str(e["epoch"]) if e["epoch"] is not None else "unknown": int(e["count"])
-                                for e in sorted(epochs, key=lambda e: e["epoch"] or -1) if e["pp"] == p}
+        by_epoch: dict[str, int] = {}
+        for e in sorted(epochs, key=lambda e: e["epoch"] if e["epoch"] is not None else -1):
+            if e["pp"] == p:
+                name = str(e["epoch"]) if e["epoch"] is not None else "unknown"
+                by_epoch[name] = by_epoch.get(name, 0) + int(e["count"])
+        row["lost_by_epoch"] = by_epoch
         rows.append(row)
     return rows
 
 
 def attribution(epochs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Lost messages by (partition, leader epoch, broker, method), largest first. `method` is
-    "measured" when the messages were found in a kept replica snapshot, else "inferred"."""
-    out = []
+    """Lost messages by (partition, leader epoch, broker), largest first. `method` says how we
+    know: "measured" (every one found in a kept replica snapshot), "inferred" (none), or "mixed"
+    (`measured` of them were: a zombie keeps acknowledging for a moment after the heal, past
+    the snapshot taken before it)."""
+    rows: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
     for e in epochs:
-        out.append({"partition": e["pp"], "leader_epoch": e["epoch"], "broker": e["broker"],
-                    "method": e["method"], "epoch_inferred": e["method"] != "measured",
-                    "count": int(e["count"]),
-                    "first_ack_ts": e["first_ack_ts"], "last_ack_ts": e["last_ack_ts"],
-                    "first_offset": e["first_offset"], "last_offset": e["last_offset"]})
-    return sorted(out, key=lambda a: (-a["count"], a["partition"], a["leader_epoch"] or -1))
+        key = (e["pp"], e["epoch"], e["broker"])
+        row = rows.setdefault(key, {"partition": e["pp"], "leader_epoch": e["epoch"],
+                                    "broker": e["broker"], "count": 0, "measured": 0,
+                                    "first_ack_ts": e["first_ack_ts"], "last_ack_ts": e["last_ack_ts"],
+                                    "first_offset": e["first_offset"], "last_offset": e["last_offset"]})
+        row["count"] += int(e["count"])
+        row["measured"] += int(e["count"]) if e["method"] == "measured" else 0
+        for field, pick in (("first_ack_ts", min), ("last_ack_ts", max), ("first_offset", min),
+                            ("last_offset", max)):
+            values = [v for v in (row[field], e[field]) if v is not None]
+            row[field] = pick(values) if values else None
+    for row in rows.values():
+        row["method"] = ("measured" if row["measured"] == row["count"]
+                         else "inferred" if row["measured"] == 0 else "mixed")
+        row["epoch_inferred"] = row["method"] != "measured"
+    return sorted(rows.values(), key=lambda a: (-a["count"], a["partition"], a["leader_epoch"] or -1))
 
 
 def blamed(report: dict[str, Any]) -> dict[int | None, int]:
@@ -104,7 +120,9 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
         epoch = f"at leader epoch {top['leader_epoch']}" if top["leader_epoch"] is not None \
             else "at an unknown leader epoch"
         epoch += {"measured": " (measured: found in its kept log segments)",
-                  "inferred": " (inferred from the brokers' leadership history)"}.get(
+                  "inferred": " (inferred from the brokers' leadership history)",
+                  "mixed": f" (measured for {top.get('measured', 0):,} of them, found in its kept log "
+                           "segments; the rest inferred from the brokers' leadership history)"}.get(
                       str(top.get("method")), "")
         share = "" if top["count"] == lost else f" ({top['count']:,} of them)"
         text += (f": {who} acknowledged them{share} {epoch} between {clock(top['first_ack_ts'])} "
@@ -184,9 +202,10 @@ def markdown(report: dict[str, Any]) -> str:
                   "acked from | to | how we know |", "|---:|---:|---:|---:|---|---|---|"]
         for a in report["attribution"]:
             broker = a["broker"] if a["broker"] is not None else "unknown"
+            how = a["method"] if a["method"] != "mixed" else f"{a['measured']:,} measured, rest inferred"
             lines.append(f"| {a['partition']} | {a['leader_epoch']} | {broker} | "
                          f"{a['count']:,} | {clock(a['first_ack_ts'])} | {clock(a['last_ack_ts'])} | "
-                         f"{a['method']} |")
+                         f"{how} |")
         lines += ["", "Lost ids (producer: seq ranges):", ""]
         for producer, ranges in report["lost_ranges"].items():
             shown = ", ".join(f"{lo}-{hi}" if lo != hi else str(lo) for lo, hi in ranges[:MD_RANGES])

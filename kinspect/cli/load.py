@@ -67,11 +67,16 @@ def register(commands: Any) -> None:
     add_cluster_arguments(slow, zookeeper=False)
     slow.set_defaults(handler=cmd_slow)
 
-    verify = commands.add_parser("verify", help="read the final log back into the run dir")
-    verify.add_argument("--topic", required=True)
-    verify.add_argument("--run-dir", type=Path, required=True)
-    verify.add_argument("--timeout", type=float, default=120.0)
-    verify.add_argument("--json", action="store_true")
+    verify = commands.add_parser(
+        "verify", help="read the final log back into the run dir, and keep the lab's evidence",
+        description="Read the run's topic back to its high watermark (the run's own records are "
+                    "told apart by its run id) and, on a lab, keep the faults, broker logs and "
+                    "replica snapshots of the run's window for the post-mortem.")
+    verify.add_argument("--topic", required=True, help="the run's topic (checked against the run dir)")
+    verify.add_argument("--run-dir", type=Path, required=True, help="the run dir of `load run`")
+    verify.add_argument("--timeout", type=float, default=120.0,
+                        help="seconds to read up to the high watermark (default 120)")
+    verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
     add_cluster_arguments(verify, zookeeper=False)
     verify.set_defaults(handler=cmd_verify)
 

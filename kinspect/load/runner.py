@@ -34,11 +34,16 @@ def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
     """The topic's partition count; a missing topic is bad input, not something to create."""
     admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap,
                          "socket.timeout.ms": 5000})
-    try:
-        metadata = admin.list_topics(topic=topic, timeout=timeout_s)
-    except KafkaException as exc:
-        raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
-                            f"{exc.args[0].str()}") from None
+    deadline = time.monotonic() + timeout_s
+    while True:  # a broker that just learnt of a topic may answer with a partial response
+        try:
+            metadata = admin.list_topics(topic=topic, timeout=max(1.0, deadline - time.monotonic()))
+            break
+        except KafkaException as exc:
+            if time.monotonic() >= deadline:
+                raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
+                                    f"{exc.args[0].str()}") from None
+            time.sleep(0.5)
     info = metadata.topics.get(topic)
     if info is None or info.error is not None:
         raise KinspectError(f"topic {topic!r} does not exist (create it first, e.g. with "

@@ -6,6 +6,7 @@ stop`) can stop it with SIGTERM; the workers then record what is still in flight
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -98,7 +99,9 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
                  progress: Callable[[str], None] | None) -> dict[str, Any]:
     (run_dir / PID_FILE).write_text(str(os.getpid()))
     workers = [subprocess.Popen([sys.executable, "-m", "kinspect.load.worker", "--run-dir",
-                                 str(run_dir), "--producer", str(p)], stdin=subprocess.DEVNULL)
+                                 str(run_dir.resolve()), "--producer", str(p), "--parent",
+                                 str(os.getpid())],
+                                stdin=subprocess.DEVNULL)
                for p in range(settings.producers)]
     (run_dir / WORKERS_FILE).write_text(json.dumps([w.pid for w in workers]))
     stopping = False
@@ -132,13 +135,34 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
 
 
 def stop_load(run_dir: Path) -> bool:
-    """Ask a running load (in any process) to stop; False when none runs in that run dir."""
+    """Ask a running load (in any process) to stop; False when none runs in that run dir.
+
+    The runner is asked (it stops its workers); when the runner is gone, its workers are
+    stopped directly (each records what is in flight as unknown)."""
     pid_file = run_dir / PID_FILE
-    if not pid_file.exists():
-        return False
     try:
         os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
-    except (ProcessLookupError, ValueError):
+        return True
+    except (OSError, ValueError):
         pid_file.unlink(missing_ok=True)
-        return False
-    return True
+    return bool(stop_workers(run_dir))
+
+
+def stop_workers(run_dir: Path) -> list[int]:
+    """SIGTERM the live workers listed in RUN_DIR/workers.json (only processes that are a
+    kinspect worker of this run dir: a pid reused by something else is left alone)."""
+    try:
+        pids = [int(p) for p in json.loads((run_dir / WORKERS_FILE).read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+    stopped = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"kinspect.load.worker" in cmdline and str(run_dir.resolve()).encode() in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+                stopped.append(pid)
+    return stopped

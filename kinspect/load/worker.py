@@ -8,6 +8,8 @@ slower (Parquet, stats files) happens at most once a second.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import os
 import signal
 import sys
 import time
@@ -22,6 +24,7 @@ from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import StatsPublisher
 
 SEND_BATCH = 200  # messages between rate checks / polls
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def now_ms() -> int:
@@ -33,6 +36,7 @@ class Worker:
         self.settings = settings
         self.id = producer_id
         self.stopping = False
+        self.parent: int | None = None  # the runner's pid: a worker never outlives it
         self.prefix = id_prefix(settings.run_id, producer_id).encode()
         self.pad = b"x" * settings.size
         self.send_ts: list[int] = []
@@ -122,6 +126,8 @@ class Worker:
         return self._finish()
 
     def _tick(self) -> None:
+        if self.parent is not None and os.getppid() != self.parent:
+            self.stopping = True  # the runner is gone: finish the ledger and stop sending
         now = now_ms()
         self.ledger.maybe_flush(now)
         self.stats.maybe_publish(now, sent=len(self.send_ts), in_flight=self.in_flight)
@@ -148,12 +154,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kinspect-load-worker")
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--producer", type=int, required=True)
+    parser.add_argument("--parent", type=int, help="the runner's pid: stop when it is gone")
     args = parser.parse_args(argv)
     settings = LoadSettings.load(args.run_dir)
     worker = Worker(settings, args.producer, args.run_dir)
     signal.signal(signal.SIGTERM, worker.request_stop)
     signal.signal(signal.SIGINT, worker.request_stop)
+    if args.parent is not None:
+        worker.parent = args.parent
+        die_with_parent()
     return worker.run()
+
+
+def die_with_parent() -> None:
+    """Ask Linux for SIGTERM when the runner dies (a closed terminal, a SIGKILL): the worker
+    then records what is in flight and stops, instead of producing on. `_tick` also checks
+    the parent, for a runner that died before this call or a kernel without prctl."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

@@ -105,3 +105,32 @@ def test_bad_arguments(lab: dict[str, Any], tmp_path: Path, args: list[str],
     assert "Traceback" not in proc.stderr
     missing = kinspect("load", "run", "--topic", "clean", check=False)
     assert missing.returncode == 2 and "--run-dir" in missing.stderr
+
+
+def test_a_sigkilled_runner_leaves_no_worker_behind(lab: dict[str, Any], tmp_path: Path) -> None:
+    """A closed terminal or a SIGKILL of `load run`: its workers stop within seconds (parent-death
+    signal), recording what was in flight, instead of producing on."""
+    create_topics(lab["bootstrap"], {"orphans": 1})
+    runner = subprocess.Popen([sys.executable, "-m", "kinspect", "load", "run", "--topic", "orphans",
+                               "--duration", "120", "--rate", "2000", "--producers", "2",
+                               "--run-dir", str(tmp_path), "--json", "--no-timeline"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        workers = wait_until(lambda: json.loads((tmp_path / "workers.json").read_text())
+                             if (tmp_path / "workers.json").exists() else None, 30, "the workers")
+        wait_until(lambda: len(list((tmp_path / "ledger").glob("*.parquet"))) >= 2
+                   if (tmp_path / "ledger").exists() else None, 30, "the load under way")
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=10)
+
+        def gone() -> bool:
+            return not any(os.path.exists(f"/proc/{pid}") and
+                           b"zombie" not in open(f"/proc/{pid}/status", "rb").read().lower()
+                           for pid in workers)
+
+        wait_until(gone, 5, "every worker to stop after its runner was killed")
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    ledger = read_ledger(tmp_path)
+    assert ledger.num_rows > 0 and set(ledger["status"].to_pylist()) <= {"acked", "unknown", "failed"}

@@ -105,3 +105,28 @@ def test_settings_round_trip(tmp_path: Path) -> None:
     config = settings.to_producer_config()
     assert config["acks"] == "all" and config["enable.idempotence"] is True
     assert config["retries"] == 3 and "delivery.timeout.ms" not in config
+
+
+def test_load_stop_reaches_the_workers_of_a_runner_that_died(tmp_path: Path) -> None:
+    """A SIGKILLed runner leaves load.pid behind; `load stop` then stops its workers itself.
+    The worker here points at a closed loopback port: it sends nothing anywhere."""
+    from kinspect.load.runner import stop_load
+
+    LoadSettings(topic="t", bootstrap="127.0.0.1:1", count=None, duration_s=600.0).save(tmp_path)
+    worker = subprocess.Popen([sys.executable, "-m", "kinspect.load.worker", "--run-dir",
+                               str(tmp_path.resolve()), "--producer", "0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / "load.pid").write_text(str(dead.pid))
+    (tmp_path / "workers.json").write_text(f"[{worker.pid}, {dead.pid}]")
+    try:
+        time.sleep(1.0)
+        assert worker.poll() is None
+        assert stop_load(tmp_path) is True
+        assert worker.wait(timeout=20) == 0  # stopped cleanly: its ledger is written
+        assert list((tmp_path / "ledger").glob("p000-*.parquet"))
+        assert stop_load(tmp_path) is False  # nothing left to stop
+    finally:
+        if worker.poll() is None:
+            worker.kill()

@@ -6,13 +6,24 @@
 # image on top installs the same packages, so both paths end in the same image.
 #
 # usage: docker/make-base-image.sh [--force]       (root is needed for debootstrap)
-# env:   DEBIAN_MIRROR (default http://deb.debian.org/debian)
+# env:   DEBIAN_MIRROR (default: the Debian mirror this machine's apt already uses)
 set -euo pipefail
 
 TAG="kinspect/debian:bookworm"
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 say() { echo "$*" >&2; }
+
+# The mirror apt uses here, from its own sources (deb822 *.sources or one-line *.list): the
+# first Debian archive URI that is not the security archive. No host name lives in this repo.
+apt_mirror() {
+  local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list)
+  { grep -hsE '^[[:space:]]*URIs:' "${files[@]}" | sed -E 's/^[[:space:]]*URIs:[[:space:]]*//' | tr ' ' '\n'
+    grep -hsE '^[[:space:]]*deb[[:space:]]' "${files[@]}" \
+      | sed -E 's/^[[:space:]]*deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/'
+  } | grep -E '^https?://' | grep -v -- '-security' | grep -E '/debian/?$' | head -1 | sed 's:/$::' \
+    || true  # no sources at all: the caller says so
+}
+MIRROR="${DEBIAN_MIRROR:-$(apt_mirror)}"
 
 if [ "${1:-}" != "--force" ] && docker image inspect "$TAG" >/dev/null 2>&1; then
   say "base image $TAG is already here"
@@ -25,6 +36,10 @@ if timeout 60 docker pull -q debian:bookworm-slim >/dev/null 2>&1; then
   exit 0
 fi
 
+if [ -z "$MIRROR" ]; then
+  say "error: no Debian mirror in this machine's apt sources; set DEBIAN_MIRROR"
+  exit 2
+fi
 say "no registry answers; making $TAG with debootstrap from $MIRROR (about a minute)"
 if [ "$(id -u)" != 0 ]; then
   say "error: debootstrap needs root (or a registry to pull debian:bookworm-slim from)"

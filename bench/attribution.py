@@ -34,19 +34,14 @@ def judge(run_dir: Path, row: dict[str, Any], spark: Any) -> dict[str, Any]:
     import duckdb
 
     from kinspect.postmortem import run_postmortem
-    from tests.oracles import IDENT, dump_segments
+    from tests.oracles import held_by
 
     report = json.loads((run_dir / "postmortem" / "report.json").read_text())
     victim = int(row["faults"][0]["nodes"][0].removeprefix("kafka"))
     blind = run_dir.with_name(run_dir.name + "-inferred")
     shutil.copytree(run_dir, blind, ignore=shutil.ignore_patterns("replicas", "postmortem"))
     inferred = run_postmortem(blind, spark=spark, chart=False)
-    held: dict[str, int] = {}
-    segments = sorted((run_dir / "replicas").glob(f"*/kafka{victim}/*/*.log"))
-    for record in dump_segments(segments) if segments else []:
-        found = IDENT.match(record["payload"])
-        if found and found[1] == report["run_id"]:
-            held[f"{found[1]}-{found[2]}-{found[3]}"] = record["epoch"]
+    held = held_by(run_dir, victim, report["run_id"])
     con = duckdb.connect()
     final = {r[0] for r in con.execute(f"SELECT id FROM read_parquet('{run_dir}/final_log/*.parquet')"
                                        " WHERE id IS NOT NULL").fetchall()}

@@ -71,3 +71,15 @@ def dump_segments(files: list[Path]) -> list[dict[str, Any]]:
             payload = line.split("payload: ", 1)[1] if "payload: " in line else ""
             records.append({"file": current, "offset": offset, "epoch": epoch, "payload": payload})
     return records
+
+
+def held_by(run_dir: Path, broker: int, run_id: str) -> dict[str, int]:
+    """The run's ids found in broker N's kept replica snapshots, by DumpLogSegments, with the
+    leader epoch of the batch that holds each ({} when no snapshot of it was kept)."""
+    segments = sorted((run_dir / "replicas").glob(f"*/kafka{broker}/*/*.log"))
+    held: dict[str, int] = {}
+    for record in dump_segments(segments) if segments else []:
+        found = IDENT.match(record["payload"])
+        if found and found[1] == run_id:
+            held[f"{found[1]}-{found[2]}-{found[3]}"] = record["epoch"]
+    return held

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.oracles import IDENT, duckdb_recount, dump_segments, kcat_ids
+from tests.oracles import duckdb_recount, held_by, kcat_ids
 
 
 def isolated_broker(row: dict[str, Any]) -> int:
@@ -28,13 +28,8 @@ def check_blame(run_dir: Path, row: dict[str, Any], bootstrap: str) -> float:
     assert f"broker {victim} acknowledged them" in report["explanation"]
     # The segment evidence: the isolated broker's snapshot holds the lost messages, in batches
     # stamped with the epoch the report gives.
-    segments = sorted((run_dir / "replicas").glob(f"*/kafka{victim}/*/*.log"))
-    assert segments, "no replica snapshot of the isolated broker was kept"
-    held: dict[str, int] = {}
-    for record in dump_segments(segments):
-        found = IDENT.match(record["payload"])
-        if found and found[1] == report["run_id"]:
-            held[f"{found[1]}-{found[2]}-{found[3]}"] = record["epoch"]
+    held = held_by(run_dir, victim, report["run_id"])
+    assert held, "no replica snapshot of the isolated broker was kept"
     in_log = kcat_ids(bootstrap, report["topic"], report["run_id"])
     recount = duckdb_recount(run_dir, in_log)
     assert recount["acked"] == report["acked"] and recount["acked_lost"] == lost

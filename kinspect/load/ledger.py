@@ -5,13 +5,32 @@ directory, so a SIGKILL at any instant leaves only complete files and loses at m
 reports since the last flush. Messages handed to the client but never reported are recovered
 from each chunk's `kinspect.sent_upto` metadata and counted as unknown; a chunk is written
 whenever `sent_upto` moved, even with no report to record (a paused leader answers nothing).
+
+Chunks alone lag the sends by up to a flush interval (500 ms, thousands of messages at full
+speed), so the ledger also keeps a write-ahead mark per producer, `ledger/_pNNN.mark`: before
+the worker hands a batch to the client it records "seqs up to N may have been sent" there
+(`LedgerWriter.grant`, one 20-byte `pwrite` at offset 0 per batch). The write only has to
+reach the page cache: a process killed at any instant (SIGKILL, the OOM killer, a crash in
+librdkafka) cannot take the page cache with it, so no fsync per batch is needed, and the
+kernel copies a 20-byte write within one page whole, so a reader never sees a torn number.
+(A crash of the machine itself could lose the mark's last value; the fsynced chunks then
+still hold what they held before: the mark guards against the process dying, not the host.)
+`read_ledger` and the post-mortem take max(chunks' sent_upto, mark) per producer, so after any
+process crash every message in the log is either in the ledger or counted unknown. The mark
+runs ahead of the sends by at most one batch (worker.SEND_BATCH); those seqs, granted but
+perhaps never sent, count as unknown too: kinspect cannot know they were not sent. A clean
+close lowers the mark to the last seq sent. The mark file also names the run, topic and acks,
+so a producer killed before its first chunk is still read. Its name starts with `_`, as
+Parquet's own side files do, so Arrow, Spark or pandas reading ledger/ as a dataset skip it.
 Ids are `<run>-<producer>-<seq>`: the run id keeps a topic used twice from mixing two runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kinspect.errors import KinspectError
 from kinspect.load.rundir import LEDGER_DIR, id_prefix
 
 FLUSH_EVERY_MS = 500
 FLUSH_EVERY_ROWS = 50_000
+MARK_WIDTH = 20  # the mark: a fixed-width decimal at offset 0, then "\n" and a JSON line
 
 LEDGER_SCHEMA = pa.schema([
     ("id", pa.string()), ("producer", pa.int32()), ("seq", pa.int64()), ("topic", pa.string()),
@@ -37,6 +58,41 @@ def ledger_dir(run_dir: Path) -> Path:
     return run_dir / LEDGER_DIR
 
 
+def mark_path(run_dir: Path, producer: int) -> Path:
+    return ledger_dir(run_dir) / f"_p{producer:03d}.mark"
+
+
+def _mark_bytes(upto: int) -> bytes:
+    return f"{upto:0{MARK_WIDTH}d}".encode()
+
+
+@dataclass(frozen=True)
+class LedgerMark:
+    """A producer's write-ahead mark: seqs up to `upto` may have been sent."""
+
+    producer: int
+    upto: int
+    run_id: str
+    topic: str
+    acks: str
+
+
+def read_marks(run_dir: Path) -> dict[int, LedgerMark]:
+    """Every producer's mark file (none for a run dir made before marks)."""
+    marks = {}
+    for path in sorted(ledger_dir(run_dir).glob("_p*.mark")):
+        try:
+            data = path.read_bytes()
+            upto = int(data[:MARK_WIDTH])
+            meta = json.loads(data[MARK_WIDTH + 1 :])
+            producer = int(path.name[2:5])
+        except ValueError:
+            raise KinspectError(f"{path}: not a kinspect ledger mark") from None
+        marks[producer] = LedgerMark(producer, upto, str(meta.get("run", "")),
+                                     str(meta.get("topic", "")), str(meta.get("acks", "")))
+    return marks
+
+
 class LedgerWriter:
     """Column buffers on the hot path; Arrow and Parquet only at flush time."""
 
@@ -48,7 +104,26 @@ class LedgerWriter:
         self.sent_upto = -1
         self.written_upto = -1  # sent_upto as the last chunk on disk says it
         self.last_flush_ms = 0
+        self.granted = -1  # the write-ahead mark: seqs up to here may have been sent
         self._reset()
+        self._mark_fd = self._create_mark(run_dir)
+
+    def _create_mark(self, run_dir: Path) -> int:
+        """The mark file, complete before any send (a temp name renamed into place)."""
+        path = mark_path(run_dir, self.producer)
+        tmp = path.with_name(f".{path.name}.tmp")
+        meta = {"producer": self.producer, "run": self.run_id, "topic": self.topic,
+                "acks": self.acks}
+        tmp.write_bytes(_mark_bytes(self.granted) + b"\n" + json.dumps(meta).encode() + b"\n")
+        os.replace(tmp, path)
+        return os.open(path, os.O_WRONLY)
+
+    def grant(self, upto: int) -> None:
+        """Persist, before the client gets them, that seqs up to `upto` may be sent.
+
+        One pwrite, no fsync: the page cache outlives a killed process (see the module doc)."""
+        os.pwrite(self._mark_fd, _mark_bytes(upto), 0)
+        self.granted = upto
 
     def _reset(self) -> None:
         self.seq: list[int] = []
@@ -116,36 +191,51 @@ class LedgerWriter:
         self._reset()
 
     def close(self, in_flight: Iterable[tuple[int, int]]) -> None:
-        """Record what never got a report as unknown, and flush."""
+        """Record what never got a report as unknown, flush, and lower the mark to what was
+        really sent (after the last chunk is on disk, so a crash in between only over-counts)."""
         for seq, send_ts in in_flight:
             self.record(seq, -1, -1, None, "unknown", None, send_ts, None)
         self.flush()
+        if self.granted != self.sent_upto:
+            self.grant(self.sent_upto)
+        os.close(self._mark_fd)
 
 
 def read_ledger(run_dir: Path) -> pa.Table:
-    """All chunks, plus synthesized 'unknown' rows for seqs sent but never recorded."""
+    """All chunks, plus synthesized 'unknown' rows for seqs sent but never recorded.
+
+    A producer's seqs up to max(its chunks' sent_upto, its mark) count as sent; those with no
+    row are unknown. Of them, at most one batch per producer (worker.SEND_BATCH) may have been
+    granted by the mark and never handed to the client (a crash between the mark and the
+    sends): kinspect cannot know they were not sent, so they are unknown too. A producer with
+    a mark and no chunk (killed before its first flush) is read from its mark alone."""
     files = sorted(ledger_dir(run_dir).glob("p*.parquet"))
-    if not files:
+    marks = read_marks(run_dir)
+    if not files and not marks:
         return LEDGER_SCHEMA.empty_table()
     tables: list[pa.Table] = []
-    sent_upto: dict[int, int] = {}
-    topic = run_id = ""
+    sent_upto = {producer: mark.upto for producer, mark in marks.items()}
+    names = {producer: (mark.run_id, mark.topic) for producer, mark in marks.items()}
     for path in files:
         table = pq.read_table(path, schema=LEDGER_SCHEMA)
         meta = pq.read_schema(path).metadata or {}
         producer = int(path.name[1:4])
         upto = int(meta.get(b"kinspect.sent_upto", b"-1"))
         sent_upto[producer] = max(sent_upto.get(producer, -1), upto)
-        topic = meta.get(b"kinspect.topic", b"").decode() or topic
-        run_id = meta.get(b"kinspect.run", b"").decode() or run_id
+        run_id, topic = names.get(producer, ("", ""))
+        names[producer] = (meta.get(b"kinspect.run", b"").decode() or run_id,
+                           meta.get(b"kinspect.topic", b"").decode() or topic)
         tables.append(table)
-    ledger = pa.concat_tables(tables)
+    ledger = pa.concat_tables(tables) if tables else LEDGER_SCHEMA.empty_table()
+    any_run = next((run for run, _ in names.values() if run), "")
+    any_topic = next((topic for _, topic in names.values() if topic), "")
     missing = []
-    for producer, upto in sent_upto.items():
+    for producer, upto in sorted(sent_upto.items()):
         seqs = pc.filter(ledger["seq"], pc.equal(ledger["producer"], producer)).to_numpy()
         absent = np.setdiff1d(np.arange(upto + 1, dtype=np.int64), seqs)
         if len(absent):
-            missing.append(_unknown_rows(run_id, producer, absent, topic))
+            run_id, topic = names.get(producer, ("", ""))
+            missing.append(_unknown_rows(run_id or any_run, producer, absent, topic or any_topic))
     return pa.concat_tables([ledger, *missing]) if missing else ledger
 
 

@@ -2,7 +2,10 @@
 
 The hot path is one produce() and one callback per message, so it is kept plain: sequential
 seqs index flat lists, the callback parses the seq from the value's prefix, and everything
-slower (Parquet, stats files) happens at most once a second.
+slower (Parquet, stats files) happens at most once a second. The one write per batch is the
+ledger's write-ahead mark: before a batch goes to the client, a 20-byte pwrite records how far
+this producer may send, so a SIGKILL never leaves a sent message the ledger cannot count
+(see kinspect/load/ledger.py).
 """
 
 from __future__ import annotations
@@ -85,6 +88,13 @@ class Worker:
             quota = min(quota, int(elapsed * self.rate) + 1 - self.seq)
         return quota
 
+    def _grant_end(self) -> int:
+        """The last seq of the next write-ahead mark: one batch ahead (never past the count), so
+        a slow rate still writes the mark once per batch, and a crash over-counts at most one
+        batch as unknown."""
+        end = self.seq + SEND_BATCH - 1
+        return end if self.total is None else min(end, self.total - 1)
+
     def run(self) -> int:
         settings = self.settings
         self.rate = settings.rate / settings.producers if settings.rate else None
@@ -106,6 +116,8 @@ class Worker:
                 poll(0.002)
                 self._tick()
                 continue
+            if self.seq + quota - 1 > self.ledger.granted:
+                self.ledger.grant(self._grant_end())  # write-ahead: before produce() sees them
             for _ in range(quota):
                 seq = self.seq
                 ts = now_ms()

@@ -1,7 +1,9 @@
 """Find and check a run dir's files before Spark starts, so a bad run dir costs one line, not a JVM.
 
 Only Parquet footers are read here (cheap): the schema of every file, the ledger's
-`kinspect.sent_upto` metadata and row counts. Spark reads the data itself.
+`kinspect.sent_upto` metadata and row counts, and each producer's write-ahead mark (its
+`ledger/_pNNN.mark`: seqs up to it may have been sent, see kinspect/load/ledger.py). Spark
+reads the data itself.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
-from kinspect.load.ledger import LEDGER_SCHEMA
+from kinspect.load.ledger import LEDGER_SCHEMA, read_marks
 from kinspect.load.rundir import (
     BROKER_LOGS_DIR,
     FAULTS_FILE,
@@ -36,7 +38,7 @@ DISRUPTIVE = {"kill", "stop", "pause", "partition", "isolate", "restart", "slow"
 
 @dataclass
 class ProducerMeta:
-    """What the footers say about one producer's chunks."""
+    """What the footers say about one producer's chunks (sent_upto: raised to its mark)."""
 
     sent_upto: int = -1
     rows: int = 0
@@ -114,7 +116,8 @@ def load_inputs(run_dir: Path) -> RunInputs:
         raise KinspectError(f"run dir {run_dir} does not exist")
     ledger_dir = run_dir / LEDGER_DIR
     ledger_files = sorted(ledger_dir.glob("p*.parquet")) if ledger_dir.is_dir() else []
-    if not ledger_files:
+    marks = read_marks(run_dir)
+    if not ledger_files and not marks:
         raise KinspectError(f"{run_dir}: ledger/ has no p*.parquet files: not a kinspect run dir "
                             "(run `kinspect load run --run-dir DIR` first)")
     settings = _json_file(run_dir / SETTINGS_FILE)
@@ -141,6 +144,11 @@ def load_inputs(run_dir: Path) -> RunInputs:
             if first is not None or pm.first_send_ts is not None else None
         pm.last_ack_ts = max(x for x in (last, pm.last_ack_ts) if x is not None) \
             if last is not None or pm.last_ack_ts is not None else None
+    for producer, mark in marks.items():  # sends no chunk saw yet: unknown, not "not in ledger"
+        pm = producers.setdefault(producer, ProducerMeta())
+        pm.sent_upto = max(pm.sent_upto, mark.upto)
+        topic, acks = topic or mark.topic, acks or mark.acks
+        run_ids.add(mark.run_id)
     final_dir = run_dir / FINAL_LOG_DIR
     final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
     if not final_files:

@@ -19,6 +19,7 @@ from kinspect.errors import KinspectError
 SECRET_KEY = re.compile(r"password|secret|jaas|credential|token|key\.pem|private", re.I)
 _REFERENCE = re.compile(r"^\$\{(env|file):([^}]+)\}$")
 _SECRETS: set[str] = set()
+_REFERENCES: dict[str, str] = {}  # a value read through ${env:…}/${file:…} → that reference
 MASK = "***"
 
 
@@ -33,6 +34,23 @@ def config_path() -> Path:
 def remember_secret(value: str) -> None:
     if len(value) >= 3:  # masking "a" everywhere would garble all text
         _SECRETS.add(value)
+
+
+def is_secret(key: str, value: str) -> bool:
+    """A secret key, or a value that holds a known secret (what `redact` would mask)."""
+    return bool(SECRET_KEY.search(key)) or redact(value) != value
+
+
+def reference_of(value: str) -> str | None:
+    """The `${env:…}` or `${file:…}` this value was read through, if any: what may be kept on
+    disk instead of the value."""
+    return _REFERENCES.get(value)
+
+
+def resolve_reference(value: str, key: str, where: str) -> str:
+    """A `${env:NAME}` or `${file:/path}` value read now (remembered as a secret); any other
+    value as it is."""
+    return _resolve(value, key, where)
 
 
 def redact(text: str) -> str:
@@ -69,6 +87,8 @@ def _resolve(value: Any, key: str, where: str) -> str:
                                     f"{getattr(exc, 'strerror', None) or 'not text'}") from None
     if SECRET_KEY.search(key) or match:
         remember_secret(text)
+    if match:
+        _REFERENCES.setdefault(text, match.group(0))
     return text
 
 

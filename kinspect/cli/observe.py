@@ -50,6 +50,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         snapshot = observer.wait_ready(timeout_s=15)
     finally:
         observer.stop()
+    observer.check_auth()  # a refused login: one line, exit 2
     if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
         where = observer.admin.bootstrap if observer.admin else observer.zk.hosts
         raise KinspectError(f"cannot reach the cluster at {where}")
@@ -87,7 +88,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: done.set())
     try:
         while not done.wait(0.5):
-            pass
+            observer.check_auth()  # a refused login: one line, exit 2
     finally:
         observer.stop()
     sys.stdout.flush()

@@ -28,17 +28,20 @@ from kinspect.load.ledger import ledger_summary, read_ledger
 from kinspect.load.rundir import LEDGER_DIR, PID_FILE, SUMMARY_FILE, WORKERS_FILE, begin_run, mark, now_ms
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
+from kinspect.sources.kafka_client import client_config, list_topics
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
                 config: Mapping[str, str] | None = None) -> int:
-    """The topic's partition count; a missing topic is bad input, not something to create."""
-    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap,
-                         "socket.timeout.ms": 5000})
+    """The topic's partition count; a missing topic is bad input, not something to create.
+    A refused login is said as such, within a second (KinspectError)."""
+    settings, auth = client_config({**(config or {}), "bootstrap.servers": bootstrap,
+                                    "socket.timeout.ms": 5000})
+    admin = AdminClient(settings)
     deadline = time.monotonic() + timeout_s
     while True:  # a broker that just learnt of a topic may answer with a partial response
         try:
-            metadata = admin.list_topics(topic=topic, timeout=max(1.0, deadline - time.monotonic()))
+            metadata = list_topics(admin, auth, max(1.0, deadline - time.monotonic()), topic)
             break
         except KafkaException as exc:
             if time.monotonic() >= deadline:
@@ -100,9 +103,14 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
     (run_dir / PID_FILE).write_text(str(os.getpid()))
     workers = [subprocess.Popen([sys.executable, "-m", "kinspect.load.worker", "--run-dir",
                                  str(run_dir.resolve()), "--producer", str(p), "--parent",
-                                 str(os.getpid())],
-                                stdin=subprocess.DEVNULL)
+                                 str(os.getpid()), "--config-on-stdin"],
+                                stdin=subprocess.PIPE)
                for p in range(settings.producers)]
+    # settings.json holds references and masks, not secrets: each worker gets the producer
+    # properties themselves through a pipe, closed at once (nothing on disk, nothing in argv)
+    secrets = json.dumps({"extra": settings.extra}).encode()
+    for worker in workers:
+        _hand_over(worker, secrets)
     (run_dir / WORKERS_FILE).write_text(json.dumps([w.pid for w in workers]))
     stopping = False
 
@@ -132,6 +140,21 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
         summary["note"] = ("acks=0: 'acked' means the client sent it; no broker acknowledged "
                            "anything")
     return summary
+
+
+def _hand_over(worker: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write to the worker's stdin and close it (a worker that died at once: its exit code
+    tells)."""
+    if worker.stdin is None:
+        return
+    try:
+        worker.stdin.write(data)
+        worker.stdin.flush()
+    except BrokenPipeError:
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            worker.stdin.close()
 
 
 def stop_load(run_dir: Path) -> bool:

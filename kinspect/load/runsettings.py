@@ -1,14 +1,22 @@
-"""Load settings: validated once, saved in the run dir, turned into producer config."""
+"""Load settings: validated once, saved in the run dir, turned into producer config.
+
+The run dir holds no secret (it is what people attach to bug reports): settings.json keeps a
+secret's reference (`${env:…}`, `${file:…}`, the lab's password file), or *** with a note; the
+workers get the values on stdin from the runner (see runner.py), never from disk.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import SETTINGS_FILE
+from kinspect.profiles import MASK, is_secret, reference_of, resolve_reference
+
+SECRETS_NOTE = "secrets_note"  # in settings.json beside the fields: which values are masked
 
 
 @dataclass(frozen=True)
@@ -66,12 +74,68 @@ class LoadSettings:
         return config
 
     def save(self, run_dir: Path) -> None:
+        """settings.json, with every secret of `extra` as its reference or *** (see module)."""
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / SETTINGS_FILE).write_text(json.dumps(asdict(self), indent=2))
+        data: dict[str, Any] = asdict(self)
+        data["extra"], masked = stored_extra(self.extra)
+        if masked:
+            data[SECRETS_NOTE] = (f"{', '.join(masked)} given as a literal value (-X or the "
+                                  f"profile): not kept here, shown as {MASK}; give it through "
+                                  "${env:NAME} or ${file:/path} to have the reference kept")
+        (run_dir / SETTINGS_FILE).write_text(json.dumps(data, indent=2))
 
     @classmethod
     def load(cls, run_dir: Path) -> LoadSettings:
+        """The settings as saved: `extra` holds references and masks, not secrets (see
+        `with_secrets`)."""
         path = run_dir / SETTINGS_FILE
         if not path.exists():
             raise KinspectError(f"{path} is missing: not a kinspect run dir")
-        return cls(**json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        data.pop(SECRETS_NOTE, None)
+        return cls(**data)
+
+    def with_secrets(self, where: str = "settings.json") -> LoadSettings:
+        """These settings with every `${env:…}`/`${file:…}` of `extra` read now; a masked
+        literal cannot be had back (KinspectError)."""
+        extra = {}
+        for key, value in self.extra.items():
+            if value == MASK:
+                raise KinspectError(f"{where}: {key} was given as a literal value and is not "
+                                    "kept in the run dir; give it again")
+            extra[key] = resolve_reference(value, key, where)
+        return replace(self, extra=extra)
+
+
+def stored_extra(extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """What of `extra` may be written down: values read through a reference as that reference;
+    a secret equal to the lab's SASL password as its file; any other secret as ***. Returns
+    the stored form and the keys masked."""
+    stored: dict[str, str] = {}
+    masked: list[str] = []
+    for key, value in extra.items():
+        reference = reference_of(value)
+        if reference is not None:
+            stored[key] = reference
+        elif not is_secret(key, value):
+            stored[key] = value
+        elif (lab_file := _lab_password_file(value)) is not None:
+            stored[key] = f"${{file:{lab_file}}}"
+        else:
+            stored[key], masked = MASK, [*masked, key]
+    return stored, masked
+
+
+def _lab_password_file(value: str) -> Path | None:
+    """The lab's sasl-password file when it holds exactly this value."""
+    from kinspect.lab.state import load_state
+
+    try:
+        state = load_state()
+        name = ((state.extra.get("sasl") or {}).get("password_file")) if state else None
+        if name and Path(name).read_text().strip() == value:
+            return Path(name).resolve()
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    return None
+

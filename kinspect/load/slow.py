@@ -14,6 +14,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from kinspect.errors import KinspectError
+from kinspect.sources.kafka_client import client_config
 
 
 def _leaders(producer: Producer, topic: str) -> dict[int, int]:
@@ -31,9 +32,11 @@ def run_slow(bootstrap: str, topic: str, acks: str, count: int | None,
              extra: Mapping[str, str]) -> int:
     if acks not in {"0", "1", "all", "-1"}:
         raise KinspectError(f"--acks must be 0, 1 or all, not {acks!r}")
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks,
-                         "topic.metadata.refresh.interval.ms": 1000, **extra})
+    config, auth = client_config({"bootstrap.servers": bootstrap, "acks": acks,
+                                  "topic.metadata.refresh.interval.ms": 1000, **extra})
+    producer = Producer(config)
     if not _leaders(producer, topic):
+        auth.check(producer)  # a refused login, said as such
         raise KinspectError(f"topic {topic!r} does not exist or no broker answers at {bootstrap}")
     highest: dict[int, int] = {}
     leaders: dict[int, int] = {}
@@ -56,6 +59,8 @@ def run_slow(bootstrap: str, topic: str, acks: str, count: int | None,
             producer.produce(topic, value.encode(), on_delivery=report)
             producer.flush(30)
             sent += 1
+            if result.get("err") is not None or not result:
+                auth.check(producer)  # not delivered because the login was refused: stop
             if result.get("err") is not None:
                 print(f"{value}: failed ({result['err'].name()})", flush=True)
             elif result:

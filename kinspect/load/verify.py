@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import FINAL_LOG_DIR, id_prefix, parse_message_id
+from kinspect.sources.kafka_client import client_config, list_topics
 
 FINAL_LOG_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
@@ -91,7 +92,7 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
            progress: Callable[[str], None] | None = None,
            config: dict[str, str] | None = None) -> list[PartitionRead]:
     """Read every partition to its high watermark; write the final log; return counts."""
-    consumer = Consumer({
+    settings, auth = client_config({
         **(config or {}),
         "bootstrap.servers": bootstrap,
         "group.id": f"kinspect-verify-{uuid.uuid4().hex[:8]}",  # never joined: we assign()
@@ -102,9 +103,10 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
         "enable.partition.eof": True,
         "socket.timeout.ms": 10000,
     })
+    consumer = Consumer(settings)
     try:
         try:
-            metadata = consumer.list_topics(topic=topic, timeout=15)
+            metadata = list_topics(consumer, auth, 15, topic)  # a refused login: said at once
         except KafkaException as exc:
             raise KinspectError(f"cannot reach the brokers at {bootstrap}: "
                                 f"{exc.args[0].str()}") from None

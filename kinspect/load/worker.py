@@ -167,8 +167,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--producer", type=int, required=True)
     parser.add_argument("--parent", type=int, help="the runner's pid: stop when it is gone")
+    parser.add_argument("--config-on-stdin", action="store_true",
+                        help="read the producer properties (secrets too) as JSON from stdin, "
+                             "not from settings.json (which holds references and ***)")
     args = parser.parse_args(argv)
+    import json
+    from dataclasses import replace
+
+    from kinspect.errors import KinspectError
+
     settings = LoadSettings.load(args.run_dir)
+    try:
+        if args.config_on_stdin:  # the runner's pipe: the secrets never touch the disk
+            handed = json.loads(sys.stdin.buffer.read() or b"{}")
+            settings = replace(settings, extra={str(k): str(v)
+                                                for k, v in handed.get("extra", {}).items()})
+        else:  # started by hand: read the references of settings.json now
+            settings = settings.with_secrets(str(args.run_dir / "settings.json"))
+    except (KinspectError, ValueError, AttributeError) as exc:
+        print(f"kinspect-load-worker: error: {exc}", file=sys.stderr)
+        return 2
     worker = Worker(settings, args.producer, args.run_dir)
     signal.signal(signal.SIGTERM, worker.request_stop)
     signal.signal(signal.SIGINT, worker.request_stop)

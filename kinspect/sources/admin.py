@@ -25,14 +25,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from kinspect.model import BrokerView, ConfigValue, Offsets, PartitionMeta
+from kinspect.sources.kafka_client import AUTH_FAILED, SILENT, client_config
 from kinspect.sources.wire import BrokerClaim, ask_metadata
 
 DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
 CONFIG_EVERY_N_POLLS = 10
 
-_silent = logging.getLogger("kinspect.librdkafka")
-_silent.addHandler(logging.NullHandler())
-_silent.propagate = False
+_silent = SILENT
 
 
 def quiet_logger() -> logging.Logger:
@@ -66,9 +65,9 @@ class AdminSource:
         self.timeout_s = timeout_s
         self.probe_brokers = probe_brokers
         self._on_change = on_change
-        settings: dict[str, Any] = {"bootstrap.servers": bootstrap,
-                                    "socket.timeout.ms": int(timeout_s * 1000),
-                                    "logger": _silent, **(config or {})}
+        settings, self._auth = client_config({"bootstrap.servers": bootstrap,
+                                              "socket.timeout.ms": int(timeout_s * 1000),
+                                              **(config or {})})
         self._admin = AdminClient(settings)
         self._lock = threading.Lock()
         self._view = BrokerView(state="unknown", error=None, brokers={}, controller_id=None,
@@ -106,13 +105,16 @@ class AdminSource:
             view, claims = self._poll()
         except (KafkaException, TimeoutError, OSError, RuntimeError) as exc:
             reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+            refused = self._auth.failure(self._admin)  # a refused login, said as such
             with self._lock:
                 old = self._view
-                view = BrokerView(state="error", error=reason or type(exc).__name__,
+                view = BrokerView(state=AUTH_FAILED if refused else "error",
+                                  error=refused or reason or type(exc).__name__,
                                   brokers=old.brokers, controller_id=old.controller_id,
                                   partitions=old.partitions, configs=old.configs,
                                   offsets=old.offsets)
                 claims = {}
+        self._auth.clear(self._admin)  # answered or not: a refusal is told once, then anew
         with self._lock:
             self._view, self._claims = view, claims
         self.last_poll_ms = (time.perf_counter() - started) * 1000

@@ -16,9 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, Event, HwStallTracker, build_snapshot, diff
 from kinspect.sources.admin import AdminSource
 from kinspect.sources.claims import merge_claims
+from kinspect.sources.kafka_client import AUTH_FAILED
 from kinspect.sources.zookeeper import ZooKeeperSource
 
 Subscriber = Callable[[ClusterSnapshot, list[Event]], None]
@@ -132,6 +134,17 @@ class Observer:
             for event in events:
                 self._timeline.write(json.dumps(event.to_json()) + "\n")
             self._timeline.flush()
+
+    def auth_failure(self) -> str | None:
+        """The one line of a refused login when the AdminClient's last poll was refused."""
+        view = self.admin.view() if self.admin else None
+        return view.error if view is not None and view.state == AUTH_FAILED else None
+
+    def check_auth(self) -> None:
+        """Raise KinspectError (exit 2) when the brokers refused the login."""
+        failure = self.auth_failure()
+        if failure:
+            raise KinspectError(failure)
 
     def wait_ready(self, timeout_s: float = 10.0) -> ClusterSnapshot:
         """Block until both sources have answered once (for one-shot commands)."""

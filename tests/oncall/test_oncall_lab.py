@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +102,21 @@ bootstrap = "{bootstrap}"
 """)
 
 
-@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "PLAIN"])
-def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_path: Path,
-                                                         mechanism: str) -> None:
-    status = lab_status()
+def sasl_lab() -> tuple[dict[str, Any], str]:
+    """The lab with its SASL listener (reset with --sasl if it has none), and the password."""
+    current = kinspect("lab", "status", "--json", check=False)
+    status = json.loads(current.stdout) if current.returncode == 0 else {}
     if not (status.get("sasl") or {}).get("bootstrap"):
         kinspect("lab", "reset", "--sasl", "scram-sha-256", timeout=400)
         status = lab_status()
+    return status, Path(status["sasl"]["password_file"]).read_text().strip()
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "PLAIN"])
+def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_path: Path,
+                                                         mechanism: str) -> None:
+    status, password = sasl_lab()
     sasl = status["sasl"]
-    password = Path(sasl["password_file"]).read_text().strip()
     assert password not in json.dumps(status)
     (tmp_path / "pw").write_text(password)
     config = tmp_path / "config.toml"
@@ -133,6 +141,124 @@ def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_
     assert missing_env.returncode == 2 and "KINSPECT_TEST_PASSWORD" in missing_env.stderr
     for text in outputs:
         assert password not in text
+
+
+def files_holding(root: Path, secret: str) -> list[str]:
+    """Every file under root whose bytes hold the secret; Parquet files are also read back
+    (values and metadata), since their pages may be compressed."""
+    import pyarrow.parquet as pq
+
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        texts = [path.read_bytes()]
+        if path.suffix == ".parquet":
+            parquet = pq.ParquetFile(path)
+            texts.append(repr(parquet.metadata.metadata).encode())
+            texts.append(repr(parquet.read().to_pylist()).encode())
+        if any(secret.encode() in text for text in texts):
+            found.append(str(path.relative_to(root)))
+    return found
+
+
+def test_a_sasl_run_leaves_no_secret_in_its_run_dir(lab_session: Any, tmp_path: Path) -> None:
+    """load run + verify + postmortem through the SASL listener, the password given by
+    ${env:} in a profile (run A, with a broker restarted meanwhile: faults, replica snapshots)
+    and as a literal -X (run B): no file either run writes holds the password."""
+    status, password = sasl_lab()
+    create_topics(status["bootstrap"], {"secret1": 3})
+    config = tmp_path / "config.toml"
+    write_profile(config, status["sasl"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256")
+    env = {"KINSPECT_CONFIG": str(config), "KINSPECT_TEST_PASSWORD": password}
+    literal = ["--bootstrap", status["sasl"]["bootstrap"], "--zookeeper", status["zookeeper"],
+               "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-256",
+               "-X", "sasl.username=kinspect", "-X", f"sasl.password={password}"]
+    runs = {"A": (tmp_path / "run-a", ["--profile", "secure"]),
+            "B": (tmp_path / "run-b", literal)}
+    printed = []
+    for name, (run_dir, cluster) in runs.items():
+        amount = ["--duration", "15", "--rate", "200"] if name == "A" else ["--count", "2000"]
+        command = ["load", "run", "--topic", "secret1", "--acks", "all", "--run-dir",
+                   str(run_dir), "--json", *amount, *cluster]
+        load = subprocess.Popen([sys.executable, "-m", "kinspect", *command], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, **env})
+        if name == "A":
+            time.sleep(4)
+            kinspect("lab", "stop", "kafka3")
+            kinspect("lab", "start", "kafka3", timeout=200)
+        out, err = load.communicate(timeout=300)
+        printed.append(out + err)
+        assert load.returncode == 0, out + err
+        summary = json.loads(out)
+        assert summary["acked"] > 0 and summary["sent"] > 0, summary
+        # verify has no --zookeeper: the profile makes it the lab's (faults, broker logs kept)
+        for step in (["verify", "--topic", "secret1", "--run-dir", str(run_dir), "--profile",
+                      "secure", *(["-X", f"sasl.password={password}"] if name == "B" else [])],
+                     ["postmortem", str(run_dir), "--json"]):
+            proc = kinspect(*step, env=env, timeout=400)
+            printed.append(proc.stdout + proc.stderr)
+        report = json.loads(proc.stdout)  # the post-mortem read the run back
+        assert report["sent"] == summary["sent"] and report["acked_lost"] == 0, report
+    a_dir, b_dir = runs["A"][0], runs["B"][0]
+    settings_a = json.loads((a_dir / "settings.json").read_text())
+    settings_b = json.loads((b_dir / "settings.json").read_text())
+    assert settings_a["extra"]["sasl.password"] == "${env:KINSPECT_TEST_PASSWORD}"
+    pw_file = Path(status["sasl"]["password_file"]).resolve()
+    assert settings_b["extra"]["sasl.password"] == f"${{file:{pw_file}}}"
+    for run_dir in (a_dir, b_dir):
+        written = {str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file()}
+        for expected in ("run.json", "settings.json", "summary.json", "timeline.jsonl",
+                         "verify.json", "faults.jsonl", "stats/p000.json",
+                         "postmortem/report.json", "postmortem/report.md"):
+            assert expected in written, sorted(written)
+        for prefix in ("ledger/", "final_log/", "broker-logs/kafka1/"):
+            assert any(w.startswith(prefix) for w in written), (prefix, sorted(written))
+        assert files_holding(run_dir, password) == [], run_dir
+    assert any(w.startswith("replicas/") for w in
+               (str(p.relative_to(a_dir)) for p in a_dir.rglob("*") if p.is_file()))
+    assert json.loads((a_dir / "faults.jsonl").read_text().splitlines()[0])["action"]
+    for text in printed:
+        assert password not in text
+
+
+def test_a_wrong_password_is_said_in_one_line(lab_session: Any, tmp_path: Path) -> None:
+    """Each command says "authentication failed" once, with librdkafka's reason and a hint,
+    and no librdkafka FAIL line, no traceback."""
+    status, password = sasl_lab()
+    create_topics(status["bootstrap"], {"secret2": 1})
+    run_dir = tmp_path / "run"
+    kinspect("load", "run", "--bootstrap", status["bootstrap"], "--topic", "secret2",
+             "--count", "10", "--run-dir", str(run_dir), "--no-timeline")
+    config = tmp_path / "config.toml"
+    write_profile(config, status["sasl"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256")
+    (tmp_path / "pw").write_text(password)
+    env = {"KINSPECT_CONFIG": str(config), "KINSPECT_TEST_PASSWORD": password}
+    wrong = ["-X", "sasl.password=not-the-password"]
+    cases = [(["load", "run", "--profile", "bare", "--topic", "secret2", "--count", "10",
+               "--run-dir", str(tmp_path / "new")], 2),
+             (["load", "slow", "--profile", "bare", "--topic", "secret2", "--count", "1"], 2),
+             (["verify", "--profile", "bare", "--topic", "secret2", "--run-dir", str(run_dir)], 2),
+             (["snapshot", "--profile", "bare"], 2),
+             (["snapshot", "--profile", "secure"], 2),  # ZooKeeper answering changes nothing
+             (["watch", "--profile", "bare"], 2),
+             (["health", "--profile", "bare", "--timeout", "10"], 3)]
+    for args, code in cases:
+        started = time.monotonic()
+        proc = kinspect(*args, *wrong, env=env, check=False, timeout=120)
+        said = proc.stdout + proc.stderr
+        assert proc.returncode == code, (args, said)
+        lines = [line for line in said.splitlines() if "authentication failed" in line]
+        assert len(lines) == 1, (args, said)
+        assert "SASL authentication error" in lines[0] and "sasl.password" in lines[0], said
+        assert "FAIL" not in said and "Traceback" not in said and password not in said
+        if code == 2:  # the error is the last line; before it at most kinspect's progress
+            assert proc.stdout == "" and proc.stderr.splitlines()[-1] == \
+                f"kinspect: error: {lines[0].partition('kinspect: error: ')[2]}", said
+            assert len(proc.stderr.splitlines()) <= (2 if args[0] == "verify" else 1), said
+        else:
+            assert proc.stdout.startswith("UNREACHABLE") and proc.stderr == "", said
+        assert time.monotonic() - started < 30, (args, "took", time.monotonic() - started)
+    assert not (tmp_path / "new" / "ledger").exists()  # refused before any worker started
 
 
 def test_only_the_lab_id_makes_a_cluster_the_lab(lab_session: Any) -> None:

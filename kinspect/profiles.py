@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import host_ports
 from kinspect.errors import KinspectError
 
 SECRET_KEY = re.compile(r"password|secret|jaas|credential|token|key\.pem|private", re.I)
@@ -102,6 +103,11 @@ def _profile(name: str, raw: Any, path: Path) -> Profile:
                             "zookeeper, kafka, zookeeper_auth, refresh_s)")
     if not isinstance(raw.get("bootstrap"), str) or not raw["bootstrap"].strip():
         raise KinspectError(f"{where}: bootstrap is required, e.g. \"broker1:9092,broker2:9092\"")
+    host_ports(raw["bootstrap"], f"{where}: bootstrap")
+    if raw.get("zookeeper") is not None:
+        if not isinstance(raw["zookeeper"], str):
+            raise KinspectError(f"{where}: zookeeper must be a string, e.g. \"zk1:2181/kafka\"")
+        host_ports(raw["zookeeper"], f"{where}: zookeeper", chroot_allowed=True)
     kafka = raw.get("kafka", {})
     if not isinstance(kafka, dict):
         raise KinspectError(f"{where}: kafka must be a table of librdkafka properties")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
 from kinspect import __version__
@@ -42,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # kazoo warns on stderr of a chroot that does not exist; the ZooKeeper source says it in
+    # one line of its own ("holds no Kafka cluster ... under the chroot").
+    warnings.filterwarnings("ignore", message="No chroot path exists")
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

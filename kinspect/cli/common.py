@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kinspect.checks import host_ports
 from kinspect.errors import KinspectError
 from kinspect.lab import running_lab
 from kinspect.lab.state import LabState
@@ -57,6 +58,10 @@ class ClusterTarget:
 
 
 def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
+    """The cluster the options name; every address is checked before anything connects."""
+    for name in ("bootstrap", "zookeeper"):
+        if getattr(args, name, None) is not None:
+            host_ports(getattr(args, name), f"--{name}", chroot_allowed=name == "zookeeper")
     profile_name = getattr(args, "profile", None)
     profile = load_profile(profile_name, getattr(args, "config", None)) if profile_name else None
     explicit = getattr(args, "bootstrap", None)

@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import Any
 
+from kinspect.checks import option
 from kinspect.cli.common import ClusterTarget, add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot
@@ -23,8 +24,8 @@ def register(commands: Any) -> None:
     health = commands.add_parser("health", help="ISR health once: exit 0 healthy, 1 warnings, "
                                  "2 critical, 3 unreachable")
     health.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    health.add_argument("--timeout", type=float, default=15.0, metavar="S",
-                        help="seconds to wait for the cluster's answers (default 15)")
+    health.add_argument("--timeout", type=option(1, 600), default=15.0, metavar="S",
+                        help="seconds to wait for the cluster's answers, 1 to 600 (default 15)")
     add_cluster_arguments(health)
     health.set_defaults(handler=cmd_health)
 

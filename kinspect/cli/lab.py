@@ -7,11 +7,13 @@ import json
 import time
 from typing import Any
 
+from kinspect.checks import option, writable_dir
 from kinspect.cli.common import progress
 from kinspect.errors import KinspectError
 from kinspect.lab import BACKENDS, dist, presets, topology
 from kinspect.lab.backend import LabBackend, UpOptions, status_json
 from kinspect.lab.netns import can_use_netns
+from kinspect.paths import kinspect_home
 
 
 def register(commands: Any) -> None:
@@ -74,7 +76,7 @@ def register(commands: Any) -> None:
 
 
 def _up_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    p.add_argument("--brokers", type=int, default=3, help="number of brokers, 1-9 (default 3)")
     p.add_argument("--preset", choices=sorted(presets.PRESETS), default="demo",
                    help="demo: 2018 timings, min.insync.replicas=2 (default); modern: 3.9 defaults")
     p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
@@ -82,11 +84,13 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto",
                    help="process backend: netns (root: real network faults) or loopback; "
                         "auto picks")
-    p.add_argument("--base-port", type=int, default=39090, help="first port in loopback mode")
+    p.add_argument("--base-port", type=option(1024, 64_500, integer=True), default=39090,
+                   help="first port in loopback mode, 1024-64500 (default 39090)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="process: JVMs in network namespaces; docker: containers (Docker SDK); "
                         "auto (default): docker when an engine answers, else process")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the cluster")
+    p.add_argument("--timeout", type=option(1, 3600), default=120.0,
+                   help="seconds to wait for the cluster, 1 to 3600 (default 120)")
     p.add_argument("--json", action="store_true", help="print the status as JSON when up")
     p.add_argument("--sasl", choices=["plain", "scram-sha-256"],
                    help="also listen with SASL_PLAINTEXT (port + 1000) for user kinspect; the "
@@ -125,6 +129,8 @@ def _options(args: argparse.Namespace) -> UpOptions:
 
 def cmd_up(args: argparse.Namespace) -> int:
     options = _options(args)
+    options.validate()  # before the backend is chosen: a bad option is the only line
+    writable_dir(kinspect_home(), "KINSPECT_HOME")
     started = time.monotonic()
     lab = backend(args.backend)
     lab.up(options, progress)
@@ -135,13 +141,38 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_reset(args: argparse.Namespace) -> int:
     from kinspect.lab import reset_lab
 
+    options = _options(args)
+    options.validate()
+    writable_dir(kinspect_home(), "KINSPECT_HOME")
+    stop_loads_on_lab()
     started = time.monotonic()
-    lab, _ = reset_lab(_options(args), progress, args.backend)
+    lab, _ = reset_lab(options, progress, args.backend)
     progress(f"lab reset in {time.monotonic() - started:.1f} s")
     return _print_status(lab, args.json)
 
 
+def stop_loads_on_lab() -> None:
+    """Stop the loads that write to the running lab before it goes (or is reset): left alone,
+    their producers would hammer whatever comes up next on those addresses."""
+    from kinspect.lab import running_lab, sasl
+    from kinspect.load.active import running_loads, stop_loads
+
+    state = running_lab()
+    if state is None:
+        return
+    addresses = {b.address for b in state.brokers}
+    if "sasl" in state.extra:
+        addresses |= {sasl.sasl_address(b) for b in state.brokers}
+    aimed = [load for load in running_loads() if load.aims_at(addresses)]
+    for load in aimed:
+        progress(f"stopping the load on {load.topic} (pid {load.pid}, run dir {load.run_dir}): "
+                 "it writes to this lab")
+    for load in stop_loads(aimed):
+        progress(f"the load in {load.run_dir} (pid {load.pid}) did not stop within 15 s")
+
+
 def cmd_down(args: argparse.Namespace) -> int:
+    stop_loads_on_lab()
     if not backend().down(progress):
         print("no lab is running; nothing to do")
         return 0

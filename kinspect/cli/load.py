@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 
@@ -20,13 +21,24 @@ def _progress(line: str) -> None:
 
 
 def _rate(text: str) -> float | None:
-    if text == "max":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"rate must be a number or 'max', not {text!r}") from None
-    return value
+    return None if text == "max" else float(RATE(text))
+
+
+RATE = option(0, 10_000_000, low_open=True)
+# librdkafka properties that have an option of their own here: -X (or a profile) may set them,
+# but then they are checked as that option and land in the run's settings, where the report
+# reads them (acks=all given as -X must not be reported as the default acks=1).
+FIRST_CLASS = {
+    "acks": "acks", "request.required.acks": "acks", "enable.idempotence": "idempotent",
+    "retries": "retries", "message.send.max.retries": "retries",
+    "delivery.timeout.ms": "delivery_timeout_ms", "message.timeout.ms": "delivery_timeout_ms",
+    "max.in.flight.requests.per.connection": "max_in_flight", "max.in.flight": "max_in_flight",
+    "linger.ms": "linger_ms", "queue.buffering.max.ms": "linger_ms",
+}
+NUMBERS = {"retries": option(0, 2_147_483_647, integer=True),
+           "delivery_timeout_ms": option(1, 2_147_483_647, integer=True),
+           "max_in_flight": option(1, 1_000_000, integer=True),
+           "linger_ms": option(0, 900_000, integer=True)}
 
 
 def register(commands: Any) -> None:
@@ -35,19 +47,28 @@ def register(commands: Any) -> None:
 
     run = sub.add_parser("run", help="produce messages with unique ids, recording every ack")
     run.add_argument("--topic", required=True)
-    run.add_argument("--acks", default="1", help="0, 1 or all (default 1)")
+    run.add_argument("--acks", help="0, 1 or all (default 1)")
     amount = run.add_mutually_exclusive_group()
-    amount.add_argument("--count", type=int, help="messages in all (default 100000)")
-    amount.add_argument("--duration", type=float, help="seconds to run instead of a count")
+    amount.add_argument("--count", type=option(1, 1_000_000_000, integer=True),
+                        help="messages in all (default 100000)")
+    amount.add_argument("--duration", type=option(0, 7 * 86400, low_open=True),
+                        help="seconds to run instead of a count")
     run.add_argument("--rate", type=_rate, default=10000.0,
                      help="messages/s over all producers, or 'max' (default 10000)")
-    run.add_argument("--producers", type=int, default=1, help="producer processes (default 1)")
-    run.add_argument("--size", type=int, default=100, help="message size in bytes (default 100)")
-    run.add_argument("--idempotent", action="store_true", help="enable.idempotence=true")
-    run.add_argument("--retries", type=int, help="librdkafka retries (default: its own)")
-    run.add_argument("--delivery-timeout-ms", type=int, help="delivery.timeout.ms")
-    run.add_argument("--max-in-flight", type=int, help="max.in.flight.requests.per.connection")
-    run.add_argument("--linger-ms", type=int, help="linger.ms")
+    run.add_argument("--producers", type=option(1, 64, integer=True), default=1,
+                     help="producer processes, 1-64 (default 1)")
+    run.add_argument("--size", type=option(16, 1_000_000, integer=True), default=100,
+                     help="message size in bytes, 16 to 1000000 (librdkafka's message.max.bytes;"
+                          " default 100)")
+    run.add_argument("--idempotent", action="store_true", default=None,
+                     help="enable.idempotence=true")
+    run.add_argument("--retries", type=NUMBERS["retries"],
+                     help="librdkafka retries (default: its own)")
+    run.add_argument("--delivery-timeout-ms", type=NUMBERS["delivery_timeout_ms"],
+                     help="delivery.timeout.ms")
+    run.add_argument("--max-in-flight", type=NUMBERS["max_in_flight"],
+                     help="max.in.flight.requests.per.connection")
+    run.add_argument("--linger-ms", type=NUMBERS["linger_ms"], help="linger.ms (at most 900000)")
     run.add_argument("--run-dir", type=Path, required=True, help="where the ledger goes")
     run.add_argument("--json", action="store_true", help="one JSON summary object on stdout")
     run.add_argument("--origin", default="load", choices=["load", "tui"], help=argparse.SUPPRESS)
@@ -57,13 +78,14 @@ def register(commands: Any) -> None:
     run.set_defaults(handler=cmd_run)
 
     stop = sub.add_parser("stop", help="stop a load running in another process")
-    stop.add_argument("--run-dir", type=Path, required=True)
+    stop.add_argument("--run-dir", type=Path, required=True, help="the run dir of the load")
     stop.set_defaults(handler=cmd_stop)
 
     slow = sub.add_parser("slow", help="one message a second, watching the leader and offsets")
     slow.add_argument("--topic", required=True)
-    slow.add_argument("--acks", default="1", help="0, 1 or all (default 1)")
-    slow.add_argument("--count", type=int, help="stop after this many messages")
+    slow.add_argument("--acks", help="0, 1 or all (default 1)")
+    slow.add_argument("--count", type=option(1, 1_000_000_000, integer=True),
+                      help="stop after this many messages")
     add_cluster_arguments(slow, zookeeper=False)
     slow.set_defaults(handler=cmd_slow)
 
@@ -74,28 +96,64 @@ def register(commands: Any) -> None:
                     "replica snapshots of the run's window for the post-mortem.")
     verify.add_argument("--topic", required=True, help="the run's topic (checked against the run dir)")
     verify.add_argument("--run-dir", type=Path, required=True, help="the run dir of `load run`")
-    verify.add_argument("--timeout", type=float, default=120.0,
+    verify.add_argument("--timeout", type=option(0, 3600, low_open=True), default=120.0,
                         help="seconds to read up to the high watermark (default 120)")
     verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
     add_cluster_arguments(verify, zookeeper=False)
     verify.set_defaults(handler=cmd_verify)
 
 
+def first_class(args: argparse.Namespace, kafka: dict[str, str]) -> dict[str, str]:
+    """Move the -X (or profile) properties that have an option of their own onto that option,
+    checked as that option; the rest stay librdkafka properties. A contradiction is refused."""
+    rest: dict[str, str] = {}
+    for key, value in kafka.items():
+        if key in ("bootstrap.servers", "metadata.broker.list"):
+            raise KinspectError(f"-X {key}: give the brokers with --bootstrap")
+        name = FIRST_CLASS.get(key)
+        if name is None or not hasattr(args, name):
+            rest[key] = value
+            continue
+        flag = "--" + name.replace("_", "-")
+        converted: Any
+        if name == "acks":
+            converted = "all" if value.strip() == "-1" else value.strip()
+        elif name == "idempotent":
+            if value.strip().lower() not in ("true", "false"):
+                raise KinspectError(f"-X {key} must be true or false, not {value!r}")
+            converted = value.strip().lower() == "true"
+        else:
+            try:
+                converted = NUMBERS[name](value)
+            except argparse.ArgumentTypeError as exc:
+                raise KinspectError(f"{flag} (-X {key}) {exc}") from None
+        given = getattr(args, name)
+        if given is not None and given != converted:
+            raise KinspectError(f"-X {key}={value} contradicts {flag} {given}")
+        setattr(args, name, converted)
+    return rest
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from kinspect.load.runner import run_load
+    from kinspect.load.runner import check_run_dir, run_load
     from kinspect.load.runsettings import LoadSettings
 
+    topic_name(args.topic)
+    writable_dir(args.run_dir, "--run-dir")
+    check_run_dir(args.run_dir)
     cluster = resolve_cluster(args)
+    extra = first_class(args, cluster.kafka)
     count = args.count if args.count is not None or args.duration else 100_000
     if args.duration is not None:
         count = None
     settings = LoadSettings(
-        topic=args.topic, acks=str(args.acks), count=count, duration_s=args.duration,
-        rate=args.rate, producers=args.producers, size=args.size, idempotent=args.idempotent,
-        retries=args.retries, delivery_timeout_ms=args.delivery_timeout_ms,
-        max_in_flight=args.max_in_flight, linger_ms=args.linger_ms,
-        extra=cluster.kafka, bootstrap=cluster.bootstrap,
+        topic=args.topic, acks=str(args.acks or "1"), count=count, duration_s=args.duration,
+        rate=args.rate, producers=args.producers, size=args.size,
+        idempotent=bool(args.idempotent), retries=args.retries,
+        delivery_timeout_ms=args.delivery_timeout_ms, max_in_flight=args.max_in_flight,
+        linger_ms=args.linger_ms, extra=extra, bootstrap=cluster.bootstrap,
     )
+    settings.validate()
     zookeeper = None if args.no_timeline else cluster.zookeeper
     summary = run_load(settings, args.run_dir, progress=None if args.json else _progress,
                        zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
@@ -122,9 +180,27 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def run_dir_of_a_load(path: Path, what: str = "--run-dir") -> None:
+    """An existing run dir that `kinspect load run` wrote (its settings are there)."""
+    from kinspect.load.rundir import SETTINGS_FILE
+    from kinspect.load.runsettings import check_saved
+
+    existing_dir(path, what)
+    if not (path / SETTINGS_FILE).is_file():
+        raise KinspectError(f"{what} {path} is not a kinspect run dir (no {SETTINGS_FILE}; "
+                            "give the --run-dir of a `kinspect load run`)")
+    try:
+        saved = json.loads((path / SETTINGS_FILE).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KinspectError(f"{path / SETTINGS_FILE} cannot be read: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
+    check_saved(saved, str(path / SETTINGS_FILE))
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     from kinspect.load.runner import stop_load
 
+    run_dir_of_a_load(args.run_dir)
     if not stop_load(args.run_dir):
         raise KinspectError(f"no load is running in {args.run_dir}")
     print(f"asked the load in {args.run_dir} to stop")
@@ -134,16 +210,24 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_slow(args: argparse.Namespace) -> int:
     from kinspect.load.slow import run_slow
 
+    topic_name(args.topic)
     cluster = resolve_cluster(args)
-    return run_slow(cluster.bootstrap, args.topic, str(args.acks), args.count, cluster.kafka)
+    extra = first_class(args, cluster.kafka)
+    acks = str(args.acks or "1")
+    if acks not in {"0", "1", "all", "-1"}:
+        raise KinspectError(f"--acks must be 0, 1 or all, not {acks!r}")
+    return run_slow(cluster.bootstrap, args.topic, acks, args.count, extra)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from kinspect.load.runsettings import LoadSettings
     from kinspect.postmortem.finish import verify_run
 
+    topic_name(args.topic)
+    run_dir_of_a_load(args.run_dir)
+    writable_dir(args.run_dir, "--run-dir")
     cluster = resolve_cluster(args)
-    topic = LoadSettings.load(args.run_dir).topic if args.run_dir.is_dir() else args.topic
+    topic = LoadSettings.load(args.run_dir).topic
     if topic != args.topic:
         raise KinspectError(f"{args.run_dir} is a run on {topic!r}, not {args.topic!r}")
     verified = verify_run(args.run_dir, cluster.bootstrap, cluster.kafka, cluster.lab,

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 
@@ -24,8 +25,8 @@ def register(commands: Any) -> None:
     watch = commands.add_parser("watch", help="a live stream of events until Ctrl-C")
     watch.add_argument("--jsonl", action="store_true", help="one JSON object per event")
     watch.add_argument("--run-dir", type=Path, help="also append events to RUN_DIR/timeline.jsonl")
-    watch.add_argument("--interval", type=float, help="AdminClient poll seconds (default: the "
-                       "profile's refresh_s, else 1)")
+    watch.add_argument("--interval", type=option(0.2, 300), help="AdminClient poll seconds (default: the "
+                       "profile's refresh_s, else 1; 0.2 to 300)")
     add_cluster_arguments(watch)
     watch.set_defaults(handler=cmd_watch)
 
@@ -44,6 +45,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from kinspect.cli.render import render_snapshot
     from kinspect.model import snapshot_to_json
 
+    for topic in args.topic:
+        topic_name(topic)
     observer = make_observer(args)
     observer.start()
     try:
@@ -69,6 +72,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    if args.run_dir is not None:
+        writable_dir(args.run_dir, "--run-dir")
     observer = make_observer(args, run_dir=args.run_dir)
     done = threading.Event()
 

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import existing_dir
 from kinspect.cli.common import progress
 from kinspect.errors import KinspectError
+
+# What Spark takes as a master and as a memory size; anything else fails only after the JVM
+# started, so it is refused here.
+MASTER = re.compile(r"^(local(\[(\d+|\*)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn)$")
+MEMORY = re.compile(r"^[1-9]\d*[kmgtKMGT]?$")
 
 
 def register(commands: Any) -> None:
@@ -32,6 +39,13 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
     from kinspect.postmortem import run_postmortem
     from kinspect.postmortem.report import summary
 
+    existing_dir(args.run_dir, "RUN_DIR")
+    if not MASTER.match(args.master):
+        raise KinspectError(f"--master {args.master!r} is not a Spark master (local[2], local[*],"
+                            " spark://host:7077, yarn, k8s://...)")
+    if not MEMORY.match(args.driver_memory):
+        raise KinspectError(f"--driver-memory {args.driver_memory!r} is not a size (e.g. 2g, "
+                            "512m)")
     conf = {}
     for item in args.conf:
         key, sep, value = item.partition("=")

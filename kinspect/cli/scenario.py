@@ -8,24 +8,39 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import option, writable_dir
 from kinspect.cli.common import progress
+from kinspect.cli.lab import stop_loads_on_lab
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
 
 MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
 
 
+def check_table_file(path: Path) -> str:
+    """The text of --out as it is now ("" when new); refused when the table could not go there:
+    a directory, an unwritable place, or a document without the markers (never overwritten)."""
+    if path.is_dir():
+        raise KinspectError(f"--out {path} is a directory; give a file")
+    writable_dir(path.parent, "--out's folder")
+    try:
+        text = path.read_text() if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KinspectError(f"--out {path} cannot be read: {getattr(exc, 'strerror', exc)}") from None
+    if text.strip() and not (MARK_START in text and MARK_END in text):
+        raise KinspectError(f"{path} has no {MARK_START} … {MARK_END} block to replace; "
+                            "not overwriting it")
+    return text
+
+
 def write_table(path: Path, table: str) -> None:
     """Replace the marked block of a document, or write a new (or empty) file whole; a document
     without the markers is refused rather than overwritten."""
-    text = path.read_text() if path.exists() else ""
+    text = check_table_file(path)
     if MARK_START in text and MARK_END in text:
         head, rest = text.split(MARK_START, 1)
         _, tail = rest.split(MARK_END, 1)
         path.write_text(f"{head}{MARK_START}\n{table}\n{MARK_END}{tail}")
-    elif text.strip():
-        raise KinspectError(f"{path} has no {MARK_START} … {MARK_END} block to replace; "
-                            "not overwriting it")
     else:
         path.write_text(table + "\n")
 
@@ -49,7 +64,8 @@ def register(commands: Any) -> None:
 
     matrix = sub.add_parser("matrix", help="run many scenarios, one table")
     matrix.add_argument("--names", nargs="+", metavar="NAME", help="default: every scenario")
-    matrix.add_argument("--repeat", type=int, default=1, help="runs of each (default 1)")
+    matrix.add_argument("--repeat", type=option(1, 100, integer=True), default=1,
+                        help="runs of each, 1-100 (default 1)")
     matrix.add_argument("--markdown", action="store_true", help="print a Markdown table")
     matrix.add_argument("--out", type=Path, help="also write the table to this file; in a file "
                         f"holding the lines {MARK_START} and {MARK_END} (the README), only "
@@ -79,9 +95,20 @@ def _run_dir(name: str, given: Path | None) -> Path:
 
     if given is None:
         return default_run_dir(name)
+    writable_dir(given, "--run-dir")
     if given.exists() and any(given.iterdir()):
         raise KinspectError(f"{given} is not empty; give a new --run-dir")
     return given
+
+
+def check_load(scenario: Any) -> None:
+    """The scenario's producer settings as librdkafka sees them, before any lab is touched."""
+    from kinspect.load.runner import check_producer_config
+
+    try:
+        check_producer_config(scenario.load_settings("127.0.0.1:1"))
+    except KinspectError as exc:
+        raise KinspectError(f"{scenario.name}: [load] {exc}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -90,7 +117,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kinspect.scenarios.table import text_table
 
     scenario = find(args.name)
+    writable_dir(kinspect_home(), "KINSPECT_HOME")
     run_dir = _run_dir(scenario.name, args.run_dir)
+    check_load(scenario)
+    stop_loads_on_lab()  # the scenario resets the lab
     progress(f"{scenario.name}: {scenario.title}\nrun dir: {run_dir}")
     row = run_scenario(scenario, run_dir, progress, keep_lab=args.keep_lab)
     if args.json:
@@ -110,9 +140,13 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     from kinspect.scenarios.runner import run_scenario, skipped_row
     from kinspect.scenarios.table import markdown_table, text_table
 
-    if args.repeat < 1:
-        raise KinspectError("--repeat must be at least 1")
     scenarios = [find(n) for n in args.names] if args.names else builtin()
+    for scenario in scenarios:
+        check_load(scenario)
+    if args.out:
+        check_table_file(args.out)
+    writable_dir(kinspect_home(), "KINSPECT_HOME")
+    stop_loads_on_lab()  # every scenario resets the lab
     root = kinspect_home() / "runs" / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True)
     results = root / "results.jsonl"

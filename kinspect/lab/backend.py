@@ -67,7 +67,7 @@ class LabBackend(ABC):
 
     def up(self, options: UpOptions, progress: Progress) -> LabState:
         options.validate()
-        with lab_lock(self.root):
+        with lab_lock(self.root, create=True):
             current = self.state()
             if current and any(n.state in {"running", "paused"} for n in current.nodes):
                 progress(f"a lab is already running (lab {current.lab_id}); not starting another")
@@ -89,6 +89,8 @@ class LabBackend(ABC):
 
     def down(self, progress: Progress) -> bool:
         """Remove everything the lab made; False when there was nothing to remove."""
+        if not self.root.is_dir():
+            return False
         with lab_lock(self.root):
             state = load_state(self.root)
             if state is None:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinspect.errors import KinspectError
 from kinspect.paths import lab_dir
 
 
@@ -100,10 +101,14 @@ def clear_state(root: Path | None = None) -> None:
 
 
 @contextmanager
-def lab_lock(root: Path | None = None) -> Iterator[None]:
-    """One mutating lab command at a time (the TUI and a shell may both act)."""
+def lab_lock(root: Path | None = None, create: bool = False) -> Iterator[None]:
+    """One mutating lab command at a time (the TUI and a shell may both act). Only `lab up`
+    creates the lab dir: a command refused for want of a lab leaves nothing behind."""
     directory = root or lab_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    if create:
+        directory.mkdir(parents=True, exist_ok=True)
+    elif not directory.is_dir():
+        raise KinspectError("no lab is running (start one with: kinspect lab up)")
     with open(directory / ".lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

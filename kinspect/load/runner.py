@@ -19,10 +19,11 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from kinspect.errors import KinspectError
+from kinspect.load.active import registered
 from kinspect.load.evidence import recording_timeline
 from kinspect.load.ledger import ledger_summary, read_ledger
 from kinspect.load.rundir import LEDGER_DIR, PID_FILE, SUMMARY_FILE, WORKERS_FILE, begin_run, mark, now_ms
@@ -55,10 +56,25 @@ def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
     return len(info.partitions)
 
 
-def prepare_run_dir(run_dir: Path) -> None:
-    """A fresh run dir, or an empty one: never mix two runs' ledgers (nothing is overwritten)."""
-    if (run_dir / LEDGER_DIR).exists() and any((run_dir / LEDGER_DIR).iterdir()):
+def check_run_dir(run_dir: Path) -> None:
+    """A fresh run dir, or one without a ledger: never mix two runs' ledgers."""
+    if (run_dir / LEDGER_DIR).is_dir() and any((run_dir / LEDGER_DIR).iterdir()):
         raise KinspectError(f"{run_dir} already holds a ledger; use a new --run-dir")
+
+
+def check_producer_config(settings: LoadSettings) -> None:
+    """librdkafka checks every property when a client is made: make one before any worker
+    starts, so a bad -X is one line here and not a traceback in each worker."""
+    try:
+        Producer({"bootstrap.servers": settings.bootstrap, **settings.to_producer_config()})
+    except KafkaException as exc:
+        raise KinspectError(f"librdkafka refuses the producer settings: "
+                            f"{exc.args[0].str()}") from None
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """A fresh run dir, or an empty one (nothing is overwritten)."""
+    check_run_dir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
@@ -82,6 +98,8 @@ def run_load(settings: LoadSettings, run_dir: Path,
     so the post-mortem can explain what the ledger shows.
     """
     settings.validate()
+    check_producer_config(settings)
+    check_run_dir(run_dir)
     check_topic(settings.bootstrap, settings.topic, config=settings.extra)
     prepare_run_dir(run_dir)
     info = begin_run(run_dir, settings.topic, origin)
@@ -89,7 +107,7 @@ def run_load(settings: LoadSettings, run_dir: Path,
     settings.save(run_dir)
     observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers,
                                     settings.extra, zk_auth) if zookeeper else nullcontext())
-    with observing:
+    with observing, registered(run_dir, settings.topic, settings.bootstrap):
         summary = _run_workers(settings, run_dir, progress)
     ended = mark(run_dir, load_ended_at_ms=now_ms())
     summary.update(run_id=info.run_id, started_at_ms=info.started_at_ms,

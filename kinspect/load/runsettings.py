@@ -8,10 +8,11 @@ workers get the values on stdin from the runner (see runner.py), never from disk
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import number
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import SETTINGS_FILE
 from kinspect.profiles import MASK, is_secret, reference_of, resolve_reference
@@ -40,26 +41,34 @@ class LoadSettings:
     run_id: str = ""  # set by run_load: every message value starts with `<run>-<producer>-<seq>|`
 
     def validate(self) -> None:
+        """Every field in range and of its type (a run dir's settings may have been edited)."""
+        if not isinstance(self.topic, str) or not isinstance(self.bootstrap, str):
+            raise KinspectError("topic and bootstrap must be strings")
         if self.acks not in {"0", "1", "all", "-1"}:
             raise KinspectError(f"--acks must be 0, 1 or all, not {self.acks!r}")
         if self.count is not None and self.duration_s is not None:
             raise KinspectError("give --count or --duration, not both")
-        if self.count is not None and self.count < 1:
-            raise KinspectError("--count must be at least 1")
-        if self.duration_s is not None and self.duration_s <= 0:
-            raise KinspectError("--duration must be positive")
-        if self.rate is not None and self.rate <= 0:
-            raise KinspectError(f"--rate must be positive or 'max', not {self.rate:g}")
-        if self.producers < 1 or self.producers > 64:
-            raise KinspectError("--producers must be between 1 and 64")
-        if self.size < 16:
-            raise KinspectError("--size must be at least 16 bytes (the id must fit)")
-        for name in ("retries", "delivery_timeout_ms", "max_in_flight", "linger_ms"):
+        if self.count is not None:
+            number(self.count, "--count", 1, 1_000_000_000, integer=True)
+        if self.duration_s is not None:
+            number(self.duration_s, "--duration", 0, 7 * 86400, low_open=True)
+        if self.rate is not None:
+            number(self.rate, "--rate", 0, 10_000_000, low_open=True)
+        number(self.producers, "--producers", 1, 64, integer=True)
+        number(self.size, "--size", 16, 1_000_000, integer=True)
+        for name, low, high in (("retries", 0, 2_147_483_647), ("delivery_timeout_ms", 1, 2_147_483_647),
+                                ("max_in_flight", 1, 1_000_000), ("linger_ms", 0, 900_000)):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise KinspectError(f"--{name.replace('_', '-')} must not be negative")
+            if value is not None:
+                number(value, "--" + name.replace("_", "-"), low, high, integer=True)
+        if not isinstance(self.idempotent, bool):
+            raise KinspectError(f"idempotent must be true or false, not {self.idempotent!r}")
+        if not isinstance(self.extra, dict):
+            raise KinspectError("extra must be a table of librdkafka properties")
         if self.idempotent and self.acks not in {"all", "-1"}:
             raise KinspectError("--idempotent needs --acks all (Kafka's rule)")
+        if self.idempotent and self.max_in_flight is not None and self.max_in_flight > 5:
+            raise KinspectError("--idempotent allows --max-in-flight 5 at most (Kafka's rule)")
 
     def to_producer_config(self) -> dict[str, Any]:
         # librdkafka's own log is quiet: every connection error of a fault experiment would
@@ -91,9 +100,17 @@ class LoadSettings:
         path = run_dir / SETTINGS_FILE
         if not path.exists():
             raise KinspectError(f"{path} is missing: not a kinspect run dir")
-        data = json.loads(path.read_text())
-        data.pop(SECRETS_NOTE, None)
-        return cls(**data)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise KinspectError(f"{path} cannot be read: "
+                                f"{getattr(exc, 'strerror', None) or exc}") from None
+        check_saved(data, str(path))
+        names = {f.name for f in fields(cls)}
+        missing = [n for n in ("topic", "bootstrap") if n not in data]
+        if missing:
+            raise KinspectError(f"{path} lacks {' and '.join(missing)}: not a kinspect run dir")
+        return cls(**{k: v for k, v in data.items() if k in names})
 
     def with_secrets(self, where: str = "settings.json") -> LoadSettings:
         """These settings with every `${env:…}`/`${file:…}` of `extra` read now; a masked
@@ -139,3 +156,15 @@ def _lab_password_file(value: str) -> Path | None:
         return None
     return None
 
+
+def check_saved(data: object, where: str) -> None:
+    """A run dir's saved settings (possibly partial, from an older kinspect) are of the right
+    types and in range: one line naming the file, never a traceback later in the post-mortem."""
+    if not isinstance(data, dict):
+        raise KinspectError(f"{where} is not a JSON object")
+    names = {f.name for f in fields(LoadSettings)}
+    known = {k: v for k, v in data.items() if k in names}
+    try:
+        LoadSettings(**{"topic": "", "bootstrap": "", "count": None, **known}).validate()
+    except KinspectError as exc:
+        raise KinspectError(f"{where}: {exc}") from None

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import writable_dir
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.postmortem import report as rep
@@ -30,6 +31,7 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     say = progress or (lambda _line: None)
     inputs = load_inputs(run_dir)
     out = out or run_dir / POSTMORTEM_DIR
+    writable_dir(out, "--out")  # before Spark: a long job must not lose its result to a path
     out.mkdir(parents=True, exist_ok=True)
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     fault = tl.main_fault(inputs.faults, start, end)
@@ -174,7 +176,8 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
         "in_log_ids": total["in_log_ids"], "foreign_records": sum(p["foreign"] for p in partitions),
         "other_runs_records": sum(p["other_runs"] for p in partitions),
         "acked_lost": total["acked_lost"], "unacked_present": total["unacked_present"],
-        "not_in_ledger": total["not_in_ledger"], "duplicates": total["duplicates"],
+        "unknown_present": total["unknown_present"], "not_in_ledger": total["not_in_ledger"],
+        "duplicates": total["duplicates"],
         "duplicate_ids": total["duplicate_ids"], "reordered": sum(p["reordered"] for p in partitions),
         "partitions": partitions, "lost_ranges": lost_ranges, "lost_ranges_more": more,
         "attribution": rep.attribution(epochs),

@@ -31,6 +31,7 @@ from kinspect.load.rundir import (
     RunInfo,
     read_run,
 )
+from kinspect.load.runsettings import check_saved
 from kinspect.load.verify import FINAL_LOG_SCHEMA
 
 DISRUPTIVE = {"kill", "stop", "pause", "partition", "isolate", "restart", "slow", "delay", "loss"}
@@ -121,6 +122,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
         raise KinspectError(f"{run_dir}: ledger/ has no p*.parquet files: not a kinspect run dir "
                             "(run `kinspect load run --run-dir DIR` first)")
     settings = _json_file(run_dir / SETTINGS_FILE)
+    check_saved(settings, f"{run_dir / SETTINGS_FILE}")
     producers: dict[int, ProducerMeta] = {}
     topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
     run_ids: set[str] = set()

@@ -209,6 +209,7 @@ def counts(slim: Any) -> list[dict[str, Any]]:
         n(st == FAILED).alias("failed"), n(st == UNKNOWN).alias("unknown"),
         n(copies > 0).alias("in_log_ids"), n((st == ACKED) & (copies == 0)).alias("acked_lost"),
         n((st.isNull() | (st != ACKED)) & (copies > 0)).alias("unacked_present"),
+        n((st == UNKNOWN) & (copies > 0)).alias("unknown_present"),
         n(st.isNull()).alias("not_in_ledger"),
         F.sum(F.greatest(copies - 1, F.lit(0))).alias("duplicates"),
         n(copies > 1).alias("duplicate_ids")).collect()

@@ -9,7 +9,7 @@ from typing import Any
 
 MD_RANGES = 10  # lost ranges per producer in report.md (report.json has more)
 COUNTS = ("sent", "acked", "failed", "unknown", "in_log_ids", "acked_lost", "unacked_present",
-          "not_in_ledger", "duplicates", "duplicate_ids")
+          "unknown_present", "not_in_ledger", "duplicates", "duplicate_ids")
 
 
 def clock(ts: int | None) -> str:
@@ -133,8 +133,11 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
                      "(no timeline or broker logs cover it).")
     extras = []
     if report["unacked_present"]:
+        known = report.get("unknown_present") or 0
         extras.append(f"{plural(report['unacked_present'], 'message')} the producer never saw "
-                      "acknowledged are in the log anyway (not an error)")
+                      "acknowledged are in the log anyway (not an error"
+                      + (f"; {known:,} of them unknown: sent by a generator that died before "
+                         "hearing back" if known else "") + ")")
     if report["duplicates"]:
         extras.append(f"{plural(report['duplicates'], 'extra copy', 'extra copies')} of "
                       f"{plural(report['duplicate_ids'], 'message')} were written (retries without "

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinspect.checks import number, topic_name
 from kinspect.errors import KinspectError
 from kinspect.lab import presets
 from kinspect.load.runsettings import LoadSettings
@@ -153,6 +154,27 @@ def _strings(table: Mapping[str, Any], where: str, path: Path) -> dict[str, str]
     return out
 
 
+def _whole(table: Mapping[str, Any], key: str, default: int, low: int, high: int, where: str,
+           path: Path) -> int:
+    value = table.get(key, default)
+    try:
+        return int(number(value, f"{where} {key}", low, high, integer=True))
+    except KinspectError as exc:
+        raise _fail(path, str(exc)) from None
+
+
+def _target(step: FaultStep, where: str, brokers: int, named: set[str], path: Path) -> None:
+    """The step's target must exist in this scenario's own lab, or be named by an earlier step."""
+    target = step.target
+    if target.startswith("@") and target[1:] not in named:
+        raise _fail(path, f"{where}: target {target!r} names no earlier step's `as` "
+                          f"({', '.join('@' + n for n in sorted(named)) or 'none yet'})")
+    node = re.fullmatch(r"kafka(\d+)", target)
+    if node and not 1 <= int(node.group(1)) <= brokers:
+        raise _fail(path, f"{where}: target {target!r} is not in a lab of {brokers} brokers "
+                          f"(kafka1..kafka{brokers})")
+
+
 def _step(raw: Any, index: int, path: Path) -> FaultStep:
     where = f"fault step {index + 1}"
     if not isinstance(raw, dict):
@@ -179,9 +201,14 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
             raise _fail(path, f"{where}: {name} must be a non-negative number of seconds")
     if raw.get("for_s") is not None and do not in UNDO:
         raise _fail(path, f"{where}: {do} cannot be undone, so it takes no for_s")
+    remember = raw.get("as")
+    if remember is not None and not (isinstance(remember, str)
+                                     and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", remember)):
+        raise _fail(path, f"{where}: as must be a name like old_leader, not {remember!r}")
     return FaultStep(do=do, target=target, at=at, after_s=after, for_s=raw.get("for_s"),
-                     remember=raw.get("as"), delay_ms=int(raw.get("delay_ms", 0)),
-                     jitter_ms=int(raw.get("jitter_ms", 0)))
+                     remember=remember,
+                     delay_ms=_whole(raw, "delay_ms", 0, 0, 60_000, where, path),
+                     jitter_ms=_whole(raw, "jitter_ms", 0, 0, 60_000, where, path))
 
 
 def _number(text: str) -> int | float:
@@ -211,6 +238,16 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     for key in ("name", "title", "why"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise _fail(path, f"{key} is required (a string)")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", data["name"]):
+        raise _fail(path, f"name {data['name']!r} must be lower-case letters, digits, '.', '_' "
+                          "and '-' (it names the run dir)")
+    for key in ("load", "expect"):
+        if key not in data:
+            raise _fail(path, f"[{key}] is required ("
+                        + ("the load to run, e.g. acks and count)" if key == "load" else
+                           "what should happen, e.g. acked_lost = \"== 0\")"))
+    if not isinstance(data.get("source", ""), str):
+        raise _fail(path, "source must be a string")
     lab, topic, load = _table(data, "lab", path), _table(data, "topic", path), _table(data, "load", path)
     _only(lab, {"preset", "brokers", "broker_config"}, "[lab]", path)
     _only(topic, {"name", "partitions", "replication_factor", "config"}, "[topic]", path)
@@ -222,9 +259,17 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     preset = str(lab.get("preset", "demo"))
     if preset not in presets.PRESETS:
         raise _fail(path, f"[lab] preset must be one of {', '.join(presets.PRESETS)}")
-    brokers = int(lab.get("brokers", 3))
-    if not 1 <= brokers <= 5:
-        raise _fail(path, "[lab] brokers must be between 1 and 5")
+    brokers = _whole(lab, "brokers", 3, 1, 5, "[lab]", path)
+    name = topic.get("name", "test1")
+    try:
+        topic_name(name if isinstance(name, str) else repr(name), "[topic] name")
+    except KinspectError as exc:
+        raise _fail(path, str(exc)) from None
+    partitions = _whole(topic, "partitions", 1, 1, 1000, "[topic]", path)
+    replication = _whole(topic, "replication_factor", 3, 1, 5, "[topic]", path)
+    if replication > brokers:
+        raise _fail(path, f"[topic] replication_factor {replication} is more than the lab's "
+                          f"{brokers} brokers")
     steps = data.get("fault", [])
     if not isinstance(steps, list):
         raise _fail(path, "fault must be an array of tables ([[fault]])")
@@ -234,17 +279,25 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         raise _fail(path, "needs may only list \"netem\"")
     consumer = _table(data, "consumer", path)
     _only(consumer, {"group"}, "[consumer]", path)
+    if not isinstance(consumer.get("group", False), bool):
+        raise _fail(path, "[consumer] group must be true or false")
+    if not expect:
+        raise _fail(path, "[expect] names no condition: a scenario must say what should happen")
     scenario = Scenario(
         name=data["name"], title=data["title"].strip(), why=" ".join(data["why"].split()),
         source=str(data.get("source", "")), preset=preset, brokers=brokers,
         broker_config=_strings(_table(lab, "broker_config", path), "lab.broker_config", path),
-        topic=str(topic.get("name", "test1")), partitions=int(topic.get("partitions", 1)),
-        replication_factor=int(topic.get("replication_factor", 3)),
+        topic=name, partitions=partitions, replication_factor=replication,
         topic_config=_strings(_table(topic, "config", path), "topic.config", path),
         load=dict(load), consumer_group=bool(consumer.get("group", False)),
         steps=tuple(_step(raw, i, path) for i, raw in enumerate(steps)),
         expect=tuple(parse_condition(k, v, path) for k, v in expect.items()),
         needs=tuple(needs), path=path)
+    named: set[str] = set()
+    for index, step in enumerate(scenario.steps):
+        _target(step, f"fault step {index + 1}", brokers, named, path)
+        if step.remember:
+            named.add(step.remember)
     try:  # the load generator's own rules (acks, idempotence needs acks=all, ...), before any lab
         scenario.load_settings("").validate()
     except KinspectError as exc:

@@ -120,7 +120,21 @@ class ZooKeeperSource:
         except Exception:
             self._zk.stop()
             raise KinspectError(f"cannot reach ZooKeeper at {self.hosts}") from None
+        if not self._holds_kafka():
+            self._zk.stop()
+            chroot = self.hosts.partition("/")[2]
+            raise KinspectError(f"ZooKeeper at {self.hosts} holds no Kafka cluster (no /brokers/ids"
+                                + (f" under the chroot /{chroot}: does it exist?)" if chroot
+                                   else "; is the cluster under a chroot, e.g. host:2181/kafka?)"))
         self._watch()
+
+    def _holds_kafka(self) -> bool:
+        """A Kafka cluster registers /brokers/ids in its (chroot of) ZooKeeper on first start;
+        an unknown chroot would otherwise watch nothing, quietly, forever."""
+        try:
+            return self._zk.exists("/brokers/ids") is not None
+        except Exception:  # kazoo's errors (auth, connection loss) are findings for the watch
+            return True
 
     def _watch(self) -> None:
         """Connected: read everything once and watch it from now on."""

@@ -480,6 +480,17 @@ EVENT_BURST = 200
 MIN_DRAW_GAP_S = 0.2
 
 
+def say_running_loads(bootstrap: str) -> None:
+    """On quit: the loads started here (or anywhere) keep running; say which, and how to stop
+    them, so none hammers the lab unnoticed."""
+    from kinspect.load.active import running_loads
+
+    for load in running_loads():
+        if load.aims_at(bootstrap.split(",")):
+            print(f"the load on {load.topic} keeps running (pid {load.pid}); stop it with: "
+                  f"kinspect load stop --run-dir {load.run_dir}")
+
+
 def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
     """Open the TUI: fault keys on the lab kinspect started, read-only anywhere else."""
     from kinspect.tui.feed import LiveFeed
@@ -489,6 +500,7 @@ def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
                     admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None)
     if cluster.lab is not None:
         KinspectApp(feed, LabConsole(), no_confirm=no_confirm).run()
+        say_running_loads(cluster.bootstrap)
         return 0
     reason = (f"fault keys act only on a lab kinspect started; {redact(cluster.label)} is not "
               "one (no lab id of ours in its ZooKeeper)")

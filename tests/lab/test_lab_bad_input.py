@@ -102,27 +102,35 @@ def test_failed_fetch(tmp_path: Path) -> None:
     assert os.path.exists(tmp_path / "cache")
 
 
-def test_no_docker_engine(tmp_path: Path) -> None:
+def test_no_docker_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--backend docker without an engine is a one-line error; auto falls back and says why."""
+    from kinspect.lab import choose_backend
+
     env = {"KINSPECT_HOME": str(tmp_path), "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock",
            "KINSPECT_BACKEND": ""}
     line = one_line_error(kinspect("lab", "up", "--backend", "docker", env=env, check=False))
     assert "no Docker engine answers at unix://" in line
-    proc = kinspect("lab", "up", "--brokers", "0", env=env, check=False)
-    assert "between 1 and 9" in one_line_error(proc)
-    assert "backend: process (no Docker engine answers" in proc.stderr
     assert not (tmp_path / "lab" / "state.json").exists()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    said: list[str] = []
+    assert choose_backend(said.append) == "process"
+    assert said and said[0].startswith("backend: process (no Docker engine answers")
+    # a bad option is refused before any backend is chosen: one line, no backend line
+    assert "between 1 and 9" in one_line_error(kinspect("lab", "up", "--brokers", "0", env=env,
+                                                        check=False))
 
 
-def test_auto_prefers_a_docker_engine_that_answers(tmp_path: Path) -> None:
+def test_auto_prefers_a_docker_engine_that_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kinspect.lab import choose_backend
     from kinspect.lab.engine import engine_problem
 
     if engine_problem():
         pytest.skip("no Docker engine answers here")
-    env = {"KINSPECT_HOME": str(tmp_path), "KINSPECT_BACKEND": ""}
-    proc = kinspect("lab", "up", "--brokers", "0", env=env, check=False)
-    assert "between 1 and 9" in one_line_error(proc)
-    assert "backend: docker (a Docker engine answers" in proc.stderr
-    env["KINSPECT_BACKEND"] = "process"
-    proc = kinspect("lab", "up", "--brokers", "0", env=env, check=False)
-    assert "backend: process (KINSPECT_BACKEND)" in proc.stderr
+    said: list[str] = []
+    monkeypatch.setenv("KINSPECT_BACKEND", "")
+    assert choose_backend(said.append) == "docker"
+    assert said[-1].startswith("backend: docker (a Docker engine answers")
+    monkeypatch.setenv("KINSPECT_BACKEND", "process")
+    assert choose_backend(said.append) == "process"
+    assert said[-1] == "backend: process (KINSPECT_BACKEND)"

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from kinspect.lab import netns
+from kinspect.lab.topics import create_topics
+from kinspect.load.ledger import read_ledger
 from tests.conftest import Lab
 from tests.helpers import kinspect, wait_until
 
@@ -37,17 +39,38 @@ def lab_processes(lab_id: str) -> list[str]:
                           capture_output=True, text=True).stdout.split()
 
 
-def test_down_leaves_nothing_behind(lab: dict[str, Any], lab_session: Lab, lab_backend: str) -> None:
+def test_down_leaves_nothing_behind(lab: dict[str, Any], lab_session: Lab, lab_backend: str,
+                                    tmp_path: Path) -> None:
     state = json.loads((lab_session.home / "lab" / "state.json").read_text())
     assert leftovers(lab_backend, lab["lab_id"], state["slot"]), "the running lab owns things"
+    runner, workers = start_endless_load(lab, tmp_path)
     kinspect("lab", "partition", "kafka1", "kafka2,kafka3,zk1")
-    kinspect("lab", "down")
+    down = kinspect("lab", "down")
+    # the load aimed at the lab was stopped first, its ledger finished, no worker left
+    assert "stopping the load on lab-down" in down.stderr
+    assert runner.wait(timeout=5) == 0
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    assert read_ledger(tmp_path).num_rows > 0 and json.loads((tmp_path / "summary.json")
+                                                              .read_text())["stopped"]
     assert leftovers(lab_backend, lab["lab_id"], state["slot"]) == []
     assert lab_processes(lab["lab_id"]) == []
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     block = {"process": "198.18", "docker": "198.19"}[lab_backend]
     assert f"{block}.{state['slot']}." not in rules
     assert "nothing to do" in kinspect("lab", "down").stdout
+
+
+def start_endless_load(lab: dict[str, Any], run_dir: Path) -> tuple[subprocess.Popen[bytes],
+                                                                      list[int]]:
+    """A load that would run for an hour, under way (a ledger chunk written)."""
+    create_topics(lab["bootstrap"], {"lab-down": 1})
+    runner = subprocess.Popen([sys.executable, "-m", "kinspect", "load", "run", "--topic",
+                               "lab-down", "--duration", "3600", "--rate", "1000", "--run-dir",
+                               str(run_dir), "--json", "--no-timeline"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: (run_dir / "ledger").is_dir() and any((run_dir / "ledger").glob("*.parquet")),
+               60, "the load under way")
+    return runner, json.loads((run_dir / "workers.json").read_text())
 
 
 def test_down_after_lab_up_was_sigkilled_mid_start(lab_home: Path, lab_backend: str) -> None:

@@ -122,7 +122,8 @@ def scenario_a(run_dir: Path) -> Path:
 
 EXPECTED_A: dict[str, Any] = {
     "sent": 43, "acked": 31, "failed": 2, "unknown": 10, "in_log": 28, "acked_lost": 9,
-    "unacked_present": 4, "not_in_ledger": 1, "duplicates": 1, "duplicate_ids": 1, "reordered": 1,
+    "unacked_present": 4, "unknown_present": 2, "not_in_ledger": 1, "duplicates": 1,
+    "duplicate_ids": 1, "reordered": 1,
     "foreign_records": 1, "lost_ranges": {"0": [[5, 5], [9, 10], [13, 13]], "2": [[0, 4]]},
     "first_ack_after_fault_ms": 7, "first_kept_ack_after_fault_ms": 17, "unavailable_ms": 4904,
     "no_leader_ms": 1000,

@@ -14,7 +14,7 @@ from kinspect.lab.backend import LabBackend
 from kinspect.scenarios.catalog import builtin
 from kinspect.scenarios.plan import FaultPlan, PlanLog
 from kinspect.scenarios.runner import blamed_broker, lost_blamed_on_target, result_row
-from kinspect.scenarios.spec import DISRUPTIVE, METRICS, Condition, Scenario, parse
+from kinspect.scenarios.spec import DISRUPTIVE, METRICS, Condition, FaultStep, Scenario, parse
 from kinspect.scenarios.table import text_table
 
 ISOLATE = """
@@ -128,9 +128,14 @@ def test_the_plan_records_a_step_whose_moment_never_came(tmp_path: Path) -> None
 
 
 def test_the_plan_records_why_it_failed(tmp_path: Path) -> None:
+    """A file naming @nobody is refused when read; a plan built otherwise still fails in words."""
     text = ISOLATE.replace('at = 0.3\ndo = "isolate"\ntarget = "leader"',
                            'after_s = 0\ndo = "kill"\ntarget = "@nobody"')
-    fault_plan = plan(tmp_path, text)
+    with pytest.raises(KinspectError, match="names no earlier step"):
+        scenario(text)
+    steps = (FaultStep(do="kill", target="@nobody", after_s=0),)
+    fault_plan = FaultPlan(steps, cast(LabBackend, NoLab()), cast(Any, None), "test1", tmp_path,
+                           100000, lambda _: None)
     fault_plan.run()
     assert fault_plan.error == "target @nobody names nothing remembered by an earlier step"
     row = result_row(scenario(), lost_report(), {}, fault_plan.log, {}, fault_plan.error)

@@ -50,7 +50,9 @@ def test_catalog_has_every_named_scenario_with_2018_settings() -> None:
 
 
 def minimal(**extra: object) -> dict[str, object]:
-    return {"name": "mine", "title": "t", "why": "because", **extra}
+    """The least a scenario file may hold: its words, a [load] (defaults) and one expectation."""
+    return {"name": "mine", "title": "t", "why": "because", "load": {},
+            "expect": {"acked_lost": "== 0"}, **extra}
 
 
 def test_minimal_scenario_gets_defaults() -> None:
@@ -76,6 +78,12 @@ def test_minimal_scenario_gets_defaults() -> None:
     (minimal(load={"acks": "2"}), r"\[load\]: --acks must be 0, 1 or all"),
     (minimal(load={"acks": "1", "idempotent": True}), "idempotent needs --acks all"),
     ({"name": "x"}, "title is required"),
+    ({k: v for k, v in minimal().items() if k != "load"}, r"\[load\] is required"),
+    (minimal(expect={}), r"\[expect\] names no condition"),
+    (minimal(topic={"replication_factor": 4}), "more than the lab's 3 brokers"),
+    (minimal(fault=[{"do": "kill", "at": 0.1, "target": "kafka4"}]), "not in a lab of 3"),
+    (minimal(fault=[{"do": "kill", "at": 0.1, "target": "@gone"}]), "names no earlier step"),
+    (minimal(load={"rate": float("nan")}), "--rate must be a number"),
 ])
 def test_bad_scenarios_are_one_line_errors(data: dict[str, object], message: str) -> None:
     with pytest.raises(KinspectError, match=message) as info:
@@ -85,7 +93,7 @@ def test_bad_scenarios_are_one_line_errors(data: dict[str, object], message: str
 
 def test_user_file_by_path(tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
-    path.write_text('name = "mine"\ntitle = "mine"\nwhy = "w"\n[[fault]]\nat = 0.2\n'
+    path.write_text('name = "mine"\ntitle = "mine"\nwhy = "w"\n[load]\n[[fault]]\nat = 0.2\n'
                     'do = "isolate-zk"\n[expect]\nacked = "> 0"\n')
     assert find(str(path)).steps[0].do == "isolate-zk"
     path.write_text("name = [")
@@ -100,7 +108,7 @@ def test_cli_list_and_bad_input(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
     assert "unknown scenario" in unknown.stderr and "Traceback" not in unknown.stderr
     bad = tmp_path / "bad.toml"
-    bad.write_text('name = "b"\ntitle = "b"\nwhy = "w"\n[load]\nacks = 2\n')
+    bad.write_text('name = "b"\ntitle = "b"\nwhy = "w"\n[load]\nacks = 2\n[expect]\nacked = "> 0"\n')
     proc = kinspect("scenario", "run", str(bad), check=False)
     assert proc.returncode == 2 and "[load] acks must be a str" in proc.stderr
     repeat = kinspect("scenario", "matrix", "--repeat", "0", check=False)

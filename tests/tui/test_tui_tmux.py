@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +91,32 @@ def test_kill_from_outside_shows_new_leader(lab: dict[str, Any], zk: KazooClient
         print(f"new leader {new} on screen {time.monotonic() - started:.1f} s after kill -9")
     finally:
         kinspect("lab", "start", f"kafka{old}", check=False)
+
+
+def test_quit_names_the_loads_that_keep_running(lab: dict[str, Any], tmp_path: Path) -> None:
+    """A load keeps running when the TUI quits (the lab does too); the TUI says so, and how to
+    stop it, so no producer hammers the lab unnoticed."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (make system-deps installs it)")
+    create_topics(lab["bootstrap"], {"quit-load": 1})
+    runner = subprocess.Popen([sys.executable, "-m", "kinspect", "load", "run", "--topic",
+                               "quit-load", "--duration", "600", "--rate", "500", "--run-dir",
+                               str(tmp_path), "--json", "--no-timeline"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = (f"env KINSPECT_HOME={os.environ['KINSPECT_HOME']} TERM=xterm-256color "
+               f"{sys.executable} -m kinspect ui; sleep 120")
+    try:
+        wait_until((tmp_path / "workers.json").exists, 30, "the load under way")
+        tmux("new-session", "-d", "-s", "ui", "-x", "250", "-y", "30", command)
+        wait_until(lambda: "controller" in screen_text() and "partitions" in screen_text(), 60,
+                   "the UI to draw its first snapshot")
+        tmux("send-keys", "-t", "ui", "q")
+        said = wait_until(lambda: "keeps running" in screen_text() and screen_text(), 20,
+                          "the quit message")
+        assert (f"the load on quit-load keeps running (pid {runner.pid}); stop it with: "
+                f"kinspect load stop --run-dir {tmp_path}") in said
+        assert runner.poll() is None  # quitting the screen is not stopping the load
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        kinspect("load", "stop", "--run-dir", str(tmp_path), check=False)
+        runner.wait(timeout=30)

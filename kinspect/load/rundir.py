@@ -28,6 +28,7 @@ PID_FILE = "load.pid"
 WORKERS_FILE = "workers.json"
 LEDGER_DIR = "ledger"
 STATS_DIR = "stats"
+FAILURE_SUFFIX = ".failure"  # stats/pNNN.failure: why a worker stopped early (one line)
 FINAL_LOG_DIR = "final_log"
 TIMELINE_FILE = "timeline.jsonl"
 FAULTS_FILE = "faults.jsonl"

@@ -26,7 +26,17 @@ from kinspect.errors import KinspectError
 from kinspect.load.active import registered
 from kinspect.load.evidence import recording_timeline
 from kinspect.load.ledger import ledger_summary, read_ledger
-from kinspect.load.rundir import LEDGER_DIR, PID_FILE, SUMMARY_FILE, WORKERS_FILE, begin_run, mark, now_ms
+from kinspect.load.rundir import (
+    FAILURE_SUFFIX,
+    LEDGER_DIR,
+    PID_FILE,
+    STATS_DIR,
+    SUMMARY_FILE,
+    WORKERS_FILE,
+    begin_run,
+    mark,
+    now_ms,
+)
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
 from kinspect.sources.kafka_client import client_config, list_topics
@@ -112,8 +122,21 @@ def run_load(settings: LoadSettings, run_dir: Path,
     ended = mark(run_dir, load_ended_at_ms=now_ms())
     summary.update(run_id=info.run_id, started_at_ms=info.started_at_ms,
                    ended_at_ms=ended.load_ended_at_ms if ended else None)
+    failures = worker_failures(run_dir)
+    if failures:
+        summary["failure"] = failures[0]
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
+    if failures:  # the ledger and the summary are kept; the reason is the one line
+        raise KinspectError(f"{failures[0]} (the load stopped; what it recorded is in {run_dir})")
     return summary
+
+
+def worker_failures(run_dir: Path) -> list[str]:
+    """Why workers stopped early (stats/pNNN.failure), one line each."""
+    folder = run_dir / STATS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted({p.read_text().strip() for p in folder.glob(f"p*{FAILURE_SUFFIX}")})
 
 
 def _run_workers(settings: LoadSettings, run_dir: Path,
@@ -144,6 +167,8 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
     try:
         while any(w.poll() is None for w in workers):
             time.sleep(0.5)
+            if not stopping and worker_failures(run_dir):
+                stop()  # one worker's login was refused: the others' will be too
             if progress:
                 progress(format_progress(aggregate(read_stats(run_dir)), time.monotonic() - started))
     finally:

@@ -22,9 +22,10 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 
 from kinspect.load.ledger import LedgerWriter
-from kinspect.load.rundir import id_prefix
+from kinspect.load.rundir import FAILURE_SUFFIX, STATS_DIR, id_prefix
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import StatsPublisher
+from kinspect.sources.kafka_client import AuthWatch
 
 SEND_BATCH = 200  # messages between rate checks / polls
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -48,6 +49,12 @@ class Worker:
         config: dict[str, Any] = {"bootstrap.servers": settings.bootstrap,
                                   **settings.to_producer_config()}
         config["on_delivery"] = self._on_delivery
+        # A login refused mid-run (a rotated password) would otherwise time out every send,
+        # minutes later, as _MSG_TIMED_OUT: stop at once and say why (FAILURE_FILE).
+        self.auth = AuthWatch(settings.bootstrap)
+        config["error_cb"] = self.auth
+        self.failure: str | None = None
+        self.failure_file = run_dir / STATS_DIR / f"p{producer_id:03d}{FAILURE_SUFFIX}"
         self.producer = Producer(config)
         self.ledger = LedgerWriter(run_dir, producer_id, settings.topic, settings.acks,
                                    settings.run_id)
@@ -140,6 +147,8 @@ class Worker:
     def _tick(self) -> None:
         if self.parent is not None and os.getppid() != self.parent:
             self.stopping = True  # the runner is gone: finish the ledger and stop sending
+        if self.failure is None and (line := self.auth.failure()) is not None:
+            self.failure, self.stopping = line, True
         now = now_ms()
         self.ledger.maybe_flush(now)
         self.stats.maybe_publish(now, sent=len(self.send_ts), in_flight=self.in_flight)
@@ -156,6 +165,9 @@ class Worker:
         self.ledger.close(unknown)
         self.stats.maybe_publish(now_ms(), sent=len(self.send_ts), in_flight=len(unknown),
                                  done=True, force=True)
+        if self.failure is not None:  # after the ledger: what was recorded is kept
+            self.failure_file.write_text(self.failure + "\n")
+            return 2
         return 0
 
     def request_stop(self, *_args: Any) -> None:

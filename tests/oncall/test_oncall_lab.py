@@ -261,6 +261,60 @@ def test_a_wrong_password_is_said_in_one_line(lab_session: Any, tmp_path: Path) 
     assert not (tmp_path / "new" / "ledger").exists()  # refused before any worker started
 
 
+def set_scram_password(bootstrap: str, password: str) -> None:
+    """The SCRAM credential of user kinspect in ZooKeeper, through the PLAINTEXT listener."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    from kinspect.sources.admin import quiet_admin
+
+    upsert = UserScramCredentialUpsertion(
+        "kinspect", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), password.encode())
+    admin = quiet_admin(bootstrap)  # held until the answers came: a dropped client cancels them
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+
+
+def test_a_login_refused_mid_run_stops_the_load_and_says_so(lab_session: Any,
+                                                            tmp_path: Path) -> None:
+    """A password rotated under a running load: as the brokers restart, every new connection is
+    refused. The load stops at once (not minutes later with every send timed out), keeps what it
+    recorded, and says why in one line, exit 2."""
+    status, password = sasl_lab()
+    create_topics(status["bootstrap"], {"rotated": 1})
+    config = tmp_path / "config.toml"
+    write_profile(config, status["sasl"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256")
+    run_dir = tmp_path / "run"
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "kinspect", "load", "run", "--profile", "secure", "--topic",
+         "rotated", "--duration", "600", "--rate", "500", "--run-dir", str(run_dir), "--json",
+         "--no-timeline"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "KINSPECT_CONFIG": str(config), "KINSPECT_TEST_PASSWORD": password})
+    try:
+        wait_until(lambda: (run_dir / "ledger").is_dir() and any((run_dir / "ledger").glob("p*")),
+                   60, "the load under way")
+        set_scram_password(status["bootstrap"], password + "-rotated")
+        for node in ("kafka1", "kafka2", "kafka3"):  # every connection must log in again
+            kinspect("lab", "restart", node, timeout=120)
+            if runner.poll() is not None:
+                break
+        out, err = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        set_scram_password(status["bootstrap"], password)
+    assert runner.returncode == 2, err
+    assert out == "" and "FAIL" not in err and "Traceback" not in err and password not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kinspect: error: authentication failed at "), err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["failure"].startswith("authentication failed") and summary["acked"] > 0
+    assert summary["sent"] == summary["acked"] + summary["failed"] + summary["unknown"]
+
+
 def test_only_the_lab_id_makes_a_cluster_the_lab(lab_session: Any) -> None:
     """Faults are refused on any cluster whose ZooKeeper does not hold our lab id."""
     from kinspect.cli import build_parser

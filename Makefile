@@ -8,7 +8,7 @@ DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headl
                    debootstrap
 
 .PHONY: demo test test-fast setup system-deps venv kafka lint bench down screenshots matrix \
-	docker-engine images
+	docker-engine images lock
 
 BACKEND ?= auto
 
@@ -36,11 +36,22 @@ system-deps:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# Installs the locked versions (constraints.txt): a fresh machine gets what the suite passed on.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	@touch $@
+
+# Refresh the lock: the newest releases pyproject.toml allows, in a throwaway venv; then run
+# `make test` before committing constraints.txt.
+lock:
+	rm -rf .lock-venv && python3 -m venv .lock-venv
+	.lock-venv/bin/python -m pip install -q --upgrade pip
+	.lock-venv/bin/python -m pip install -q -e '.[dev]'
+	{ head -2 constraints.txt; .lock-venv/bin/pip freeze --exclude-editable | grep -v '^#'; } \
+	  > constraints.new && mv constraints.new constraints.txt
+	rm -rf .lock-venv
 
 kafka: venv
 	$(KINSPECT) lab fetch

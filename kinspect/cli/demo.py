@@ -44,9 +44,9 @@ def prepare_demo(backend: str = "auto") -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     prepare_demo(args.backend)
     if args.no_ui:
-        from kinspect.cli.lab import _print_status
+        from kinspect.cli.lab import print_status
 
-        return _print_status(open_backend(), as_json=False)
+        return print_status(open_backend(), as_json=False)
     from kinspect.tui.app import run_app
 
     return run_app(resolve_cluster(args), no_confirm=args.no_confirm)

@@ -135,7 +135,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     lab = backend(args.backend)
     lab.up(options, progress)
     progress(f"lab up in {time.monotonic() - started:.1f} s")
-    return _print_status(lab, args.json)
+    return print_status(lab, args.json)
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
@@ -148,7 +148,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
     started = time.monotonic()
     lab, _ = reset_lab(options, progress, args.backend)
     progress(f"lab reset in {time.monotonic() - started:.1f} s")
-    return _print_status(lab, args.json)
+    return print_status(lab, args.json)
 
 
 def stop_loads_on_lab() -> None:
@@ -180,7 +180,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_status(lab: LabBackend, as_json: bool) -> int:
+def print_status(lab: LabBackend, as_json: bool) -> int:
     state = lab.state()
     if state is None:
         raise KinspectError("no lab is running (start one with: kinspect lab up)")
@@ -212,7 +212,7 @@ def _print_status(lab: LabBackend, as_json: bool) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    return _print_status(backend(), args.json)
+    return print_status(backend(), args.json)
 
 
 def cmd_node_action(args: argparse.Namespace) -> int:

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 
 from kinspect.model.views import ConfigValue
 
-SEVERITY_ORDER = {"offline": 0, "under_min_isr": 1, "warn": 2, "ok": 3}
-
 
 @dataclass(frozen=True)
 class ControllerInfo:

@@ -8,7 +8,6 @@ believes (see wire.py), which is how a zombie leader shows.
 
 from __future__ import annotations
 
-import logging
 import struct
 import threading
 import time
@@ -32,11 +31,6 @@ DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
 CONFIG_EVERY_N_POLLS = 10
 
 _silent = SILENT
-
-
-def quiet_logger() -> logging.Logger:
-    """librdkafka logs connection churn to stderr; during faults that is noise, not news."""
-    return _silent
 
 
 def quiet_admin(bootstrap: str, **settings: Any) -> AdminClient:
@@ -77,7 +71,6 @@ class AdminSource:
         self._polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.last_poll_ms = 0.0
         self.known_brokers: dict[int, str] = {}  # e.g. the lab's brokers, probed even if unlisted
 
     def start(self) -> None:
@@ -100,7 +93,6 @@ class AdminSource:
 
     def poll_once(self) -> BrokerView:
         """One full poll (also used by `kinspect snapshot`); never raises."""
-        started = time.perf_counter()
         try:
             view, claims = self._poll()
         except (KafkaException, TimeoutError, OSError, RuntimeError) as exc:
@@ -117,7 +109,6 @@ class AdminSource:
         self._auth.clear(self._admin)  # answered or not: a refusal is told once, then anew
         with self._lock:
             self._view, self._claims = view, claims
-        self.last_poll_ms = (time.perf_counter() - started) * 1000
         self._on_change()
         return view
 

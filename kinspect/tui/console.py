@@ -37,13 +37,6 @@ class LoadRequest:
 class LabConsole:
     """Acts on the lab kinspect started. Methods block: call them from a thread worker."""
 
-    def broker_node(self, broker_id: int) -> str:
-        state = open_backend().state()
-        node = next((n for n in state.brokers if n.broker_id == broker_id), None) if state else None
-        if node is None:
-            raise LookupError(f"broker {broker_id} is not part of the lab")
-        return node.name
-
     def kill(self, node: str) -> str:
         backend = open_backend()
         backend.kill(node)

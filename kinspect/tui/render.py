@@ -30,8 +30,7 @@ def _ids(values: tuple[int, ...]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
-                admin_note: str = "") -> Text:
+def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str) -> Text:
     """One line: where we are, who controls it, and how fresh the picture is."""
     text = Text.assemble(("kinspect ", "bold"), (title, "bold cyan"))
     if snapshot is None:
@@ -50,8 +49,6 @@ def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
         text.append(session, "green" if session == "connected" else "bold red")
     text.append("  admin ")
     text.append(snapshot.admin_state, "green" if snapshot.admin_state == "ok" else "bold red")
-    if admin_note:
-        text.append(f" {admin_note}", "dim")
     age = max(0, now_ms - snapshot.taken_at)
     if age > STALE_AFTER_MS:
         text.append(f"  STALE {age / 1000:.0f} s", "bold white on red")

@@ -164,10 +164,6 @@ class PartitionTable(DataTable[Text]):
                 if key in self._shown:
                     self.update_cell(key, column, self._shown[key][column])
 
-    @property
-    def marked_cells(self) -> int:
-        return len(self._marks)
-
 
 class EventLog(RichLog):
     """Observer events and lab faults, newest at the bottom."""

@@ -46,6 +46,7 @@ class Worker:
         self.send_ts: list[int] = []
         self.reported = bytearray()
         self.in_flight = 0
+        self.unanswered = settings.acks == "0"  # acks=0: delivery reports carry no offsets
         config: dict[str, Any] = {"bootstrap.servers": settings.bootstrap,
                                   **settings.to_producer_config()}
         config["on_delivery"] = self._on_delivery
@@ -68,9 +69,10 @@ class Worker:
         self.reported[seq] = 1
         self.in_flight -= 1
         if err is None:
-            offset = msg.offset()
-            epoch = msg.leader_epoch()
-            # acks=0: no offset at all (None in recent confluent-kafka, -1 before)
+            # acks=0: no broker answers, so no offset is known; librdkafka still numbers the
+            # messages of a batch from an unknown base (-1, 0, 1, …), which are not offsets.
+            offset = -1 if self.unanswered else msg.offset()
+            epoch = None if self.unanswered else msg.leader_epoch()
             self.ledger.record(seq, msg.partition(), offset if offset is not None and offset >= 0
                                else -1,
                                epoch if epoch is not None and epoch >= 0 else None,

@@ -6,11 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
+
+if TYPE_CHECKING:
+    from kinspect.load.runsettings import LoadSettings
 
 
 def _progress(line: str) -> None:
@@ -180,21 +183,16 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_dir_of_a_load(path: Path, what: str = "--run-dir") -> None:
-    """An existing run dir that `kinspect load run` wrote (its settings are there)."""
+def run_dir_of_a_load(path: Path, what: str = "--run-dir") -> LoadSettings:
+    """An existing run dir that `kinspect load run` wrote: its saved settings, checked."""
     from kinspect.load.rundir import SETTINGS_FILE
-    from kinspect.load.runsettings import check_saved
+    from kinspect.load.runsettings import LoadSettings
 
     existing_dir(path, what)
     if not (path / SETTINGS_FILE).is_file():
         raise KinspectError(f"{what} {path} is not a kinspect run dir (no {SETTINGS_FILE}; "
                             "give the --run-dir of a `kinspect load run`)")
-    try:
-        saved = json.loads((path / SETTINGS_FILE).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise KinspectError(f"{path / SETTINGS_FILE} cannot be read: "
-                            f"{getattr(exc, 'strerror', None) or exc}") from None
-    check_saved(saved, str(path / SETTINGS_FILE))
+    return LoadSettings.load(path)  # unreadable, or of the wrong types: one line
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -220,14 +218,12 @@ def cmd_slow(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from kinspect.load.runsettings import LoadSettings
     from kinspect.postmortem.finish import verify_run
 
     topic_name(args.topic)
-    run_dir_of_a_load(args.run_dir)
+    topic = run_dir_of_a_load(args.run_dir).topic
     writable_dir(args.run_dir, "--run-dir")
     cluster = resolve_cluster(args)
-    topic = LoadSettings.load(args.run_dir).topic
     if topic != args.topic:
         raise KinspectError(f"{args.run_dir} is a run on {topic!r}, not {args.topic!r}")
     verified = verify_run(args.run_dir, cluster.bootstrap, cluster.kafka, cluster.lab,

@@ -19,9 +19,9 @@ from confluent_kafka.cimpl import NewTopic
 from kazoo.client import KazooClient
 
 from bench.lab import bench_lab, describe, kinspect, percentile
+from kinspect.clients.kafka import quiet_admin
 from kinspect.lab.topics import create_topics
 from kinspect.model import ClusterSnapshot, Event
-from kinspect.sources.admin import quiet_admin
 from kinspect.sources.observer import Observer, now_ms
 
 BIG_TOPIC, BIG_PARTITIONS = "bench-2k", 2000

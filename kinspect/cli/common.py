@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kinspect.checks import host_ports
 from kinspect.errors import KinspectError
 from kinspect.lab import running_lab
-from kinspect.lab.state import LabState
 from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
+from kinspect.target import ClusterTarget, is_lab_cluster
+
+__all__ = ["ClusterTarget", "add_cluster_arguments", "progress", "resolve_cluster"]
 
 
 def progress(line: str) -> None:
@@ -38,23 +39,6 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, zookeeper: bool = Tru
                                  "none for a bare --bootstrap, e.g. KRaft)")
     parser.add_argument("-X", action="append", default=[], metavar="KEY=VALUE",
                         help="librdkafka property, as kcat does (repeatable)")
-
-
-@dataclass(frozen=True)
-class ClusterTarget:
-    bootstrap: str
-    zookeeper: str | None
-    kafka: dict[str, str] = field(default_factory=dict)
-    zk_auth: tuple[tuple[str, str], ...] = ()
-    lab: LabState | None = None  # only when this is the lab kinspect started
-    refresh_s: float = 1.0
-    label: str = ""
-
-    @property
-    def expected_brokers(self) -> dict[int, str] | None:
-        if self.lab is None:
-            return None
-        return {b.broker_id: b.address for b in self.lab.brokers if b.broker_id is not None}
 
 
 def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
@@ -84,13 +68,6 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
         return ClusterTarget(lab.bootstrap, zookeeper, kafka, (), None, 1.0, lab.bootstrap)
     return ClusterTarget(lab.bootstrap, zookeeper or lab.zookeeper.address,
                          kafka, (), lab, 1.0, f"lab ({lab.preset} preset, {lab.backend})")
-
-
-def is_lab_cluster(zookeeper: str, lab: LabState) -> bool:
-    """True when that ZooKeeper holds this lab's id: an address alone proves nothing."""
-    from kinspect.lab.readiness import read_lab_mark
-
-    return read_lab_mark(zookeeper) == lab.lab_id
 
 
 def librdkafka_properties(args: argparse.Namespace) -> dict[str, str]:

@@ -11,11 +11,12 @@ import json
 from typing import Any
 
 from kinspect.checks import option
-from kinspect.cli.common import ClusterTarget, add_cluster_arguments, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot
 from kinspect.model.health import classify
 from kinspect.profiles import redact
+from kinspect.target import ClusterTarget
 
 EXIT = {"healthy": 0, "warning": 1, "critical": 2, "unreachable": 3}
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from functools import partial
 from typing import Any
 
 from kinspect.checks import option, writable_dir
 from kinspect.cli.common import progress
 from kinspect.errors import KinspectError
-from kinspect.lab import BACKENDS, dist, presets, topology
+from kinspect.lab import BACKENDS, dist, presets
 from kinspect.lab.backend import LabBackend, UpOptions, status_json
+from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.netns import can_use_netns
 from kinspect.paths import kinspect_home
 
@@ -52,7 +54,7 @@ def register(commands: Any) -> None:
                          ("resume", "thaw a paused node")):
         p = sub.add_parser(action, help=text)
         p.add_argument("node", help="zk1, kafka1, kafka2, ...")
-        p.set_defaults(handler=cmd_node_action, action=action)
+        p.set_defaults(handler=cmd_fault, fault=partial(_node_fault, FaultKind(action)))
 
     part = sub.add_parser("partition", help="cut the network into groups (blockade semantics)",
                           description="Two nodes can talk if and only if some GROUP holds both; "
@@ -62,17 +64,20 @@ def register(commands: Any) -> None:
     part.add_argument("groups", nargs="+", metavar="GROUP", help="comma-separated node names")
     part.add_argument("--clients", metavar="NODE", help="clients (this host) join NODE's groups "
                       "instead of reaching everyone")
-    part.set_defaults(handler=cmd_partition)
+    part.set_defaults(handler=cmd_fault, fault=lambda args: Fault(
+        FaultKind.PARTITION, groups=tuple(tuple(g.split(",")) for g in args.groups),
+        clients_with=args.clients))
 
     iso = sub.add_parser("isolate", help="cut one node off (sugar for partition)")
     iso.add_argument("node")
-    iso.add_argument("--from", dest="scope", choices=["zk", "brokers", "all"], default="all",
+    iso.add_argument("--from", dest="scope", choices=[s.value for s in Scope], default="all",
                      help="cut it from ZooKeeper, from the other brokers, or from all")
     iso.add_argument("--clients", metavar="NODE", help="as for partition")
-    iso.set_defaults(handler=cmd_isolate)
+    iso.set_defaults(handler=cmd_fault, fault=lambda args: Fault(
+        FaultKind.ISOLATE, args.node, Scope(args.scope), clients_with=args.clients))
 
     heal = sub.add_parser("heal", help="remove all partitions")
-    heal.set_defaults(handler=cmd_heal)
+    heal.set_defaults(handler=cmd_fault, fault=lambda args: Fault(FaultKind.HEAL))
 
 
 def _up_arguments(p: argparse.ArgumentParser) -> None:
@@ -215,37 +220,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     return print_status(backend(), args.json)
 
 
-def cmd_node_action(args: argparse.Namespace) -> int:
-    lab = backend()
-    getattr(lab, args.action)(args.node)
-    print(f"{args.action}: {args.node}")
-    return 0
+def _node_fault(kind: FaultKind, args: argparse.Namespace) -> Fault:
+    return Fault(kind, args.node)
 
 
-def _node_names(lab: LabBackend) -> list[str]:
-    state = lab.state()
-    if state is None:
-        raise KinspectError("no lab is running (start one with: kinspect lab up)")
-    return [n.name for n in state.nodes]
-
-
-def cmd_partition(args: argparse.Namespace) -> int:
-    lab = backend()
-    groups = topology.parse_groups(args.groups, _node_names(lab))
-    lab.partition(groups, args.clients)
-    print("partitioned: " + " | ".join(",".join(g) for g in groups))
-    return 0
-
-
-def cmd_isolate(args: argparse.Namespace) -> int:
-    lab = backend()
-    groups = topology.isolate_groups(args.node, _node_names(lab), args.scope)
-    lab.partition(groups, args.clients)
-    print(f"isolated {args.node} from {args.scope}: " + " | ".join(",".join(g) for g in groups))
-    return 0
-
-
-def cmd_heal(args: argparse.Namespace) -> int:
-    backend().heal()
-    print("healed")
+def cmd_fault(args: argparse.Namespace) -> int:
+    """Every fault verb: the parser built the Fault, the lab carries it out."""
+    print(backend().apply(args.fault(args)))
     return 0

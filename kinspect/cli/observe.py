@@ -91,9 +91,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     # ignored, and Ctrl-C (or a test's SIGINT) must still end the watch cleanly.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
+    said: set[str] = set()
     try:
         while not done.wait(0.5):
             observer.check_auth()  # a refused login: one line, exit 2
+            for problem in observer.problems():  # once each, on stderr: stdout stays events
+                if problem not in said:
+                    said.add(problem)
+                    print(f"kinspect: {problem}", file=sys.stderr, flush=True)
     finally:
         observer.stop()
     sys.stdout.flush()

@@ -10,7 +10,7 @@ import contextlib
 import shutil
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 
 from kinspect.errors import KinspectError
 from kinspect.lab import journal, presets, sasl, topology
+from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.readiness import (
     clear_stale_registrations,
     wait_for_cluster,
@@ -26,9 +27,17 @@ from kinspect.lab.readiness import (
     write_lab_mark,
 )
 from kinspect.lab.replicas import keep_replicas
-from kinspect.lab.state import LabState, NodeRecord, lab_lock, load_state, save_state
+from kinspect.lab.state import LabState, NodeRecord, NodeState, lab_lock, load_state, save_state
+from kinspect.lab.topology import isolate_groups, node_names, parse_groups
 
 Progress = Callable[[str], None]
+ALIVE = {NodeState.RUNNING, NodeState.PAUSED}
+DONE = {FaultKind.KILL: "killed", FaultKind.STOP: "stopped", FaultKind.PAUSE: "paused",
+        FaultKind.RESUME: "resumed"}
+
+
+class LabChanged(KinspectError):
+    """The lab on disk is another backend's than this handle's: open it again."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ class LabBackend(ABC):
         options.validate()
         with lab_lock(self.root, create=True):
             current = self.state()
-            if current and any(n.state in {"running", "paused"} for n in current.nodes):
+            if current and any(n.state.alive for n in current.nodes):
                 progress(f"a lab is already running (lab {current.lab_id}); not starting another")
                 return current
             if current:
@@ -164,59 +173,80 @@ class LabBackend(ABC):
     def _teardown(self, state: LabState, progress: Progress) -> None:
         """Remove everything `state` describes (even half-built) and clear the state file."""
 
-    # ----- faults on one node ----------------------------------------------------------
+    # ----- faults ----------------------------------------------------------------------
 
-    def kill(self, node: str) -> None:
-        self._act(node, {"running", "paused"}, "killed", "kill", self._kill)
-
-    def pause(self, node: str) -> None:
-        self._act(node, {"running"}, "paused", "pause", self._pause)
-
-    def resume(self, node: str) -> None:
-        def resume(state: LabState, record: NodeRecord) -> None:
-            self._keep_replicas(state, f"resume-{node}")
-            self._resume(state, record)
-
-        self._act(node, {"paused"}, "running", "resume", resume)
-
-    def stop(self, node: str) -> None:
-        self._act(node, {"running", "paused"}, "stopped", "stop", self._stop)
-
-    def start(self, node: str) -> None:
+    def apply(self, fault: Fault) -> str:
+        """Carry out one fault, under the lab lock and from one read of the lab's state;
+        the line that says what was done (the CLI prints it, the TUI toasts it)."""
         with lab_lock(self.root):
             state = self._require()
-            record = self._node(state, node)
-            if record.state in {"running", "paused"}:
-                raise KinspectError(f"{node} is already {record.state}")
-            self._keep_replicas(state, f"start-{node}")
-            if record.broker_id is not None and state.zookeeper.state == "running":
-                # As a real restart would: the old session's registration must be gone first.
-                session_ms = int(state.broker_config.get("zookeeper.session.timeout.ms", "18000"))
-                wait_registration_gone(state.zookeeper.address, record.broker_id,
-                                       session_ms / 1000 + 5, lambda line: None)
-            self._start(state, record)
-            record.state = "running"
-            save_state(state, self.root)
-            journal.record("start", state.lab_id, node=node, detail=f"start {node}",
-                           root=self.root)
+            if state.backend != self.name:
+                raise LabChanged(f"the lab is now a {state.backend} lab; open it again")
+            return self._carry_out(state, fault)
 
-    def restart(self, node: str) -> None:
-        self.stop(node)
-        self.start(node)
+    def _carry_out(self, state: LabState, fault: Fault) -> str:
+        node = self._node(state, fault.node) if fault.node else None
+        match fault.kind:
+            case FaultKind.KILL | FaultKind.STOP | FaultKind.PAUSE | FaultKind.RESUME:
+                assert node is not None
+                return self._change(state, node, fault.kind)
+            case FaultKind.START:
+                assert node is not None
+                return self._start_node(state, node)
+            case FaultKind.RESTART:
+                assert node is not None
+                if node.state == NodeState.PAUSED:  # a frozen JVM cannot shut down cleanly
+                    self._change(state, node, FaultKind.RESUME)
+                self._change(state, node, FaultKind.STOP)
+                self._start_node(state, node)
+                return f"restarted {node.name}"
+            case FaultKind.PARTITION | FaultKind.ISOLATE:
+                return self._partition(state, fault)
+            case FaultKind.HEAL:
+                return self._heal(state)
+            case FaultKind.SLOW:
+                assert node is not None
+                return self._slow_link(state, node, fault)
+            case FaultKind.UNSLOW:
+                return self._unslow_links(state)
+        raise KinspectError(f"unknown fault {fault.kind!r}")
 
-    def _act(self, name: str, need: set[str], new_state: str, action: str,
-             do: Callable[[LabState, NodeRecord], None]) -> None:
-        with lab_lock(self.root):
-            state = self._require()
-            node = self._node(state, name)
-            if node.state not in need:
-                raise KinspectError(f"{name} is {node.state}; cannot {action} it")
-            pid = node.pid
-            do(state, node)
-            node.state = new_state
-            save_state(state, self.root)
-            journal.record(action, state.lab_id, node=name, root=self.root,
-                           detail=f"{action} {name}" + (f" (pid {pid})" if pid else ""))
+    def _change(self, state: LabState, node: NodeRecord, kind: FaultKind) -> str:
+        """Kill, stop, pause or resume one node: refused when its state does not allow it."""
+        need, after, do = {
+            FaultKind.KILL: (ALIVE, NodeState.KILLED, self._kill),
+            FaultKind.STOP: (ALIVE, NodeState.STOPPED, self._stop),
+            FaultKind.PAUSE: ({NodeState.RUNNING}, NodeState.PAUSED, self._pause),
+            FaultKind.RESUME: ({NodeState.PAUSED}, NodeState.RUNNING, self._resume),
+        }[kind]
+        if node.state not in need:
+            raise KinspectError(f"{node.name} is {node.state}; cannot {kind} it")
+        pid = node.pid
+        if kind is FaultKind.RESUME:
+            self._keep_replicas(state, f"resume-{node.name}")
+        do(state, node)
+        node.state = after
+        save_state(state, self.root)
+        journal.record(kind, state.lab_id, node=node.name, root=self.root,
+                       detail=f"{kind} {node.name}" + (f" (pid {pid})" if pid else ""))
+        means = self.means.get(kind)
+        return f"{DONE[kind]} {node.name}" + (f" ({means})" if means else "")
+
+    def _start_node(self, state: LabState, node: NodeRecord) -> str:
+        if node.state.alive:
+            raise KinspectError(f"{node.name} is already {node.state}")
+        self._keep_replicas(state, f"start-{node.name}")
+        if node.broker_id is not None and state.zookeeper.state == NodeState.RUNNING:
+            # As a real restart would: the old session's registration must be gone first.
+            session_ms = int(state.broker_config.get("zookeeper.session.timeout.ms", "18000"))
+            wait_registration_gone(state.zookeeper.address, node.broker_id,
+                                   session_ms / 1000 + 5, lambda line: None)
+        self._start(state, node)
+        node.state = NodeState.RUNNING
+        save_state(state, self.root)
+        journal.record(FaultKind.START, state.lab_id, node=node.name,
+                       detail=f"start {node.name}", root=self.root)
+        return f"started {node.name}"
 
     @abstractmethod
     def _kill(self, state: LabState, node: NodeRecord) -> None: ...
@@ -235,31 +265,40 @@ class LabBackend(ABC):
 
     # ----- faults on the network -------------------------------------------------------
 
-    def partition(self, groups: Sequence[Sequence[str]], clients_with: str | None) -> None:
-        with lab_lock(self.root):
-            state = self._require_network_faults()
-            blocked = topology.blocked_pairs([n.name for n in state.nodes], groups, clients_with)
-            if state.groups:  # a new partition may reconnect what the old one cut
-                self._keep_replicas(state, "repartition")
-            self._apply(state, blocked)
-            state.groups = [list(g) for g in groups]
-            state.clients_with = clients_with
-            save_state(state, self.root)
-            text = " | ".join(",".join(g) for g in groups)
-            if clients_with:
-                text += f" (clients with {clients_with})"
-            journal.record("partition", state.lab_id, groups=state.groups,
-                           detail=f"partition {text}", root=self.root)
+    def _partition(self, state: LabState, fault: Fault) -> str:
+        names = [n.name for n in state.nodes]
+        if fault.kind is FaultKind.ISOLATE:
+            assert fault.node is not None
+            groups = isolate_groups(fault.node, names, fault.scope)
+        else:
+            groups = parse_groups([",".join(g) for g in fault.groups], names)
+        blocked = topology.blocked_pairs(names, groups, fault.clients_with)
+        self._check_network_faults(state)
+        if state.groups:  # a new partition may reconnect what the old one cut
+            self._keep_replicas(state, "repartition")
+        self._apply(state, blocked)
+        state.groups = [list(g) for g in groups]
+        state.clients_with = fault.clients_with
+        save_state(state, self.root)
+        text = " | ".join(",".join(g) for g in groups)
+        if fault.clients_with:
+            text += f" (clients with {fault.clients_with})"
+        journal.record(FaultKind.PARTITION, state.lab_id, groups=state.groups,
+                       detail=f"partition {text}", root=self.root)
+        if fault.kind is FaultKind.ISOLATE:
+            return f"isolated {fault.node} {fault.scope.words}: {text}"
+        return f"partitioned: {text}"
 
-    def heal(self) -> None:
-        with lab_lock(self.root):
-            state = self._require_network_faults()
-            if state.groups:
-                self._keep_replicas(state, "heal")
-            self._apply(state, set())
-            state.groups, state.clients_with = [], None
-            save_state(state, self.root)
-            journal.record("heal", state.lab_id, detail="all partitions removed", root=self.root)
+    def _heal(self, state: LabState) -> str:
+        self._check_network_faults(state)
+        if state.groups:
+            self._keep_replicas(state, "heal")
+        self._apply(state, set())
+        state.groups, state.clients_with = [], None
+        save_state(state, self.root)
+        journal.record(FaultKind.HEAL, state.lab_id, detail="all partitions removed",
+                       root=self.root)
+        return "healed every partition"
 
     def _keep_replicas(self, state: LabState, reason: str) -> None:
         """Before a broker can come back and truncate: keep what every replica holds."""
@@ -291,31 +330,31 @@ class LabBackend(ABC):
         """None when links can be slowed (netem) here, else the one-line reason."""
         return f"the {self.name} lab cannot slow links"
 
-    def slow(self, node: str, delay_ms: int, jitter_ms: int) -> None:
+    def _slow_link(self, state: LabState, node: NodeRecord, fault: Fault) -> str:
         """Delay everything a node sends (netem)."""
-        with lab_lock(self.root):
-            state = self._require_network_faults()
-            record = self._node(state, node)
-            reason = self.slow_unavailable()
-            if reason:
-                raise KinspectError(reason)
-            self._slow(state, record, delay_ms, jitter_ms)
-            state.extra["slowed"] = sorted({*state.extra.get("slowed", []), node})
-            save_state(state, self.root)
-            journal.record("slow", state.lab_id, node=node, root=self.root,
-                           detail=f"netem delay {delay_ms} ms ± {jitter_ms} ms on {node}")
+        self._check_network_faults(state)
+        reason = self.slow_unavailable()
+        if reason:
+            raise KinspectError(reason)
+        self._slow(state, node, fault.delay_ms, fault.jitter_ms)
+        state.extra["slowed"] = sorted({*state.extra.get("slowed", []), node.name})
+        save_state(state, self.root)
+        detail = f"netem delay {fault.delay_ms} ms ± {fault.jitter_ms} ms on {node.name}"
+        journal.record(FaultKind.SLOW, state.lab_id, node=node.name, root=self.root,
+                       detail=detail)
+        return detail
 
-    def unslow(self) -> None:
+    def _unslow_links(self, state: LabState) -> str:
         """Links back to full speed (nothing to do where nothing was slowed)."""
-        with lab_lock(self.root):
-            state = self._require()
-            slowed = state.extra.pop("slowed", [])
-            if not slowed:
-                return
-            for name in slowed:
-                self._unslow(state, self._node(state, name))
-            save_state(state, self.root)
-            journal.record("unslow", state.lab_id, detail="links at full speed", root=self.root)
+        slowed = state.extra.pop("slowed", [])
+        if not slowed:
+            return "no link was slowed"
+        for name in slowed:
+            self._unslow(state, self._node(state, name))
+        save_state(state, self.root)
+        journal.record(FaultKind.UNSLOW, state.lab_id, detail="links at full speed",
+                       root=self.root)
+        return "links at full speed"
 
     def _slow(self, state: LabState, node: NodeRecord, delay_ms: int, jitter_ms: int) -> None:
         raise KinspectError(f"the {self.name} lab cannot slow links")
@@ -335,12 +374,10 @@ class LabBackend(ABC):
             raise KinspectError("no lab is running (start one with: kinspect lab up)")
         return state
 
-    def _require_network_faults(self) -> LabState:
-        state = self._require()
+    def _check_network_faults(self, state: LabState) -> None:
         reason = self.network_faults_unavailable(state)
         if reason:
             raise KinspectError(reason)
-        return state
 
     @staticmethod
     def _node(state: LabState, name: str) -> NodeRecord:
@@ -354,7 +391,7 @@ class LabBackend(ABC):
 def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]]) -> list[NodeRecord]:
     """zk1 and kafka1..N (broker id = N); `address(index, name)` gives each its host and port."""
     nodes: list[NodeRecord] = []
-    for index, name in enumerate(["zk1", *(f"kafka{i}" for i in range(1, brokers + 1))]):
+    for index, name in enumerate(node_names(brokers)):
         host, port = address(index, name)
         nodes.append(NodeRecord(name=name, role="zookeeper" if index == 0 else "broker",
                                 host=host, port=port, broker_id=index or None))

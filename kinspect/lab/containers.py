@@ -31,7 +31,7 @@ from kinspect.lab import dist, engine, firewall, images
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import BROKER_HEAP, JVM_FLAGS, ZK_HEAP, node_dir, render_broker, render_zookeeper
-from kinspect.lab.state import LabState, NodeRecord, clear_state, load_state, save_state
+from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, load_state, save_state
 from kinspect.paths import lab_dir
 
 LABEL = "kinspect.lab"
@@ -189,9 +189,9 @@ class DockerBackend(LabBackend):
             actual = container.status if container else "missing"
             node.pid = (container.attrs["State"].get("Pid") or None) if container else None
             if actual in {"running", "paused"}:
-                node.state = actual
-            elif node.state in {"running", "paused"}:
-                node.state = "exited"
+                node.state = NodeState(actual)
+            elif node.state.alive:
+                node.state = NodeState.EXITED
         return state
 
     def _containers(self, state: LabState, part: str) -> list[Any]:
@@ -236,7 +236,7 @@ class DockerBackend(LabBackend):
         container = self._container(state, node)
         container.start()
         container.reload()
-        node.pid, node.state = container.attrs["State"].get("Pid") or None, "running"
+        node.pid, node.state = container.attrs["State"].get("Pid") or None, NodeState.RUNNING
         save_state(state, self.root)
 
     @engine_errors

@@ -19,7 +19,7 @@ from kinspect.lab import dist, netns
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import java_command, node_dir, process_state, write_config
 from kinspect.lab.readiness import port_open
-from kinspect.lab.state import LabState, NodeRecord, clear_state, load_state, save_state
+from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, load_state, save_state
 from kinspect.paths import lab_dir
 
 STOP_GRACE_S = 30.0
@@ -87,7 +87,7 @@ class ProcessBackend(LabBackend):
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         # Reap it when it dies so a long-lived parent (the TUI) does not collect zombies.
         threading.Thread(target=proc.wait, daemon=True).start()
-        node.pid, node.state = proc.pid, "running"
+        node.pid, node.state = proc.pid, NodeState.RUNNING
         save_state(state, self.root)
 
     def _running(self, state: LabState, node: NodeRecord) -> bool:
@@ -124,10 +124,10 @@ class ProcessBackend(LabBackend):
             return None
         for node in state.nodes:
             actual = process_state(node.pid, state.lab_id)
-            if actual == "dead" and node.state in {"running", "paused"}:
-                node.state = "exited"
+            if actual == "dead" and node.state.alive:
+                node.state = NodeState.EXITED
             elif actual in {"running", "paused"}:
-                node.state = actual
+                node.state = NodeState(actual)
         return state
 
     # ----- faults ----------------------------------------------------------------------
@@ -147,7 +147,7 @@ class ProcessBackend(LabBackend):
         self._signal(node, signal.SIGCONT)
 
     def _stop(self, state: LabState, node: NodeRecord) -> None:
-        if node.state == "paused":
+        if node.state == NodeState.PAUSED:
             self._signal(node, signal.SIGCONT)  # a frozen JVM cannot shut down cleanly
         self._signal(node, signal.SIGTERM)
         if not self._wait_dead(state, node, STOP_GRACE_S):

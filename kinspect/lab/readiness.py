@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import logging
 import socket
 import time
 from collections.abc import Callable
 
-from kazoo.client import KazooClient
-
+from kinspect.clients.zookeeper import read_controller, zk_session
 from kinspect.errors import KinspectError
 
 
@@ -33,52 +30,26 @@ def wait_for_port(
     raise KinspectError(f"{what} did not open {host}:{port} in time")
 
 
-def quiet_kazoo() -> None:
-    """kazoo logs every reconnect attempt at WARNING; the lab reports state its own way."""
-    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-
-
-def zk_client(zookeeper: str, timeout: float, session_s: float = 5.0) -> KazooClient:
-    """A started, quiet kazoo client, or a one-line KinspectError saying why there is none."""
-    quiet_kazoo()
-    try:
-        zk = KazooClient(hosts=zookeeper, timeout=session_s)
-        zk.start(timeout=max(1.0, timeout))
-    except Exception as exc:
-        raise KinspectError(f"cannot reach ZooKeeper at {zookeeper}: {exc}") from None
-    return zk
-
-
 LAB_MARK = "/kinspect/lab-id"
 
 
 def write_lab_mark(zookeeper: str, lab_id: str) -> None:
     """The lab's id in its own ZooKeeper: how kinspect later knows a cluster is its lab."""
-    zk = zk_client(zookeeper, 20.0)
-    try:
+    with zk_session(zookeeper, 20.0) as zk:
         if zk.exists(LAB_MARK):
             zk.set(LAB_MARK, lab_id.encode())
         else:
             zk.create(LAB_MARK, lab_id.encode(), makepath=True)
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def read_lab_mark(zookeeper: str, timeout: float = 3.0) -> str | None:
     """The lab id a ZooKeeper holds; None when it holds none or cannot be reached."""
     try:
-        zk = zk_client(zookeeper, timeout)
-    except KinspectError:
+        with zk_session(zookeeper, timeout) as zk:
+            data = zk.get(LAB_MARK)[0] if zk.exists(LAB_MARK) else None
+    except Exception:  # unreachable, or an ACL or a chroot we may not read: not our lab
         return None
-    try:
-        data = zk.get(LAB_MARK)[0] if zk.exists(LAB_MARK) else None
-        return data.decode() if data else None
-    except Exception:  # an ACL or a chroot we may not read: not our lab
-        return None
-    finally:
-        zk.stop()
-        zk.close()
+    return data.decode() if data else None
 
 
 def clear_stale_registrations(zookeeper: str, progress: Callable[[str], None]) -> None:
@@ -87,34 +58,26 @@ def clear_stale_registrations(zookeeper: str, progress: Callable[[str], None]) -
     ZooKeeper restores those sessions from disk and keeps their ephemeral nodes until they
     time out; a broker starting meanwhile finds its id taken and exits.
     """
-    zk = zk_client(zookeeper, 20.0)
-    try:
+    with zk_session(zookeeper, 20.0) as zk:
         stale = zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else []
         for broker in stale:
             zk.delete(f"/brokers/ids/{broker}")
         if zk.exists("/controller"):
             zk.delete("/controller")
-        if stale:
-            progress(f"  cleared stale registrations of brokers {', '.join(sorted(stale))}")
-    finally:
-        zk.stop()
-        zk.close()
+    if stale:
+        progress(f"  cleared stale registrations of brokers {', '.join(sorted(stale))}")
 
 
 def wait_registration_gone(zookeeper: str, broker_id: int, timeout: float,
                            progress: Callable[[str], None]) -> None:
     """Wait for a killed broker's old session to expire, as the real cluster would."""
-    zk = zk_client(zookeeper, 10.0)
-    try:
+    with zk_session(zookeeper, 10.0) as zk:
         path = f"/brokers/ids/{broker_id}"
         if zk.exists(path):
             progress(f"waiting for broker {broker_id}'s old ZooKeeper session to expire")
         deadline = time.monotonic() + timeout
         while zk.exists(path) and time.monotonic() < deadline:
             time.sleep(0.2)
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def wait_for_cluster(
@@ -125,8 +88,7 @@ def wait_for_cluster(
     progress: Callable[[str], None],
 ) -> int:
     """Block until every broker id is registered and a controller exists; return its id."""
-    zk = zk_client(zookeeper, deadline - time.monotonic())
-    try:
+    with zk_session(zookeeper, deadline - time.monotonic()) as zk:
         seen: set[int] = set()
         while time.monotonic() < deadline:
             dead = alive()
@@ -138,12 +100,9 @@ def wait_for_cluster(
             for broker in sorted(registered - seen):
                 progress(f"  broker {broker} registered")
             seen |= registered
-            if set(broker_ids) <= registered and zk.exists("/controller"):
-                data, _ = zk.get("/controller")
-                return int(json.loads(data)["brokerid"])
+            controller = read_controller(zk) if set(broker_ids) <= registered else None
+            if controller is not None:
+                return controller
             time.sleep(0.2)
-        missing = sorted(set(broker_ids) - seen)
-        raise KinspectError(f"brokers {missing} did not register in time")
-    finally:
-        zk.stop()
-        zk.close()
+    missing = sorted(set(broker_ids) - seen)
+    raise KinspectError(f"brokers {missing} did not register in time")

@@ -82,8 +82,8 @@ def create_scram_user(state: LabState, timeout_s: float = 60.0) -> None:
         UserScramCredentialUpsertion,
     )
 
+    from kinspect.clients.kafka import quiet_admin
     from kinspect.lab.topics import wait_for_brokers
-    from kinspect.sources.admin import quiet_admin
 
     deadline = time.monotonic() + timeout_s
     wait_for_brokers(state.bootstrap, len(state.brokers), timeout_s)

@@ -12,11 +12,28 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
+from kinspect.lab.topology import blocked_pairs
 from kinspect.paths import lab_dir
+
+
+class NodeState(StrEnum):
+    """What a lab node is doing, as the lab last saw it (reconciled with reality on read)."""
+
+    RUNNING = "running"
+    PAUSED = "paused"  # SIGSTOP / docker pause
+    STOPPED = "stopped"  # a clean shutdown, or never started
+    KILLED = "killed"  # SIGKILL / docker kill
+    EXITED = "exited"  # died by itself
+
+    @property
+    def alive(self) -> bool:
+        """It holds its sessions and sockets (a paused JVM does, frozen)."""
+        return self in {NodeState.RUNNING, NodeState.PAUSED}
 
 
 @dataclass
@@ -29,9 +46,12 @@ class NodeRecord:
     port: int
     broker_id: int | None = None
     pid: int | None = None
-    state: str = "stopped"  # running | paused | stopped | killed | exited
+    state: NodeState = NodeState.STOPPED
     netns: str | None = None
     container: str | None = None
+
+    def __post_init__(self) -> None:
+        self.state = NodeState(self.state)  # from the state file's string
 
     @property
     def address(self) -> str:
@@ -58,6 +78,11 @@ class LabState:
 
     def node(self, name: str) -> NodeRecord | None:
         return next((n for n in self.nodes if n.name == name), None)
+
+    def cut_off_from(self, node: str) -> list[str]:
+        """The other nodes (and clients) this node cannot reach under the current groups."""
+        pairs = blocked_pairs([n.name for n in self.nodes], self.groups, self.clients_with)
+        return sorted(next(iter(pair - {node})) for pair in pairs if node in pair)
 
     @property
     def brokers(self) -> list[NodeRecord]:

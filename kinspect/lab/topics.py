@@ -11,9 +11,9 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from kinspect.clients.kafka import quiet_admin
+from kinspect.clients.wire import ask_metadata
 from kinspect.errors import KinspectError
-from kinspect.sources.admin import quiet_admin
-from kinspect.sources.wire import ask_metadata
 
 DEMO_TOPICS = {"test1": 1, "orders": 6}
 

@@ -1,4 +1,4 @@
-"""Blockade's partition semantics, as a pure function.
+"""Node names, and blockade's partition semantics as a pure function.
 
 Groups are sets of node names; two endpoints can talk if and only if some group holds both.
 Nodes named in no group form one more group together. Clients (the root namespace) reach
@@ -13,6 +13,24 @@ from itertools import combinations
 from kinspect.errors import KinspectError
 
 CLIENTS = "clients"
+ZOOKEEPER_NODE = "zk1"
+BROKER_PREFIX = "kafka"
+
+
+def broker_node(broker_id: int) -> str:
+    """The lab's name for broker N: kafkaN (the one place that naming lives)."""
+    return f"{BROKER_PREFIX}{broker_id}"
+
+
+def broker_id_of(node: str | None) -> int | None:
+    """kafkaN → N; None for ZooKeeper, clients or anything else."""
+    digits = (node or "")[len(BROKER_PREFIX):]
+    return int(digits) if (node or "").startswith(BROKER_PREFIX) and digits.isdigit() else None
+
+
+def node_names(brokers: int) -> list[str]:
+    """zk1, kafka1..kafkaN: a lab of N brokers."""
+    return [ZOOKEEPER_NODE, *(broker_node(i) for i in range(1, brokers + 1))]
 
 
 def parse_groups(specs: Sequence[str], nodes: Iterable[str]) -> list[list[str]]:
@@ -71,8 +89,8 @@ def isolate_groups(node: str, nodes: Iterable[str], scope: str) -> list[list[str
     if node not in known:
         raise KinspectError(f"unknown node {node!r} (nodes: {', '.join(known)})")
     others = [n for n in known if n != node]
-    zookeepers = [n for n in others if n.startswith("zk")]
-    brokers = [n for n in others if not n.startswith("zk")]
+    zookeepers = [n for n in others if broker_id_of(n) is None]
+    brokers = [n for n in others if broker_id_of(n) is not None]
     if scope == "all":
         return [[node], others]
     if scope == "zk":

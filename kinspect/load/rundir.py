@@ -152,6 +152,11 @@ def latest_run(root: Path | None = None) -> Path | None:
     return newest.parent if newest else None
 
 
+def report_dir(run_dir: Path) -> Path:
+    """Where the post-mortem writes report.json, report.md and its chart."""
+    return run_dir / POSTMORTEM_DIR
+
+
 def load_running(run_dir: Path) -> bool:
     """Whether the load of this run dir still runs (its runner's pid file names a live process)."""
     pid_file = run_dir / PID_FILE

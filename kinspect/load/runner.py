@@ -22,6 +22,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from kinspect.clients.kafka import client_config, list_topics
 from kinspect.errors import KinspectError
 from kinspect.load.active import registered
 from kinspect.load.evidence import recording_timeline
@@ -39,7 +40,6 @@ from kinspect.load.rundir import (
 )
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
-from kinspect.sources.kafka_client import client_config, list_topics
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,

@@ -13,8 +13,8 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
+from kinspect.clients.kafka import client_config
 from kinspect.errors import KinspectError
-from kinspect.sources.kafka_client import client_config
 
 
 def _leaders(producer: Producer, topic: str) -> dict[int, int]:

@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kinspect.clients.kafka import client_config, list_topics
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import FINAL_LOG_DIR, id_prefix, parse_message_id
-from kinspect.sources.kafka_client import client_config, list_topics
 
 FINAL_LOG_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),

@@ -21,11 +21,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
+from kinspect.clients.kafka import AuthWatch
 from kinspect.load.ledger import LedgerWriter
 from kinspect.load.rundir import FAILURE_SUFFIX, STATS_DIR, id_prefix
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import StatsPublisher
-from kinspect.sources.kafka_client import AuthWatch
 
 SEND_BATCH = 200  # messages between rate checks / polls
 PR_SET_PDEATHSIG = 1  # linux/prctl.h

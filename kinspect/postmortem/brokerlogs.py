@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kinspect.lab.topology import broker_id_of
+
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] (\w+) (.*)$")
 _PARTITION_PREFIX = re.compile(r"\[Partition (\S+) broker=(\d+)\]")
 _BROKER_PREFIX = re.compile(r"\[(?:Broker id|Partition \S+ broker|KafkaServer id)=(\d+)")
@@ -51,13 +53,6 @@ def parse_ts(stamp: str, millis: str) -> int:
     return int(moment.timestamp()) * 1000 + int(millis)
 
 
-def node_broker(node: str) -> int | None:
-    """The lab names broker N 'kafkaN'; a ZooKeeper node ('zk1') is no broker."""
-    if node.startswith("zk"):
-        return None
-    digits = "".join(c for c in node if c.isdigit())
-    return int(digits) if digits else None
-
 
 def _ids(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip().isdigit()]
@@ -70,7 +65,7 @@ def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
         return None
     ts, level, text = parse_ts(match[1], match[2]), match[3], match[4]
     prefix = _BROKER_PREFIX.search(text)
-    broker = int(prefix[1]) if prefix else node_broker(node)
+    broker = int(prefix[1]) if prefix else broker_id_of(node)
     base: dict[str, Any] = {"ts": ts, "source": "broker-log", "node": node or None, "level": level}
     if found := _ISR.search(text):
         part = _PARTITION_PREFIX.search(text)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kinspect.clients.zookeeper import read_leaders
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
 from kinspect.load.evidence import collect_lab_evidence
@@ -103,34 +104,25 @@ def loads_on(topic: str) -> list[Path]:
 def wait_for_agreement(lab: LabState, topic: str, timeout_s: float, say: Say) -> str | None:
     """Wait until every running broker names the leader ZooKeeper names for each partition of
     the topic; the first partition still in dispute after the timeout, else None."""
-    from kinspect.lab.readiness import zk_client
-    from kinspect.sources.wire import ask_metadata
+    from kinspect.clients.wire import ask_metadata
+    from kinspect.clients.zookeeper import zk_session
 
     try:
-        zk = zk_client(lab.zookeeper.address, 5.0)
+        with zk_session(lab.zookeeper.address, 5.0) as zk:
+            deadline, told = time.monotonic() + timeout_s, False
+            while True:
+                disputed = _disputed(read_leaders(zk, topic), lab, topic, ask_metadata)
+                if disputed is None or time.monotonic() > deadline:
+                    return disputed
+                if not told:
+                    say(f"waiting for the brokers to agree with ZooKeeper about {disputed}…")
+                    told = True
+                time.sleep(0.5)
     except KinspectError:
         return None  # no ZooKeeper to compare with: nothing to wait for
-    try:
-        deadline, told = time.monotonic() + timeout_s, False
-        while True:
-            disputed = _disputed(zk, lab, topic, ask_metadata)
-            if disputed is None or time.monotonic() > deadline:
-                return disputed
-            if not told:
-                say(f"waiting for the brokers to agree with ZooKeeper about {disputed}…")
-                told = True
-            time.sleep(0.5)
-    finally:
-        zk.stop()
-        zk.close()
 
 
-def _disputed(zk: Any, lab: LabState, topic: str, ask: Any) -> str | None:
-    path = f"/brokers/topics/{topic}/partitions"
-    if not zk.exists(path):
-        return None
-    leaders = {int(p): int(json.loads(zk.get(f"{path}/{p}/state")[0])["leader"])
-               for p in zk.get_children(path)}
+def _disputed(leaders: dict[int, int], lab: LabState, topic: str, ask: Any) -> str | None:
     for broker in lab.brokers:
         if broker.state != "running":
             continue

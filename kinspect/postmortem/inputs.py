@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
+from kinspect.lab.faults import FaultKind
 from kinspect.load.ledger import LEDGER_SCHEMA, read_marks
 from kinspect.load.rundir import (
     BROKER_LOGS_DIR,
@@ -34,7 +35,8 @@ from kinspect.load.rundir import (
 from kinspect.load.runsettings import check_saved
 from kinspect.load.verify import FINAL_LOG_SCHEMA
 
-DISRUPTIVE = {"kill", "stop", "pause", "partition", "isolate", "restart", "slow", "delay", "loss"}
+# The journal's actions that broke something; older journals also wrote these three.
+DISRUPTIVE = {kind.value for kind in FaultKind if kind.disruptive} | {"restart", "delay", "loss"}
 
 
 @dataclass

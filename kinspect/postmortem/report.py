@@ -7,6 +7,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kinspect.lab.topology import broker_node
+
 MD_RANGES = 10  # lost ranges per producer in report.md (report.json has more)
 COUNTS = ("sent", "acked", "failed", "unknown", "in_log_ids", "acked_lost", "unacked_present",
           "unknown_present", "not_in_ledger", "duplicates", "duplicate_ids")
@@ -165,7 +167,7 @@ def _context(report: dict[str, Any], top: dict[str, Any], events: list[dict[str,
     broker, epoch, partition = top["broker"], top["leader_epoch"], f"{report['topic']}-{top['partition']}"
     parts = []
     fault = report.get("fault")
-    if fault and broker is not None and fault.get("node") == f"kafka{broker}":
+    if fault and broker is not None and fault.get("node") == broker_node(broker):
         parts.append(f", after the fault ({fault['action']} {fault['node']} at {clock(fault['ts'])})")
     expired = [e for e in events if e["kind"] in {"log_zk_expired", "broker_gone"}
                and e.get("broker") == broker and broker is not None]

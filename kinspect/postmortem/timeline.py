@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kinspect.lab.topology import broker_id_of
 from kinspect.postmortem.inputs import DISRUPTIVE
 
 TIMELINE_CAP = 400
@@ -30,11 +31,6 @@ PREFERENCE = {kind: i for family in (ELECTION, ISR, CONTROLLER, REGISTERED, ("lo
 SOURCE_ORDER = ("faults", "observer", "controller log", "broker log")
 
 
-def node_broker(node: str | None) -> int | None:
-    digits = "".join(c for c in node or "" if c.isdigit())
-    return int(digits) if digits and (node or "").startswith("kafka") else None
-
-
 def _ours(partition: Any, topic: str) -> bool:
     return partition is None or not topic or bool(re.fullmatch(rf"{re.escape(topic)}-\d+", str(partition)))
 
@@ -49,7 +45,7 @@ def fault_events(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
             what += " " + " | ".join(",".join(map(str, g)) for g in groups)
         detail = str(f.get("detail") or "")
         out.append({"ts": int(f["ts"]), "kind": "fault", "partition": None,
-                    "broker": node_broker(node), "severity": "error" if action in DISRUPTIVE else "info",
+                    "broker": broker_id_of(node), "severity": "error" if action in DISRUPTIVE else "info",
                     "detail": f"fault: {what}" + (f" ({detail})" if detail and detail != what else ""),
                     "source": "faults", "action": action, "node": node})
     return out

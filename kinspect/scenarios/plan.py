@@ -6,7 +6,6 @@ ZooKeeper, because after the first fault the leader is somebody else.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -16,22 +15,15 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from kinspect.clients.zookeeper import read_controller, read_partition_state, read_replicas
 from kinspect.errors import KinspectError
 from kinspect.lab.backend import LabBackend
-from kinspect.lab.topology import isolate_groups
+from kinspect.lab.faults import Fault
+from kinspect.lab.topology import broker_node
 from kinspect.load.runstats import aggregate, read_stats
-from kinspect.scenarios.spec import DISRUPTIVE, UNDO, FaultStep
+from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
 
 Say = Callable[[str], None]
-
-
-def partition_state(zk: KazooClient, topic: str, partition: int) -> dict[str, Any]:
-    data, _ = zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
-    return dict(json.loads(data))
-
-
-def node_of(broker: int) -> str:
-    return f"kafka{broker}"
 
 
 def resolve(target: str, zk: KazooClient, topic: str, remembered: dict[str, list[str]],
@@ -42,21 +34,24 @@ def resolve(target: str, zk: KazooClient, topic: str, remembered: dict[str, list
             raise KinspectError(f"target {target} names nothing remembered by an earlier step")
         return remembered[target[1:]]
     if target in ("leader", "follower", "followers"):
-        state = partition_state(zk, topic, 0)
-        leader = int(state["leader"])
+        state = read_partition_state(zk, topic, 0)
+        leader = state.leader if state else -1
         if target == "leader":
             if leader < 0:
                 raise KinspectError(f"{topic}-0 has no leader to hit")
-            return [node_of(leader)]
-        replicas = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["partitions"]["0"]
-        followers = [node_of(b) for b in replicas if b != leader]
+            return [broker_node(leader)]
+        followers = [broker_node(b) for b in read_replicas(zk, topic).get(0, ()) if b != leader]
         return followers[:1] if target == "follower" else followers
     if target == "controller":
-        return [node_of(int(json.loads(zk.get("/controller")[0])["brokerid"]))]
+        controller = read_controller(zk)
+        if controller is None:
+            raise KinspectError("there is no controller to hit")
+        return [broker_node(controller)]
     if target == "offsets-leader":
-        if not zk.exists("/brokers/topics/__consumer_offsets/partitions/0/state"):
+        offsets = read_partition_state(zk, "__consumer_offsets", 0)
+        if offsets is None:
             raise KinspectError("__consumer_offsets does not exist yet")
-        return [node_of(int(partition_state(zk, "__consumer_offsets", 0)["leader"]))]
+        return [broker_node(offsets.leader)]
     if target == "all":
         return list(all_brokers)
     return [target]
@@ -104,7 +99,6 @@ class FaultPlan(threading.Thread):
         self._remembered: dict[str, list[str]] = {}
         state = lab.state()
         self._brokers = [b.name for b in state.brokers] if state else []
-        self._all_nodes = [n.name for n in state.nodes] if state else []
 
     def run(self) -> None:
         """Every step in order; a step whose moment never came is skipped (and logged) and the
@@ -115,13 +109,16 @@ class FaultPlan(threading.Thread):
                     self.log.skipped.append(f"{step.do} {step.target}: the load ended before "
                                             f"{step.at:.0%} was acknowledged")
                     continue
-                nodes = self._apply(step.do, step, resolve(step.target, self.zk, self.topic,
-                                                           self._remembered, self._brokers))
+                nodes = resolve(step.target, self.zk, self.topic, self._remembered,
+                                self._brokers)
+                faults = step.faults(nodes)
+                self._apply(step.do, faults, nodes)
                 if step.remember:
                     self._remembered[step.remember] = nodes
                 if step.for_s is not None:
                     self._hold(step.for_s)
-                    self._apply(UNDO[step.do], step, nodes)
+                    undo = [f for f in dict.fromkeys(f.undo() for f in faults) if f is not None]
+                    self._apply(undo[0].kind, undo, nodes)
         except Exception as exc:  # reported in the result; the runner heals everything anyway
             self.error = str(exc) or type(exc).__name__
             self.say(f"fault plan failed: {self.error}")
@@ -150,21 +147,8 @@ class FaultPlan(threading.Thread):
         probe()
         time.sleep(max(0.0, seconds - (time.monotonic() - started)))
 
-    def _apply(self, do: str, step: FaultStep, nodes: list[str]) -> list[str]:
+    def _apply(self, do: str, faults: list[Fault], nodes: list[str]) -> None:
         self.say(f"fault: {do} {', '.join(nodes) or 'everything'}")
-        if do == "heal":
-            self.lab.heal()
-        elif do == "slow":
-            for node in nodes:
-                self.lab.slow(node, step.delay_ms, step.jitter_ms)
-        elif do == "unslow":
-            self.lab.unslow()
-        elif do.startswith("isolate"):
-            scope = {"isolate": "all", "isolate-zk": "zk", "isolate-brokers": "brokers"}[do]
-            groups = isolate_groups(nodes[0], self._all_nodes, scope)
-            self.lab.partition(groups, None)
-        else:
-            for node in nodes:
-                getattr(self.lab, do)(node)
+        for fault in faults:
+            self.lab.apply(fault)
         self.log.add(do, nodes)
-        return nodes

@@ -14,19 +14,21 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from kinspect.clients.zookeeper import read_partition_state, zk_session
 from kinspect.errors import KinspectError
 from kinspect.lab import open_backend, reset_lab
 from kinspect.lab.backend import LabBackend, UpOptions
-from kinspect.lab.readiness import zk_client
-from kinspect.lab.state import LabState
+from kinspect.lab.faults import Fault, FaultKind
+from kinspect.lab.state import LabState, NodeState
 from kinspect.lab.topics import create_topics
+from kinspect.lab.topology import broker_id_of, broker_node
 from kinspect.load.evidence import recording_timeline
 from kinspect.load.rundir import SCENARIO_FILE, new_run_dir
 from kinspect.load.runner import run_load
 from kinspect.postmortem.finish import finish_run
 from kinspect.postmortem.report import blamed
 from kinspect.scenarios import probes
-from kinspect.scenarios.plan import FaultPlan, PlanLog, node_of, partition_state
+from kinspect.scenarios.plan import FaultPlan, PlanLog
 from kinspect.scenarios.spec import METRICS, Scenario
 
 Say = Callable[[str], None]
@@ -56,20 +58,20 @@ def heal_everything(lab: LabBackend, say: Say) -> None:
     if state is None:
         return
     if state.groups:
-        lab.heal()
+        lab.apply(Fault(FaultKind.HEAL))
     for node in state.nodes:
-        if node.state == "paused":
-            lab.resume(node.name)
-        elif node.state != "running":
+        if node.state == NodeState.PAUSED:
+            lab.apply(Fault(FaultKind.RESUME, node.name))
+        elif node.state != NodeState.RUNNING:
             say(f"starting {node.name} again")
-            lab.start(node.name)
-    lab.unslow()
+            lab.apply(Fault(FaultKind.START, node.name))
+    lab.apply(Fault(FaultKind.UNSLOW))
 
 
 def _full_isr(zk: KazooClient, scenario: Scenario) -> bool:
     for p in range(scenario.partitions):
-        state = partition_state(zk, scenario.topic, p)
-        if state["leader"] < 0 or len(state["isr"]) < scenario.replication_factor:
+        state = read_partition_state(zk, scenario.topic, p)
+        if state is None or state.leader < 0 or len(state.isr) < scenario.replication_factor:
             return False
     return True
 
@@ -132,10 +134,10 @@ def lost_blamed_on_target(report: dict[str, Any], log: PlanLog) -> float | None:
     lost = report.get("acked_lost")
     disruptive = log.disruptive()
     hit = set(disruptive[0]["nodes"]) if disruptive else set()
-    if not lost or not any(node.startswith("kafka") for node in hit):
+    if not lost or not any(broker_id_of(node) is not None for node in hit):
         return None
     on_target = sum(count for broker, count in blamed(report).items()
-                    if broker is not None and node_of(broker) in hit)
+                    if broker is not None and broker_node(broker) in hit)
     return on_target / int(lost)
 
 
@@ -154,16 +156,9 @@ def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = F
     lab, state = reset_lab(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
                                      overrides=scenario.broker_config), say)
     try:
-        zk = zk_client(state.zookeeper.address, 30.0, session_s=10.0)
-    except KinspectError:
-        if not keep_lab:
-            lab.down(say)
-        raise
-    try:
-        row = _run_on_lab(scenario, run_dir, say, lab, state, zk, spark)
+        with zk_session(state.zookeeper.address, 30.0, session_s=10.0) as zk:
+            row = _run_on_lab(scenario, run_dir, say, lab, state, zk, spark)
     finally:
-        zk.stop()
-        zk.close()
         if not keep_lab:
             lab.down(say)
     _save(run_dir, row)

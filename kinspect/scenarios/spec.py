@@ -18,15 +18,23 @@ from typing import Any
 from kinspect.checks import number, topic_name
 from kinspect.errors import KinspectError
 from kinspect.lab import presets
+from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.lab.topology import ZOOKEEPER_NODE, broker_id_of, broker_node
 from kinspect.load.runsettings import LoadSettings
 
-ACTIONS = ("kill", "stop", "start", "pause", "resume", "isolate", "isolate-zk",
-           "isolate-brokers", "heal", "slow", "unslow")
-UNDO = {"kill": "start", "stop": "start", "pause": "resume", "isolate": "heal",
-        "isolate-zk": "heal", "isolate-brokers": "heal", "slow": "unslow"}
+# A step's `do`, in the scenario files' words, is one of the lab's faults (isolation names
+# its scope in the word).
+STEP_FAULTS: dict[str, tuple[FaultKind, Scope]] = {
+    **{kind.value: (kind, Scope.ALL) for kind in (
+        FaultKind.KILL, FaultKind.STOP, FaultKind.START, FaultKind.PAUSE, FaultKind.RESUME,
+        FaultKind.ISOLATE, FaultKind.HEAL, FaultKind.SLOW, FaultKind.UNSLOW)},
+    "isolate-zk": (FaultKind.ISOLATE, Scope.ZK),
+    "isolate-brokers": (FaultKind.ISOLATE, Scope.BROKERS),
+}
+ACTIONS = tuple(STEP_FAULTS)
 # The actions that break something are exactly those with an undo; the rest (start, resume,
 # heal, unslow) repair, and do not count as the fault having happened.
-DISRUPTIVE = frozenset(UNDO)
+DISRUPTIVE = frozenset(do for do, (kind, _) in STEP_FAULTS.items() if kind.disruptive)
 ROLE_TARGETS = ("leader", "follower", "followers", "controller", "offsets-leader", "all")
 # What an [expect] condition may name, and what each means (README, "Writing a scenario").
 METRICS: dict[str, str] = {
@@ -66,6 +74,16 @@ class FaultStep:
     remember: str | None = None  # name the nodes hit, for a later target "@name"
     delay_ms: int = 0  # slow: netem delay and jitter
     jitter_ms: int = 0
+
+    def faults(self, nodes: list[str]) -> list[Fault]:
+        """The lab's faults this step means for the nodes its target resolved to: one per
+        node; an isolation cuts the first; heal and unslow act on the whole lab once."""
+        kind, scope = STEP_FAULTS[self.do]
+        if not kind.needs_node:
+            return [Fault(kind)]
+        hit = nodes[:1] if kind is FaultKind.ISOLATE else nodes
+        return [Fault(kind, node, scope, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms)
+                for node in hit]
 
 
 @dataclass(frozen=True)
@@ -169,10 +187,10 @@ def _target(step: FaultStep, where: str, brokers: int, named: set[str], path: Pa
     if target.startswith("@") and target[1:] not in named:
         raise _fail(path, f"{where}: target {target!r} names no earlier step's `as` "
                           f"({', '.join('@' + n for n in sorted(named)) or 'none yet'})")
-    node = re.fullmatch(r"kafka(\d+)", target)
-    if node and not 1 <= int(node.group(1)) <= brokers:
+    broker = broker_id_of(target)
+    if broker is not None and not 1 <= broker <= brokers:
         raise _fail(path, f"{where}: target {target!r} is not in a lab of {brokers} brokers "
-                          f"(kafka1..kafka{brokers})")
+                          f"({broker_node(1)}..{broker_node(brokers)})")
 
 
 def _step(raw: Any, index: int, path: Path) -> FaultStep:
@@ -186,7 +204,7 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
         raise _fail(path, f"{where}: do must be one of {', '.join(ACTIONS)}, not {do!r}")
     target = str(raw.get("target", "all" if do == "heal" else "leader"))
     if not (target in ROLE_TARGETS or target.startswith("@")
-            or re.fullmatch(r"(kafka\d+|zk1)", target)):
+            or broker_id_of(target) is not None or target == ZOOKEEPER_NODE):
         raise _fail(path, f"{where}: target {target!r} is not a role ({', '.join(ROLE_TARGETS)}),"
                           " a node (kafka2, zk1) or a remembered name (@old_leader)")
     at, after = raw.get("at"), raw.get("after_s")
@@ -199,7 +217,7 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
         value = raw.get(name)
         if value is not None and not (isinstance(value, int | float) and value >= 0):
             raise _fail(path, f"{where}: {name} must be a non-negative number of seconds")
-    if raw.get("for_s") is not None and do not in UNDO:
+    if raw.get("for_s") is not None and do not in DISRUPTIVE:
         raise _fail(path, f"{where}: {do} cannot be undone, so it takes no for_s")
     remember = raw.get("as")
     if remember is not None and not (isinstance(remember, str)

@@ -3,7 +3,7 @@
 One poll at a time on a thread of its own (the next poll starts when the last one finished, so
 a slow cluster never stacks requests), every call bounded by a timeout. A failed poll is a state
 ("error: ..."), never an exception that escapes. Each broker is also asked directly what it
-believes (see wire.py), which is how a zombie leader shows.
+believes (see clients/wire.py), which is how a zombie leader shows.
 """
 
 from __future__ import annotations
@@ -23,20 +23,12 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
+from kinspect.clients.kafka import AUTH_FAILED, client_config
+from kinspect.clients.wire import BrokerClaim, ask_metadata
 from kinspect.model import BrokerView, ConfigValue, Offsets, PartitionMeta
-from kinspect.sources.kafka_client import AUTH_FAILED, SILENT, client_config
-from kinspect.sources.wire import BrokerClaim, ask_metadata
 
 DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
 CONFIG_EVERY_N_POLLS = 10
-
-_silent = SILENT
-
-
-def quiet_admin(bootstrap: str, **settings: Any) -> AdminClient:
-    """An AdminClient whose connection churn stays out of the terminal."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _silent, **settings}
-    return AdminClient(config)
 
 
 def _result(future: Future[Any], timeout: float) -> Any:

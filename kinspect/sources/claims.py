@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from kinspect.clients.wire import BrokerClaim
 from kinspect.model import BrokerView, PartitionMeta, ZkView
-from kinspect.sources.wire import BrokerClaim
 
 Claims = Mapping[int, Mapping[tuple[str, int], BrokerClaim]]
 

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from kinspect.errors import KinspectError
+from kinspect.clients.kafka import AUTH_FAILED
+from kinspect.errors import KinspectError, error_line
 from kinspect.model import ClusterSnapshot, Event, HwStallTracker, build_snapshot, diff
 from kinspect.sources.admin import AdminSource
 from kinspect.sources.claims import merge_claims
-from kinspect.sources.kafka_client import AUTH_FAILED
 from kinspect.sources.zookeeper import ZooKeeperSource
 
 Subscriber = Callable[[ClusterSnapshot, list[Event]], None]
@@ -117,9 +117,10 @@ class Observer:
                 continue
             try:
                 snapshot, events = self.build()
-            except Exception as exc:  # a bad view must not end the observer
-                self.last_error = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # a bad view must not end the observer: it is said instead
+                self.last_error = error_line(exc)
                 continue
+            self.last_error = None
             self._record(events)
             with self._lock:
                 subscribers = list(self._subscribers)
@@ -134,6 +135,17 @@ class Observer:
             for event in events:
                 self._timeline.write(json.dumps(event.to_json()) + "\n")
             self._timeline.flush()
+
+    def problems(self) -> list[str]:
+        """What is failing now, one line each: the snapshot builder (the picture is frozen
+        until it recovers) and the AdminClient's last poll."""
+        out = []
+        if self.last_error:
+            out.append(f"no new snapshot: building one failed ({self.last_error})")
+        view = self.admin.view() if self.admin else None
+        if view is not None and view.state not in ("ok", "unknown"):
+            out.append(f"AdminClient: {view.error or view.state}")
+        return out
 
     def auth_failure(self) -> str | None:
         """The one line of a refused login when the AdminClient's last poll was refused."""
@@ -152,6 +164,9 @@ class Observer:
         while time.monotonic() < deadline:
             admin_done = self.admin is None or self.admin.view().state != "unknown"
             if admin_done and self.latest is not None:
-                return self.build()[0]
+                break
             time.sleep(0.05)
-        return self.build()[0]
+        try:
+            return self.build()[0]
+        except Exception as exc:  # a one-shot command says it in one line (exit 2)
+            raise KinspectError(f"cannot build a snapshot of the cluster: {error_line(exc)}") from None

@@ -1,12 +1,13 @@
-"""The kinspect TUI: renders the observer's model and dispatches keys to the fault console.
+"""The kinspect TUI: renders the observer's model and dispatches keys to the console.
 
-Everything that waits on a network, ZooKeeper or a subprocess runs in a thread worker and
-answers with a message; handlers here only render.
+Keys become `Fault`s (or a load, a scenario, a post-mortem) handed to the console, which is the
+lab's or a read-only stand-in. Everything that waits on a network, ZooKeeper or a subprocess
+runs in a thread worker that calls a service below the TUI and answers with messages; handlers
+here only render, and only they change the app's state.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -20,15 +21,17 @@ from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from kinspect.cli.common import ClusterTarget
-from kinspect.errors import KinspectError
-from kinspect.lab.state import LabState
-from kinspect.load.rundir import POSTMORTEM_DIR
+from kinspect.errors import error_line
+from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.lab.state import LabState, NodeState
+from kinspect.load.background import LoadRequest, LoadStatus
 from kinspect.model import ClusterSnapshot
 from kinspect.profiles import redact
+from kinspect.target import ClusterTarget
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
-from kinspect.tui.console import LabConsole, LoadRequest
-from kinspect.tui.feed import Feed, FeedFailed, LabArrived, LoadStatus, SnapshotArrived
+from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
+from kinspect.tui.feed import Feed, FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
+from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said, Severity
 from kinspect.tui.modals import (
     ConfirmScreen,
     HelpScreen,
@@ -53,22 +56,23 @@ class KinspectApp(App[None]):
         Binding("escape", "close_filter", show=False),
     ]
 
-    def __init__(self, feed: Feed, console: LabConsole | None = None, no_confirm: bool = False,
-                 read_only_reason: str | None = None,
+    def __init__(self, feed: Feed, console: Console | None = None, no_confirm: bool = False,
                  clock: Callable[[], float] = time.time) -> None:
         super().__init__()
-        self.feed, self.lab_console, self.no_confirm = feed, console, no_confirm
-        self.read_only_reason = read_only_reason if console is None else None
-        if console is None and self.read_only_reason is None:
-            self.read_only_reason = "this cluster was not started by kinspect"
-        self.clock = clock
+        self.feed, self.no_confirm, self.clock = feed, no_confirm, clock
+        self.lab_console = console or ReadOnlyConsole()
         self.snapshot: ClusterSnapshot | None = None
         self.lab: LabState | None = None
         self.load: LoadStatus | None = None
-        self.load_dir: Path | None = None
-        self.render_log: list[tuple[float, float]] | None = None  # (lag, render) ms, for bench/
+        self.load_dir: Path | None = None  # the run started here (l), for m
+        self.problems: tuple[str, ...] = ()
+        self._told: set[str] = set()  # problems already toasted: each distinct one once
         self._next_draw = 0.0
         self.last_render_ms = 0.0
+
+    @property
+    def read_only_reason(self) -> str | None:
+        return self.lab_console.read_only_reason
 
     # ----- layout ----------------------------------------------------------------------
 
@@ -150,8 +154,6 @@ class KinspectApp(App[None]):
         self._render_side()
         self.last_render_ms = (time.perf_counter() - started) * 1000
         self._next_draw = time.monotonic() + max(MIN_DRAW_GAP_S, 2 * self.last_render_ms / 1000)
-        if self.render_log is not None:
-            self.render_log.append((time.time() * 1000 - snapshot.taken_at, self.last_render_ms))
 
     @on(LabArrived)
     def lab_arrived(self, message: LabArrived) -> None:
@@ -169,12 +171,37 @@ class KinspectApp(App[None]):
         self.notify(message.reason, title="cannot observe the cluster", severity="error",
                     timeout=30)
 
+    @on(ProblemsChanged)
+    def problems_changed(self, message: ProblemsChanged) -> None:
+        """In the header while they last; a toast the first time each one appears."""
+        self.problems = message.problems
+        for problem in message.problems:
+            if problem not in self._told:
+                self._told.add(problem)
+                self.notify(problem, title="failing", severity="error", timeout=15)
+        self._render_header()
+
+    @on(Said)
+    def said(self, message: Said) -> None:
+        self.notify(message.text, title=message.title, severity=message.severity,
+                    timeout=message.timeout)
+
+    @on(LoadStarted)
+    def load_started(self, message: LoadStarted) -> None:
+        self.load_dir = message.run_dir
+        self.feed.watch_load(message.run_dir)
+        self.notify(f"load started; ledger in {message.run_dir}")
+
+    @on(ReportReady)
+    def report_ready(self, message: ReportReady) -> None:
+        self.push_screen(ReportScreen(message.report, message.report_dir))
+
     def _render_header(self) -> None:
         if not self.screen_stack:
             return
         title = self.feed.title + ("  read-only" if self.read_only_reason else "")
         self.main.query_one("#header", Static).update(
-            header_text(self.snapshot, int(self.clock() * 1000), title))
+            header_text(self.snapshot, int(self.clock() * 1000), title, self.problems))
 
     def _render_side(self) -> None:
         load = self.load
@@ -260,7 +287,7 @@ class KinspectApp(App[None]):
         return broker_id, node
 
     def _refused(self) -> bool:
-        if self.read_only_reason or self.lab_console is None:
+        if self.read_only_reason:
             self.notify(f"refused — {self.read_only_reason}", severity="warning")
             return True
         return False
@@ -278,81 +305,89 @@ class KinspectApp(App[None]):
         self.push_screen(ConfirmScreen(question, detail), answered)
 
     @work(thread=True, group="faults")
-    def run_fault(self, act: Callable[[], str]) -> None:
+    def apply_fault(self, fault: Fault) -> None:
+        """The console carries it out; the line it answers, or its error, is a toast."""
         try:
-            message = act()
-        except Exception as exc:  # backend errors are one line, like the CLI's
-            self.call_from_thread(self.notify, str(exc), severity="error", timeout=8)
-            return
-        self.call_from_thread(self.notify, message)
+            self.post_message(Said(self.lab_console.apply(fault)))
+        except Exception as exc:  # the backend's errors are one line, like the CLI's
+            self.post_message(Said(error_line(exc), severity="error", timeout=8))
 
-    def _broker_fault(self, verb: str, detail: str, act: Callable[[LabConsole, str], str]) -> None:
+    def _node_state(self, node: str) -> NodeState | None:
+        record = self.lab.node(node) if self.lab else None
+        return record.state if record else None
+
+    def _broker_fault(self, verb: str, detail: str, kind: Callable[[str], FaultKind]) -> None:
+        """Ask about the selected broker, then apply the fault `kind(node)` names."""
         if self._refused():
             return
         target = self._target()
-        if target is None or self.lab_console is None:
+        if target is None:
             return
         broker_id, node = target
-        console = self.lab_console
         self._ask(f"{verb} broker {broker_id} ({node})?", detail,
-                  lambda: self.run_fault(lambda: act(console, node)))
+                  lambda: self.apply_fault(Fault(kind(node), node)))
 
     def action_kill(self) -> None:
         self._broker_fault("Kill", "SIGKILL: the broker dies at once, like a crash.",
-                           LabConsole.kill)
+                           lambda _node: FaultKind.KILL)
 
     def action_stop(self) -> None:
         self._broker_fault("Stop", "A clean shutdown: leadership moves away first.",
-                           LabConsole.stop)
+                           lambda _node: FaultKind.STOP)
 
     def action_start(self) -> None:
-        self._broker_fault("Start / restart", "Starts it if down, restarts it if running.",
-                           LabConsole.start_or_restart)
+        def kind(node: str) -> FaultKind:
+            state = self._node_state(node)
+            return FaultKind.RESTART if state is not None and state.alive else FaultKind.START
+
+        self._broker_fault("Start / restart", "Starts it if down, restarts it if running.", kind)
 
     def action_pause(self) -> None:
+        def kind(node: str) -> FaultKind:
+            paused = self._node_state(node) == NodeState.PAUSED
+            return FaultKind.RESUME if paused else FaultKind.PAUSE
+
         self._broker_fault("Pause / resume", "SIGSTOP freezes the JVM like a long GC pause; "
-                           "pressing again resumes it.", LabConsole.pause_or_resume)
+                           "pressing again resumes it.", kind)
 
     def action_isolate(self) -> None:
         if self._refused():
             return
         target = self._target()
-        if target is None or self.lab_console is None:
+        if target is None:
             return
-        console, (_broker_id, node) = self.lab_console, target
+        node = target[1]
 
         def chosen(scope: str | None) -> None:
             if scope:
-                self.run_fault(lambda: console.isolate(node, scope))
+                self.apply_fault(Fault(FaultKind.ISOLATE, node, Scope(scope)))
 
         self.push_screen(IsolateScreen(node), chosen)
 
     def action_partition(self) -> None:
-        if self._refused() or self.lab_console is None or self.lab is None:
+        if self._refused() or self.lab is None:
             return
-        console = self.lab_console
 
         def chosen(specs: list[str] | None) -> None:
             if specs:
-                self.run_fault(lambda: console.partition(specs))
+                self.apply_fault(Fault(FaultKind.PARTITION,
+                                       groups=tuple(tuple(s.split(",")) for s in specs)))
 
         self.push_screen(PartitionEditor([n.name for n in self.lab.nodes]), chosen)
 
     def action_heal(self) -> None:
-        if self._refused() or self.lab_console is None:
+        if self._refused():
             return
-        self.run_fault(self.lab_console.heal)
+        self.apply_fault(Fault(FaultKind.HEAL))
 
     # ----- load and post-mortem --------------------------------------------------------
 
     def action_load(self) -> None:
-        if self._refused() or self.lab_console is None:
+        if self._refused():
             return
-        console = self.lab_console
         if self.load_dir is not None and self.load is not None and self.load.running:
             run_dir = self.load_dir
-            self._ask("Stop the running load?", str(run_dir),
-                      lambda: self.run_fault(lambda: console.stop_load(run_dir)))
+            self._ask("Stop the running load?", str(run_dir), lambda: self.stop_load(run_dir))
             return
         topics = sorted(t.name for t in self.snapshot.topics) if self.snapshot else []
         self.push_screen(LoadForm([t for t in topics if not t.startswith("__")]),
@@ -364,15 +399,17 @@ class KinspectApp(App[None]):
 
     @work(thread=True, group="load")
     def start_load(self, request: LoadRequest) -> None:
-        assert self.lab_console is not None
         try:
-            run_dir = self.lab_console.start_load(request)
+            self.post_message(LoadStarted(self.lab_console.start_load(request)))
         except Exception as exc:
-            self.call_from_thread(self.notify, f"load did not start: {exc}", severity="error")
-            return
-        self.load_dir = run_dir
-        self.feed.watch_load(run_dir)
-        self.call_from_thread(self.notify, f"load started; ledger in {run_dir}")
+            self.post_message(Said(f"load did not start: {error_line(exc)}", severity="error"))
+
+    @work(thread=True, group="load")
+    def stop_load(self, run_dir: Path) -> None:
+        try:
+            self.post_message(Said(self.lab_console.stop_load(run_dir)))
+        except Exception as exc:
+            self.post_message(Said(error_line(exc), severity="error"))
 
     def action_postmortem(self) -> None:
         if self._refused() or self.lab is None:
@@ -385,24 +422,27 @@ class KinspectApp(App[None]):
     @work(thread=True, exclusive=True, group="postmortem")
     def run_postmortem(self, run_dir: Path | None, lab: LabState) -> None:
         """verify (read the final log back) → evidence → Spark job → report screen."""
-        from kinspect.load.rundir import latest_run
+        from kinspect.load.rundir import latest_run, report_dir
         from kinspect.postmortem.finish import finish_run
-
-        def say(line: str) -> None:
-            self.call_from_thread(self.notify, line, title="post-mortem", timeout=4)
 
         run_dir = run_dir or latest_run()
         if run_dir is None:
-            self.call_from_thread(self.notify, "no load run yet: start one with l, break "
-                                  "something, then press m", severity="warning")
+            self.post_message(Said("no load run yet: start one with l, break something, then "
+                                   "press m", severity="warning"))
             return
         try:
-            report = finish_run(run_dir, lab.bootstrap, lab=lab, say=say)
+            report = finish_run(run_dir, lab.bootstrap, lab=lab, say=self._progress("post-mortem"))
         except Exception as exc:  # one line, like the CLI; the run dir is untouched
-            self.call_from_thread(self.notify, f"post-mortem failed: {exc}", severity="error",
-                                  timeout=15)
+            self.post_message(Said(f"post-mortem failed: {error_line(exc)}", severity="error",
+                                   timeout=15))
             return
-        self.call_from_thread(self.push_screen, ReportScreen(report, run_dir / POSTMORTEM_DIR))
+        self.post_message(ReportReady(report, report_dir(run_dir)))
+
+    def _progress(self, title: str) -> Callable[[str], None]:
+        """A worker's progress lines, as short toasts."""
+        def say(line: str) -> None:
+            self.post_message(Said(line, title=title, timeout=4))
+        return say
 
     # ----- scenarios ---------------------------------------------------------------------
 
@@ -420,10 +460,14 @@ class KinspectApp(App[None]):
 
         try:
             choices = [(s.name, s.title, s.expectation_text()) for s in builtin()]
-        except KinspectError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error")
+        except Exception as exc:
+            self.post_message(Said(error_line(exc), severity="error"))
             return
-        self.call_from_thread(self.push_screen, ScenarioPicker(choices), self._scenario_chosen)
+        self.post_message(CatalogReady(choices))
+
+    @on(CatalogReady)
+    def catalog_ready(self, message: CatalogReady) -> None:
+        self.push_screen(ScenarioPicker(message.choices), self._scenario_chosen)
 
     def _scenario_chosen(self, name: str | None) -> None:
         if name is not None:
@@ -433,47 +477,21 @@ class KinspectApp(App[None]):
 
     @work(thread=True, group="scenario")
     def run_scenario(self, name: str) -> None:
-        """The run plays out on the main screen (the feed keeps observing); then its report.
+        """The run plays out on the main screen (the feed keeps observing); its progress lines
+        are toasts, then its verdict and its report."""
+        from kinspect.scenarios.background import follow
 
-        The scenario is its own process writing to RUN_DIR.log, so quitting the TUI midway
-        does not break the experiment; its lines are followed here as toasts.
-        """
         try:
-            self._follow_scenario(name)
-        except (OSError, ValueError, KinspectError) as exc:  # a worker error would end the app
-            self.call_from_thread(self.notify, f"scenario {name}: {exc}", severity="error",
-                                  timeout=15)
-
-    def _follow_scenario(self, name: str) -> None:
-        from kinspect.scenarios.runner import RESULT_FILE
-
-        assert self.lab_console is not None
-        proc, run_dir = self.lab_console.start_scenario(name)
-        last = ""
-        with open(run_dir.with_suffix(".log")) as log:
-            while True:
-                done = proc.poll() is not None
-                for line in log.read().splitlines():
-                    last = line
-                    self.call_from_thread(self.notify, line, title=f"scenario {name}", timeout=4)
-                if done:
-                    break
-                time.sleep(0.3)
-        result = run_dir / RESULT_FILE
-        if proc.returncode != 0 or not result.exists():
-            self.call_from_thread(self.notify, f"scenario {name} failed: "
-                                  f"{last or f'exit code {proc.returncode}'}",
-                                  severity="error", timeout=15)
+            outcome = follow(self.lab_console.start_scenario(name), self._progress(f"scenario {name}"))
+        except Exception as exc:  # a worker error would end the app
+            self.post_message(Said(f"scenario {name}: {error_line(exc)}", severity="error",
+                                   timeout=15))
             return
-        row = json.loads(result.read_text())
-        held = "held" if row.get("expectation_met") else "did NOT hold"
-        self.call_from_thread(self.notify, f"{name}: expected {row.get('expectation')}: {held}",
-                              severity="information" if row.get("expectation_met")
-                              else "warning", timeout=15)
-        report_path = run_dir / POSTMORTEM_DIR / "report.json"
-        if report_path.exists():
-            self.call_from_thread(self.push_screen, ReportScreen(
-                json.loads(report_path.read_text()), run_dir / POSTMORTEM_DIR))
+        severity: Severity = ("error" if outcome.failure else
+                              "information" if outcome.held else "warning")
+        self.post_message(Said(outcome.verdict(), severity=severity, timeout=15))
+        if outcome.report is not None and outcome.report_dir is not None:
+            self.post_message(ReportReady(outcome.report, outcome.report_dir))
 
 
 EVENT_BURST = 200
@@ -504,5 +522,5 @@ def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
         return 0
     reason = (f"fault keys act only on a lab kinspect started; {redact(cluster.label)} is not "
               "one (no lab id of ours in its ZooKeeper)")
-    KinspectApp(feed, None, no_confirm=no_confirm, read_only_reason=reason).run()
+    KinspectApp(feed, ReadOnlyConsole(reason), no_confirm=no_confirm).run()
     return 0

@@ -1,21 +1,23 @@
 """Where the TUI's data comes from, delivered as Textual messages from background threads.
 
 `LiveFeed` runs the observer (ZooKeeper watches + AdminClient polls) and a once-a-second poll of
-the lab state, fault journal and load counters. `RecordedFeed` replays one fixed model: it is
-the stand-in used by snapshot tests and screenshots of layouts, named so, never live data.
+the lab state, fault journal, load counters and what is failing (the observer's snapshot
+builder, the AdminClient, reading the lab): a failure is a message, never swallowed.
+`RecordedFeed` replays one fixed model: it is the stand-in used by snapshot tests and
+screenshots of layouts, named so, never live data.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from textual.message import Message
 
 from kinspect.lab.state import LabState
+from kinspect.load.background import LoadStatus, load_status
 from kinspect.model import ClusterSnapshot, Event
 
 
@@ -71,12 +73,12 @@ class FeedFailed(Message):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class LoadStatus:
-    run_dir: Path
-    running: bool
-    settings: Mapping[str, Any]
-    stats: Mapping[str, Any]
+class ProblemsChanged(Message):
+    """What is failing now, one line each (empty: all is well again)."""
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        super().__init__()
+        self.problems = problems
 
 
 Post = Callable[[Message], object]
@@ -130,8 +132,8 @@ class LiveFeed(Feed):
         self._load_dir = run_dir
 
     def start(self, post: Post) -> None:
-        from kinspect.errors import KinspectError
-        from kinspect.lab import journal
+        from kinspect.errors import KinspectError, error_line
+        from kinspect.lab import journal, running_lab
         from kinspect.sources.observer import Observer, now_ms
 
         observer = Observer(self.bootstrap, self.zookeeper, expected_brokers=self.expected,
@@ -151,41 +153,27 @@ class LiveFeed(Feed):
             post(FeedFailed(str(exc)))
             return
         since = now_ms()
+        lab: LabState | None = None
+        problems: tuple[str, ...] = ()
         try:
             while not self._stop.wait(1.0):
-                lab = _lab_state() if self.lab_backed else None
+                lab_problem = None
+                if self.lab_backed:
+                    try:
+                        lab = running_lab()
+                    except Exception as exc:  # the engine or the state file: say so, keep the last
+                        lab_problem = f"reading the lab: {error_line(exc)}"
                 faults = journal.read(since_ms=since) if self.lab_backed else []
                 if faults:
                     since = int(faults[-1]["ts"]) + 1
-                post(LabArrived(lab, faults, _load_status(self._load_dir)))
+                post(LabArrived(lab, faults, load_status(self._load_dir)))
+                now = tuple(observer.problems()) + ((lab_problem,) if lab_problem else ())
+                if now != problems:
+                    problems = now
+                    post(ProblemsChanged(problems))
         finally:
             observer.stop()  # here, in the feed's thread: it joins threads and closes sockets
 
     def stop(self) -> None:
         """Called from the event loop (on unmount): only asks; the feed's thread stops the rest."""
         self._stop.set()
-
-
-def _lab_state() -> LabState | None:
-    from kinspect.lab import running_lab
-
-    try:
-        return running_lab()
-    except Exception:  # a torn state file mid-write: try again next second
-        return None
-
-
-def _load_status(run_dir: Path | None) -> LoadStatus | None:
-    if run_dir is None:
-        return None
-    import json
-
-    from kinspect.load.rundir import PID_FILE, SETTINGS_FILE
-    from kinspect.load.runstats import aggregate, read_stats
-
-    try:
-        settings = json.loads((run_dir / SETTINGS_FILE).read_text())
-    except (OSError, ValueError):
-        settings = {}
-    running = (run_dir / PID_FILE).exists()
-    return LoadStatus(run_dir, running, settings, aggregate(read_stats(run_dir)))

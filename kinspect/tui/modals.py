@@ -12,9 +12,10 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from kinspect.errors import KinspectError
+from kinspect.lab.faults import Scope
 from kinspect.lab.topology import parse_groups
+from kinspect.load.background import LoadRequest
 from kinspect.tui.actions import ACTIONS, display_key
-from kinspect.tui.console import ISOLATE_SCOPES, LoadRequest
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -56,8 +57,8 @@ class IsolateScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(Text(f"Isolate {self.node}", "bold"))
-            yield OptionList(*[Option(f"{label}", id=scope)
-                               for scope, label in ISOLATE_SCOPES.items()])
+            yield OptionList(*[Option(scope.words, id=scope.value)
+                               for scope in (Scope.ZK, Scope.BROKERS, Scope.ALL)])
 
     @on(OptionList.OptionSelected)
     def chosen(self, event: OptionList.OptionSelected) -> None:

@@ -1,17 +1,22 @@
-"""Pure rendering: model → cells and lines. No Textual here, so it is cheap to test and reuse."""
+"""Rendering: the model and the lab's state → cells and lines (Rich text).
+
+Pure functions of their arguments: no Textual, no I/O, nothing of the lab imported (its state
+is only a type here), so they are cheap to test and reuse.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from kinspect.lab.state import LabState, NodeRecord
-from kinspect.lab.topology import blocked_pairs
 from kinspect.model import ClusterSnapshot, Event, PartitionInfo
+
+if TYPE_CHECKING:
+    from kinspect.lab.state import LabState, NodeRecord
 
 STALE_AFTER_MS = 5000
 PARTITION_COLUMNS = ("topic", "part", "leader", "epoch", "replicas", "isr", "hw", "flags")
@@ -30,9 +35,14 @@ def _ids(values: tuple[int, ...]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str) -> Text:
-    """One line: where we are, who controls it, and how fresh the picture is."""
+def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
+                problems: tuple[str, ...] = ()) -> Text:
+    """One line: where we are, who controls it, how fresh the picture is, what is failing."""
     text = Text.assemble(("kinspect ", "bold"), (title, "bold cyan"))
+    if problems:
+        text.append(f"  FAILING: {problems[0]}" + (f" (+{len(problems) - 1} more)"
+                                                   if len(problems) > 1 else ""),
+                    "bold white on red")
     if snapshot is None:
         return text.append("  connecting…", "yellow")
     controller = snapshot.controller
@@ -63,20 +73,13 @@ class BrokerRow:
     cells: tuple[Text, ...]
 
 
-def cut_off_from(node: str, lab: LabState) -> list[str]:
-    """The other nodes (and clients) this node cannot reach under the current groups."""
-    names = [n.name for n in lab.nodes]
-    pairs = blocked_pairs(names, lab.groups, lab.clients_with)
-    return sorted(next(iter(pair - {node})) for pair in pairs if node in pair)
-
-
 def lab_state_text(node: NodeRecord | None, lab: LabState | None) -> Text:
     if node is None or lab is None:
         return Text("—", "dim")
     style = {"running": "green", "paused": "bold yellow", "stopped": "yellow",
              "killed": "bold red", "exited": "bold red"}.get(node.state, "")
     text = Text(node.state, style)
-    blocked = cut_off_from(node.name, lab) if lab.groups else []
+    blocked = lab.cut_off_from(node.name) if lab.groups else []
     if blocked:
         text.append(" cut off from " + ",".join(blocked), "bold magenta")
     return text

@@ -269,7 +269,7 @@ def set_scram_password(bootstrap: str, password: str) -> None:
         UserScramCredentialUpsertion,
     )
 
-    from kinspect.sources.admin import quiet_admin
+    from kinspect.clients.kafka import quiet_admin
 
     upsert = UserScramCredentialUpsertion(
         "kinspect", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), password.encode())

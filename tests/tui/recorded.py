@@ -10,7 +10,7 @@ from __future__ import annotations
 from kinspect.lab.state import LabState, NodeRecord
 from kinspect.model import Event
 from kinspect.tui.app import KinspectApp
-from kinspect.tui.console import LabConsole
+from kinspect.tui.console import LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import RecordedFeed
 from tests.unit.model_fixtures import T0, demo_snapshot
 
@@ -43,6 +43,5 @@ def recorded_app(read_only: bool = False) -> KinspectApp:
                "detail": "", "lab_id": "recorded"}]
     feed = RecordedFeed(demo_snapshot(isolated_leader=True, taken_at=T0), recorded_lab(),
                         recorded_events(), faults, title="lab (demo preset, process)")
-    console = None if read_only else LabConsole()
-    return KinspectApp(feed, console, read_only_reason="recorded cluster" if read_only else None,
-                       clock=lambda: FROZEN_NOW)
+    console = ReadOnlyConsole("recorded cluster") if read_only else LabConsole()
+    return KinspectApp(feed, console, clock=lambda: FROZEN_NOW)

@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 
 from kinspect.lab.topics import create_topics
 from kinspect.tui.app import KinspectApp
-from kinspect.tui.console import LabConsole
+from kinspect.tui.console import LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import LiveFeed
 from kinspect.tui.widgets import PartitionTable
 from tests.helpers import kinspect, partition_state
@@ -26,7 +26,7 @@ def live_app(lab: dict[str, Any], read_only: bool = False) -> KinspectApp:
     feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], lab_backed=not read_only,
                     expected=expected, title="test lab")
     if read_only:
-        return KinspectApp(feed, None, read_only_reason="not a kinspect lab (test)")
+        return KinspectApp(feed, ReadOnlyConsole("not a kinspect lab (test)"))
     return KinspectApp(feed, LabConsole())
 
 

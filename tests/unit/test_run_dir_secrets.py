@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
+from kinspect.clients.kafka import AUTH_HINT, AuthWatch, auth_reason, client_config
 from kinspect.errors import KinspectError
 from kinspect.load.runsettings import SECRETS_NOTE, LoadSettings
 from kinspect.profiles import load_profile
-from kinspect.sources.kafka_client import AUTH_HINT, AuthWatch, auth_reason, client_config
 
 
 def profile_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LoadSettings:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import struct
 
+from kinspect.clients.wire import BrokerClaim, parse_metadata_v1
 from kinspect.model import PartitionStateZ
 from kinspect.sources.claims import merge_claims
-from kinspect.sources.wire import BrokerClaim, parse_metadata_v1
 from tests.unit.model_fixtures import T0, broker_view, zk_view
 
 

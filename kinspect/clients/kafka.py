@@ -8,7 +8,8 @@ after connecting; the call that was waiting (list_topics, a delivery) only times
 
 Callbacks run only inside poll()/flush()/consume(): `check` polls the client first, and
 `list_topics` asks in short steps, so a refusal is said within a second instead of after the
-whole timeout. Plain module: load/, sources/ and the CLI import it; it imports no lab code.
+whole timeout. `quiet_admin` is the AdminClient the lab's own tools use (no error_cb: they
+talk PLAINTEXT to the lab).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from kinspect.errors import KinspectError
 
@@ -107,3 +109,9 @@ def list_topics(client: Any, watch: AuthWatch, timeout_s: float, topic: str | No
             if time.monotonic() >= deadline:
                 raise
         step *= 2
+
+
+def quiet_admin(bootstrap: str, **settings: Any) -> AdminClient:
+    """An AdminClient whose connection churn stays out of the terminal."""
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": SILENT, **settings}
+    return AdminClient(config)

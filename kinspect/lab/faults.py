@@ -1,0 +1,97 @@
+"""The fault vocabulary: one `Fault` value that every front end builds and the lab carries out.
+
+The CLI (`kinspect lab kill kafka2`), the TUI's keys and a scenario's fault plan all describe
+what they want as a Fault and hand it to `LabBackend.apply`; none of them knows how a fault is
+done, and none has a vocabulary of its own. `Fault.undo()` is the fault that repairs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class FaultKind(StrEnum):
+    """What a fault does; the values are the verbs of the CLI, the journal and the reports."""
+
+    KILL = "kill"
+    STOP = "stop"
+    START = "start"
+    RESTART = "restart"
+    PAUSE = "pause"
+    RESUME = "resume"
+    PARTITION = "partition"
+    ISOLATE = "isolate"
+    HEAL = "heal"
+    SLOW = "slow"
+    UNSLOW = "unslow"
+
+    @property
+    def needs_node(self) -> bool:
+        return self not in {FaultKind.PARTITION, FaultKind.HEAL, FaultKind.UNSLOW}
+
+    @property
+    def disruptive(self) -> bool:
+        """It breaks something (the rest repair): exactly the kinds that have an undo."""
+        return self in UNDO
+
+
+UNDO = {FaultKind.KILL: FaultKind.START, FaultKind.STOP: FaultKind.START,
+        FaultKind.PAUSE: FaultKind.RESUME, FaultKind.PARTITION: FaultKind.HEAL,
+        FaultKind.ISOLATE: FaultKind.HEAL, FaultKind.SLOW: FaultKind.UNSLOW}
+
+
+class Scope(StrEnum):
+    """What an isolated node is cut off from."""
+
+    ALL = "all"
+    ZK = "zk"
+    BROKERS = "brokers"
+
+    @property
+    def words(self) -> str:
+        return {Scope.ALL: "from everything", Scope.ZK: "from ZooKeeper",
+                Scope.BROKERS: "from the other brokers"}[self]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault to carry out on the lab.
+
+    `node` is the node it hits (every kind but partition, heal and unslow); `scope` says what
+    an isolated node loses; `groups` are a partition's groups as given (node names, a group
+    per entry, blockade's semantics); `clients_with` puts this host's clients in a node's
+    groups; `delay_ms`/`jitter_ms` shape a slowed link.
+    """
+
+    kind: FaultKind
+    node: str | None = None
+    scope: Scope = Scope.ALL
+    groups: tuple[tuple[str, ...], ...] = ()
+    clients_with: str | None = None
+    delay_ms: int = 0
+    jitter_ms: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind.needs_node and not self.node:
+            raise ValueError(f"a {self.kind} fault needs a node")
+        if self.kind is FaultKind.PARTITION and not self.groups:
+            raise ValueError("a partition needs its groups")
+
+    def undo(self) -> Fault | None:
+        """The fault that repairs this one; None for a repair."""
+        kind = UNDO.get(self.kind)
+        if kind is None:
+            return None
+        return Fault(kind, self.node if kind.needs_node else None)
+
+    def __str__(self) -> str:
+        """As a user would type it: `kill kafka2`, `isolate kafka1 from zk`, `heal`."""
+        if self.kind is FaultKind.PARTITION:
+            return "partition " + " ".join(",".join(g) for g in self.groups)
+        text = f"{self.kind} {self.node or ''}".rstrip()
+        if self.kind is FaultKind.ISOLATE:
+            text += f" from {self.scope}"
+        if self.kind is FaultKind.SLOW:
+            text += f" by {self.delay_ms} ms ± {self.jitter_ms} ms"
+        return text

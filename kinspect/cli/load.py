@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kinspect.checks import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
+from kinspect.lab import sasl
 
 if TYPE_CHECKING:
     from kinspect.load.runsettings import LoadSettings
@@ -160,7 +161,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     zookeeper = None if args.no_timeline else cluster.zookeeper
     summary = run_load(settings, args.run_dir, progress=None if args.json else _progress,
                        zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
-                       zk_auth=list(cluster.zk_auth) or None, origin=args.origin)
+                       zk_auth=list(cluster.zk_auth) or None, origin=args.origin,
+                       secret_files=sasl.secret_files())
     if args.json:
         print(json.dumps(summary))
         return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab.state import LabState, NodeRecord
+from kinspect.lab.state import LabState, NodeRecord, load_state
 
 SASL_PORT_OFFSET = 1000
 USERNAME = "kinspect"
@@ -37,6 +37,17 @@ def plan(root: Path, mechanism: str) -> dict[str, Any]:
         handle.write(secrets.token_urlsafe(18))
     return {"mechanism": mechanism.upper(), "username": USERNAME, "password_file": str(path),
             "port_offset": SASL_PORT_OFFSET}
+
+
+def secret_files(root: Path | None = None) -> list[Path]:
+    """The lab's password file when the lab on disk has a SASL listener: a run dir keeps a
+    secret this file holds as a reference to it, not as ***."""
+    try:
+        state = load_state(root)
+    except (OSError, ValueError, TypeError):
+        return []
+    info = (state.extra.get("sasl") or {}) if state else {}
+    return [Path(info["password_file"])] if info.get("password_file") else []
 
 
 def sasl_address(node: NodeRecord) -> str:

@@ -90,11 +90,25 @@ def _knows(address: str, topics: list[str]) -> bool:
     return True
 
 
-def balance_leaders(bootstrap: str, timeout_s: float = 30.0) -> None:
+def balance_leaders(bootstrap: str, timeout_s: float = 30.0) -> str | None:
     """Preferred leader election everywhere: after a restart the first broker up leads it all,
-    and a demo where one kill takes every partition down teaches the wrong lesson."""
-    from confluent_kafka import ElectionType
+    and a demo where one kill takes every partition down teaches the wrong lesson. Returns why
+    it could not (one line), else None; a partition already led by its preferred replica is
+    no failure."""
+    from confluent_kafka import ElectionType, KafkaError
 
     admin = quiet_admin(bootstrap, **{"socket.timeout.ms": 10000})
-    with contextlib.suppress(Exception):
-        admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=timeout_s)
+    try:
+        results = admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=timeout_s)
+    except KafkaException as exc:
+        return str(exc.args[0].str())
+    except TimeoutError:
+        return f"no answer from the controller in {timeout_s:.0f} s"
+    failed = []
+    for partition, error in (results or {}).items():
+        code = error.args[0] if error is not None and error.args else None
+        if isinstance(code, KafkaError) and code.code() != KafkaError.ELECTION_NOT_NEEDED:
+            failed.append(f"{partition.topic}-{partition.partition}: {code.str()}")
+    if failed:
+        return f"{len(failed)} partition(s) kept their leader ({failed[0]})"
+    return None

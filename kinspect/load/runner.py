@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,6 @@ from confluent_kafka.admin import AdminClient
 from kinspect.clients.kafka import client_config, list_topics
 from kinspect.errors import KinspectError
 from kinspect.load.active import registered
-from kinspect.load.evidence import recording_timeline
 from kinspect.load.ledger import ledger_summary, read_ledger
 from kinspect.load.rundir import (
     FAILURE_SUFFIX,
@@ -40,6 +39,7 @@ from kinspect.load.rundir import (
 )
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, read_stats
+from kinspect.load.timeline import recording_timeline
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
@@ -100,7 +100,8 @@ def format_progress(totals: dict[str, Any], elapsed: float) -> str:
 def run_load(settings: LoadSettings, run_dir: Path,
              progress: Callable[[str], None] | None = None, zookeeper: str | None = None,
              expected_brokers: Mapping[int, str] | None = None,
-             zk_auth: list[tuple[str, str]] | None = None, origin: str = "load") -> dict[str, Any]:
+             zk_auth: list[tuple[str, str]] | None = None, origin: str = "load",
+             secret_files: Sequence[Path] = ()) -> dict[str, Any]:
     """Run the workers to completion (or until stopped) and return the ledger summary.
 
     The run gets its id here (RUN_DIR/run.json); every message carries it. With a ZooKeeper
@@ -114,7 +115,7 @@ def run_load(settings: LoadSettings, run_dir: Path,
     prepare_run_dir(run_dir)
     info = begin_run(run_dir, settings.topic, origin)
     settings = dataclasses.replace(settings, run_id=info.run_id)
-    settings.save(run_dir)
+    settings.save(run_dir, secret_files)
     observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers,
                                     settings.extra, zk_auth) if zookeeper else nullcontext())
     with observing, registered(run_dir, settings.topic, settings.bootstrap):

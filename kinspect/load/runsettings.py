@@ -8,6 +8,7 @@ workers get the values on stdin from the runner (see runner.py), never from disk
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -82,11 +83,12 @@ class LoadSettings:
         config.update(self.extra)
         return config
 
-    def save(self, run_dir: Path) -> None:
-        """settings.json, with every secret of `extra` as its reference or *** (see module)."""
+    def save(self, run_dir: Path, secret_files: Sequence[Path] = ()) -> None:
+        """settings.json, with every secret of `extra` as its reference or *** (see module);
+        a secret one of `secret_files` holds (the lab's password file) is kept as that file."""
         run_dir.mkdir(parents=True, exist_ok=True)
         data: dict[str, Any] = asdict(self)
-        data["extra"], masked = stored_extra(self.extra)
+        data["extra"], masked = stored_extra(self.extra, secret_files)
         if masked:
             data[SECRETS_NOTE] = (f"{', '.join(masked)} given as a literal value (-X or the "
                                   f"profile): not kept here, shown as {MASK}; give it through "
@@ -124,10 +126,11 @@ class LoadSettings:
         return replace(self, extra=extra)
 
 
-def stored_extra(extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def stored_extra(extra: dict[str, str], secret_files: Sequence[Path] = (),
+                 ) -> tuple[dict[str, str], list[str]]:
     """What of `extra` may be written down: values read through a reference as that reference;
-    a secret equal to the lab's SASL password as its file; any other secret as ***. Returns
-    the stored form and the keys masked."""
+    a secret one of `secret_files` holds as that file; any other secret as ***. Returns the
+    stored form and the keys masked."""
     stored: dict[str, str] = {}
     masked: list[str] = []
     for key, value in extra.items():
@@ -136,24 +139,21 @@ def stored_extra(extra: dict[str, str]) -> tuple[dict[str, str], list[str]]:
             stored[key] = reference
         elif not is_secret(key, value):
             stored[key] = value
-        elif (lab_file := _lab_password_file(value)) is not None:
-            stored[key] = f"${{file:{lab_file}}}"
+        elif (holder := _file_holding(value, secret_files)) is not None:
+            stored[key] = f"${{file:{holder}}}"
         else:
             stored[key], masked = MASK, [*masked, key]
     return stored, masked
 
 
-def _lab_password_file(value: str) -> Path | None:
-    """The lab's sasl-password file when it holds exactly this value."""
-    from kinspect.lab.state import load_state
-
-    try:
-        state = load_state()
-        name = ((state.extra.get("sasl") or {}).get("password_file")) if state else None
-        if name and Path(name).read_text().strip() == value:
-            return Path(name).resolve()
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
+def _file_holding(value: str, files: Sequence[Path]) -> Path | None:
+    """The first of these files that holds exactly this value (trailing newline aside)."""
+    for path in files:
+        try:
+            if path.read_text().strip() == value:
+                return path.resolve()
+        except OSError:
+            continue
     return None
 
 

@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
 
 
+class EventKind(StrEnum):
+    """What changed between two snapshots; the values are what timelines and --jsonl carry."""
+
+    PARTITION_OFFLINE = "partition_offline"
+    PARTITION_ONLINE = "partition_online"
+    LEADER_CHANGED = "leader_changed"
+    ISR_SHRANK = "isr_shrank"
+    ISR_EXPANDED = "isr_expanded"
+    VIEWS_DISAGREE_STARTED = "views_disagree_started"
+    VIEWS_DISAGREE_STOPPED = "views_disagree_stopped"
+    ZK_SESSION = "zk_session"
+    CONTROLLER_CHANGED = "controller_changed"
+    BROKER_REGISTERED = "broker_registered"
+    BROKER_GONE = "broker_gone"
+    HW_STALLED = "hw_stalled"
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARN = "warn"
+    ERROR = "error"
+
+
 @dataclass(frozen=True)
 class Event:
     ts: int
-    kind: str
+    kind: EventKind
     detail: str
     partition: str | None = None
     broker: int | None = None
-    severity: str = "info"  # info | warn | error
+    severity: Severity = Severity.INFO
     fields: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -29,31 +53,31 @@ def _partition_events(ts: int, old: PartitionInfo, new: PartitionInfo) -> list[E
     name = new.name
     if old.leader != new.leader or old.leader_epoch != new.leader_epoch:
         if new.leader is None:
-            out.append(Event(ts, "partition_offline", f"{name} has no leader (was {old.leader})",
-                             name, old.leader, "error", {"old": old.leader}))
+            out.append(Event(ts, EventKind.PARTITION_OFFLINE, f"{name} has no leader (was {old.leader})",
+                             name, old.leader, Severity.ERROR, {"old": old.leader}))
         elif old.leader is None:
-            out.append(Event(ts, "partition_online", f"{name} online: leader {new.leader} "
-                             f"(epoch {new.leader_epoch})", name, new.leader, "info",
+            out.append(Event(ts, EventKind.PARTITION_ONLINE, f"{name} online: leader {new.leader} "
+                             f"(epoch {new.leader_epoch})", name, new.leader, Severity.INFO,
                              {"new": new.leader, "epoch": new.leader_epoch}))
         if new.leader is not None and old.leader != new.leader:
             was = old.leader if old.leader is not None else "none"
-            out.append(Event(ts, "leader_changed",
+            out.append(Event(ts, EventKind.LEADER_CHANGED,
                              f"leader {was} → {new.leader} (epoch {new.leader_epoch})", name, new.leader,
-                             "warn", {"old": old.leader, "new": new.leader,
+                             Severity.WARN, {"old": old.leader, "new": new.leader,
                                       "epoch": new.leader_epoch}))
     for replica in sorted(set(old.isr) - set(new.isr)):
-        out.append(Event(ts, "isr_shrank", f"{replica} left the ISR → {list(new.isr)}", name,
-                         replica, "warn", {"replica": replica, "isr": list(new.isr)}))
+        out.append(Event(ts, EventKind.ISR_SHRANK, f"{replica} left the ISR → {list(new.isr)}", name,
+                         replica, Severity.WARN, {"replica": replica, "isr": list(new.isr)}))
     for replica in sorted(set(new.isr) - set(old.isr)):
-        out.append(Event(ts, "isr_expanded", f"{replica} rejoined the ISR → {list(new.isr)}",
-                         name, replica, "info", {"replica": replica, "isr": list(new.isr)}))
+        out.append(Event(ts, EventKind.ISR_EXPANDED, f"{replica} rejoined the ISR → {list(new.isr)}",
+                         name, replica, Severity.INFO, {"replica": replica, "isr": list(new.isr)}))
     if new.views_disagree and not old.views_disagree:
-        out.append(Event(ts, "views_disagree_started", f"brokers say leader {new.broker_leader}, "
-                         f"ZooKeeper says {new.leader}", name, new.broker_leader, "error",
+        out.append(Event(ts, EventKind.VIEWS_DISAGREE_STARTED, f"brokers say leader {new.broker_leader}, "
+                         f"ZooKeeper says {new.leader}", name, new.broker_leader, Severity.ERROR,
                          {"zk_leader": new.leader, "broker_leader": new.broker_leader}))
     elif old.views_disagree and not new.views_disagree:
-        out.append(Event(ts, "views_disagree_stopped", "brokers agree with ZooKeeper again",
-                         name, new.leader, "info", {}))
+        out.append(Event(ts, EventKind.VIEWS_DISAGREE_STOPPED, "brokers agree with ZooKeeper again",
+                         name, new.leader, Severity.INFO, {}))
     return out
 
 
@@ -63,23 +87,23 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
     ts = new.taken_at
     out: list[Event] = []
     if old.zookeeper_state != new.zookeeper_state and new.zookeeper_state is not None:
-        severity = "info" if new.zookeeper_state == "connected" else "error"
-        out.append(Event(ts, "zk_session", f"ZooKeeper session {new.zookeeper_state}",
+        severity = Severity.INFO if new.zookeeper_state == "connected" else Severity.ERROR
+        out.append(Event(ts, EventKind.ZK_SESSION, f"ZooKeeper session {new.zookeeper_state}",
                          severity=severity, fields={"state": new.zookeeper_state}))
     if (old.controller.id, old.controller.epoch) != (new.controller.id, new.controller.epoch) \
             and (new.controller.id is not None or old.controller.id is not None):
-        out.append(Event(ts, "controller_changed", f"controller {old.controller.id} → "
+        out.append(Event(ts, EventKind.CONTROLLER_CHANGED, f"controller {old.controller.id} → "
                          f"{new.controller.id} (epoch {new.controller.epoch})",
-                         broker=new.controller.id, severity="warn",
+                         broker=new.controller.id, severity=Severity.WARN,
                          fields={"old": old.controller.id, "new": new.controller.id,
                                  "epoch": new.controller.epoch}))
     was = {b.id for b in old.brokers if b.registered}
     now = {b.id for b in new.brokers if b.registered}
     for broker in sorted(now - was):
-        out.append(Event(ts, "broker_registered", f"broker {broker} registered", broker=broker))
+        out.append(Event(ts, EventKind.BROKER_REGISTERED, f"broker {broker} registered", broker=broker))
     for broker in sorted(was - now):
-        out.append(Event(ts, "broker_gone", f"broker {broker} is gone from ZooKeeper",
-                         broker=broker, severity="error"))
+        out.append(Event(ts, EventKind.BROKER_GONE, f"broker {broker} is gone from ZooKeeper",
+                         broker=broker, severity=Severity.ERROR))
     before = {(p.topic, p.partition): p for p in old.partitions()}
     for p in new.partitions():
         previous = before.get((p.topic, p.partition))
@@ -116,7 +140,7 @@ class HwStallTracker:
             if moved and p.leader is not None and ts - since >= self.stall_ms \
                     and name not in self._reported:
                 self._reported.add(name)
-                out.append(Event(ts, "hw_stalled", f"high watermark stuck at {hw} for "
-                                 f"{(ts - since) / 1000:.1f} s", name, p.leader, "warn",
+                out.append(Event(ts, EventKind.HW_STALLED, f"high watermark stuck at {hw} for "
+                                 f"{(ts - since) / 1000:.1f} s", name, p.leader, Severity.WARN,
                                  {"high_watermark": hw, "since": since}))
         return out

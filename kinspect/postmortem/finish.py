@@ -16,7 +16,6 @@ from typing import Any
 from kinspect.clients.zookeeper import read_leaders
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
-from kinspect.load.evidence import collect_lab_evidence
 from kinspect.load.rundir import (
     PID_FILE,
     SETTINGS_FILE,
@@ -28,6 +27,7 @@ from kinspect.load.rundir import (
 )
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import PartitionRead, verify
+from kinspect.postmortem.evidence import collect_lab_evidence
 
 Say = Callable[[str], None]
 AGREE_WAIT_S = 30.0  # a healed zombie learns it is no longer leader within a few seconds

@@ -22,9 +22,9 @@ from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.state import LabState, NodeState
 from kinspect.lab.topics import create_topics
 from kinspect.lab.topology import broker_id_of, broker_node
-from kinspect.load.evidence import recording_timeline
 from kinspect.load.rundir import SCENARIO_FILE, new_run_dir
 from kinspect.load.runner import run_load
+from kinspect.load.timeline import recording_timeline
 from kinspect.postmortem.finish import finish_run
 from kinspect.postmortem.report import blamed
 from kinspect.scenarios import probes

@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError
 
 from kinspect.clients.kafka import AUTH_HINT, AuthWatch, auth_reason, client_config
 from kinspect.errors import KinspectError
+from kinspect.lab import sasl
 from kinspect.load.runsettings import SECRETS_NOTE, LoadSettings
 from kinspect.profiles import load_profile
 
@@ -61,10 +62,10 @@ def test_the_lab_password_is_kept_as_its_file(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "sasl-password").write_text("lab-secret-value\n")
     state = SimpleNamespace(extra={"sasl": {"password_file": str(tmp_path / "sasl-password")}})
-    monkeypatch.setattr("kinspect.lab.state.load_state", lambda: state)
+    monkeypatch.setattr("kinspect.lab.sasl.load_state", lambda root=None: state)
     settings = LoadSettings(topic="t", bootstrap="b:1",
                             extra={"sasl.password": "lab-secret-value", "acks": "all"})
-    settings.save(tmp_path / "run")
+    settings.save(tmp_path / "run", sasl.secret_files())
     saved = json.loads((tmp_path / "run" / "settings.json").read_text())
     assert saved["extra"]["sasl.password"] == f"${{file:{tmp_path / 'sasl-password'}}}"
     assert SECRETS_NOTE not in saved

@@ -1,48 +1,22 @@
-"""Evidence for the post-mortem, kept in the run dir next to the ledger.
+"""The lab's evidence for the post-mortem, kept in the run dir next to the ledger.
 
-A run dir must explain itself after the lab is gone: the observer's timeline is recorded while
-load runs, and `verify` copies the fault journal, the brokers' logs and the replica snapshots
-(segment files kept before a broker could truncate) in beside the final log.
+After verify, the fault journal, the brokers' logs and the replica snapshots (segment files
+kept before a broker could truncate) are copied in, cut to the run's window, so a run dir
+explains itself after the lab is gone.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 
-from kinspect.errors import KinspectError
 from kinspect.lab import journal, open_backend
 from kinspect.lab.replicas import snapshots_between
 from kinspect.lab.state import LabState
 from kinspect.load.rundir import BROKER_LOGS_DIR, FAULTS_FILE, REPLICAS_DIR
 
 BROKER_LOGS = ("server.log", "controller.log", "state-change.log")
-
-
-@contextmanager
-def recording_timeline(bootstrap: str, zookeeper: str | None, run_dir: Path,
-                       expected: Mapping[int, str] | None = None,
-                       admin_config: Mapping[str, str] | None = None,
-                       zk_auth: list[tuple[str, str]] | None = None) -> Iterator[None]:
-    """Observe the cluster for the duration of a load run, appending events to timeline.jsonl.
-    It connects as the load does (SASL settings, ZooKeeper credentials of a profile)."""
-    from kinspect.sources.observer import Observer
-
-    observer = Observer(bootstrap, zookeeper, expected_brokers=expected, run_dir=run_dir,
-                        admin_config=dict(admin_config or {}), zk_auth=zk_auth)
-    try:
-        observer.start()
-    except KinspectError:
-        observer.stop()  # no timeline is a gap in the report, not a reason to refuse the load
-        yield
-        return
-    try:
-        yield
-    finally:
-        observer.stop()
 
 
 def collect_lab_evidence(run_dir: Path, lab: LabState, window: tuple[int, int],

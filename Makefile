@@ -64,9 +64,11 @@ docker-engine: system-deps
 images: docker-engine kafka
 	@if docker info >/dev/null 2>&1; then $(KINSPECT) lab images; fi
 
-lint: venv
+# Style, types, and the layers (import-linter contracts in pyproject.toml).
+lint: system-deps venv
 	$(VENV)/bin/ruff check kinspect tests bench screenshots docker
 	$(VENV)/bin/mypy kinspect bench
+	$(VENV)/bin/lint-imports
 
 bench: setup
 	$(PY) -m bench.run

@@ -32,7 +32,6 @@ from kinspect.scenarios.plan import FaultPlan, PlanLog
 from kinspect.scenarios.spec import METRICS, Scenario
 
 Say = Callable[[str], None]
-RESULT_FILE = SCENARIO_FILE
 
 
 def default_run_dir(name: str) -> Path:
@@ -167,7 +166,7 @@ def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = F
 
 def _save(run_dir: Path, row: dict[str, Any]) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RESULT_FILE).write_text(json.dumps(row, indent=2))
+    (run_dir / SCENARIO_FILE).write_text(json.dumps(row, indent=2))
 
 
 def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,

@@ -1,9 +1,9 @@
 """The kinspect TUI: renders the observer's model and dispatches keys to the console.
 
-Keys become `Fault`s (or a load, a scenario, a post-mortem) handed to the console, which is the
-lab's or a read-only stand-in. Everything that waits on a network, ZooKeeper or a subprocess
-runs in a thread worker that calls a service below the TUI and answers with messages; handlers
-here only render, and only they change the app's state.
+This module lays the screen out, takes in what the feed and the workers post, and handles the
+view keys; the keys that act are in acting.py. Everything that waits on a network, ZooKeeper
+or a subprocess runs in a thread worker that calls a service below the TUI and answers with
+messages; only the handlers change the app's state.
 """
 
 from __future__ import annotations
@@ -14,32 +14,24 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from kinspect.errors import error_line
-from kinspect.lab.faults import Fault, FaultKind, Scope
-from kinspect.lab.state import LabState, NodeState
-from kinspect.load.background import LoadRequest, LoadStatus
+from kinspect.lab.state import LabState
+from kinspect.load.background import LoadStatus
 from kinspect.model import ClusterSnapshot
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
+from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed, FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
-from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said, Severity
-from kinspect.tui.modals import (
-    ConfirmScreen,
-    HelpScreen,
-    IsolateScreen,
-    LoadForm,
-    PartitionEditor,
-    ScenarioPicker,
-)
+from kinspect.tui.messages import LoadStarted, ReportReady, Said
+from kinspect.tui.modals import HelpScreen
 from kinspect.tui.render import event_line, fault_line, header_text, load_text, warnings_text
 from kinspect.tui.report_screen import ReportScreen
 from kinspect.tui.widgets import BrokerTable, EventLog, PartitionTable
@@ -47,7 +39,9 @@ from kinspect.tui.widgets import BrokerTable, EventLog, PartitionTable
 FAULT_KEYS = {a.key: a for a in ACTIONS if a.fault}
 
 
-class KinspectApp(App[None]):
+class KinspectApp(ActingApp):
+    """The screen: brokers, partitions, events, the load and warnings, live."""
+
     CSS_PATH = Path(__file__).parent / "app.tcss"
     TITLE = "kinspect"
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
@@ -70,16 +64,8 @@ class KinspectApp(App[None]):
         self._next_draw = 0.0
         self.last_render_ms = 0.0
 
-    @property
-    def read_only_reason(self) -> str | None:
-        return self.lab_console.read_only_reason
 
     # ----- layout ----------------------------------------------------------------------
-
-    @property
-    def main(self) -> Screen[Any]:
-        """The main screen: data keeps arriving while a modal is on top of it."""
-        return self.screen_stack[0]
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
@@ -272,226 +258,6 @@ class KinspectApp(App[None]):
     def action_select_broker(self, broker_id: int) -> None:
         if not self.main.query_one(BrokerTable).select_broker(broker_id):
             self.notify(f"no broker {broker_id}", severity="warning")
-
-    # ----- fault keys ------------------------------------------------------------------
-
-    def _target(self) -> tuple[int, str] | None:
-        broker_id = self.main.query_one(BrokerTable).selected_broker
-        node = None
-        if broker_id is not None and self.lab is not None:
-            node = next((n.name for n in self.lab.brokers if n.broker_id == broker_id), None)
-        if broker_id is None or node is None:
-            self.notify("select a lab broker first (arrows in the brokers panel, or 1-9)",
-                        severity="warning")
-            return None
-        return broker_id, node
-
-    def _refused(self) -> bool:
-        if self.read_only_reason:
-            self.notify(f"refused — {self.read_only_reason}", severity="warning")
-            return True
-        return False
-
-    def _ask(self, question: str, detail: str, then: Callable[[], object]) -> None:
-        """Ask first (unless --no-confirm), then do it."""
-        if self.no_confirm:
-            then()
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                then()
-
-        self.push_screen(ConfirmScreen(question, detail), answered)
-
-    @work(thread=True, group="faults")
-    def apply_fault(self, fault: Fault) -> None:
-        """The console carries it out; the line it answers, or its error, is a toast."""
-        try:
-            self.post_message(Said(self.lab_console.apply(fault)))
-        except Exception as exc:  # the backend's errors are one line, like the CLI's
-            self.post_message(Said(error_line(exc), severity="error", timeout=8))
-
-    def _node_state(self, node: str) -> NodeState | None:
-        record = self.lab.node(node) if self.lab else None
-        return record.state if record else None
-
-    def _broker_fault(self, verb: str, detail: str, kind: Callable[[str], FaultKind]) -> None:
-        """Ask about the selected broker, then apply the fault `kind(node)` names."""
-        if self._refused():
-            return
-        target = self._target()
-        if target is None:
-            return
-        broker_id, node = target
-        self._ask(f"{verb} broker {broker_id} ({node})?", detail,
-                  lambda: self.apply_fault(Fault(kind(node), node)))
-
-    def action_kill(self) -> None:
-        self._broker_fault("Kill", "SIGKILL: the broker dies at once, like a crash.",
-                           lambda _node: FaultKind.KILL)
-
-    def action_stop(self) -> None:
-        self._broker_fault("Stop", "A clean shutdown: leadership moves away first.",
-                           lambda _node: FaultKind.STOP)
-
-    def action_start(self) -> None:
-        def kind(node: str) -> FaultKind:
-            state = self._node_state(node)
-            return FaultKind.RESTART if state is not None and state.alive else FaultKind.START
-
-        self._broker_fault("Start / restart", "Starts it if down, restarts it if running.", kind)
-
-    def action_pause(self) -> None:
-        def kind(node: str) -> FaultKind:
-            paused = self._node_state(node) == NodeState.PAUSED
-            return FaultKind.RESUME if paused else FaultKind.PAUSE
-
-        self._broker_fault("Pause / resume", "SIGSTOP freezes the JVM like a long GC pause; "
-                           "pressing again resumes it.", kind)
-
-    def action_isolate(self) -> None:
-        if self._refused():
-            return
-        target = self._target()
-        if target is None:
-            return
-        node = target[1]
-
-        def chosen(scope: str | None) -> None:
-            if scope:
-                self.apply_fault(Fault(FaultKind.ISOLATE, node, Scope(scope)))
-
-        self.push_screen(IsolateScreen(node), chosen)
-
-    def action_partition(self) -> None:
-        if self._refused() or self.lab is None:
-            return
-
-        def chosen(specs: list[str] | None) -> None:
-            if specs:
-                self.apply_fault(Fault(FaultKind.PARTITION,
-                                       groups=tuple(tuple(s.split(",")) for s in specs)))
-
-        self.push_screen(PartitionEditor([n.name for n in self.lab.nodes]), chosen)
-
-    def action_heal(self) -> None:
-        if self._refused():
-            return
-        self.apply_fault(Fault(FaultKind.HEAL))
-
-    # ----- load and post-mortem --------------------------------------------------------
-
-    def action_load(self) -> None:
-        if self._refused():
-            return
-        if self.load_dir is not None and self.load is not None and self.load.running:
-            run_dir = self.load_dir
-            self._ask("Stop the running load?", str(run_dir), lambda: self.stop_load(run_dir))
-            return
-        topics = sorted(t.name for t in self.snapshot.topics) if self.snapshot else []
-        self.push_screen(LoadForm([t for t in topics if not t.startswith("__")]),
-                         self._start_load)
-
-    def _start_load(self, request: LoadRequest | None) -> None:
-        if request is not None:
-            self.start_load(request)
-
-    @work(thread=True, group="load")
-    def start_load(self, request: LoadRequest) -> None:
-        try:
-            self.post_message(LoadStarted(self.lab_console.start_load(request)))
-        except Exception as exc:
-            self.post_message(Said(f"load did not start: {error_line(exc)}", severity="error"))
-
-    @work(thread=True, group="load")
-    def stop_load(self, run_dir: Path) -> None:
-        try:
-            self.post_message(Said(self.lab_console.stop_load(run_dir)))
-        except Exception as exc:
-            self.post_message(Said(error_line(exc), severity="error"))
-
-    def action_postmortem(self) -> None:
-        if self._refused() or self.lab is None:
-            return
-        if self.load is not None and self.load.running:
-            self.notify("the load is still running: stop it with l first", severity="warning")
-            return
-        self.run_postmortem(self.load_dir, self.lab)
-
-    @work(thread=True, exclusive=True, group="postmortem")
-    def run_postmortem(self, run_dir: Path | None, lab: LabState) -> None:
-        """verify (read the final log back) → evidence → Spark job → report screen."""
-        from kinspect.load.rundir import latest_run, report_dir
-        from kinspect.postmortem.finish import finish_run
-
-        run_dir = run_dir or latest_run()
-        if run_dir is None:
-            self.post_message(Said("no load run yet: start one with l, break something, then "
-                                   "press m", severity="warning"))
-            return
-        try:
-            report = finish_run(run_dir, lab.bootstrap, lab=lab, say=self._progress("post-mortem"))
-        except Exception as exc:  # one line, like the CLI; the run dir is untouched
-            self.post_message(Said(f"post-mortem failed: {error_line(exc)}", severity="error",
-                                   timeout=15))
-            return
-        self.post_message(ReportReady(report, report_dir(run_dir)))
-
-    def _progress(self, title: str) -> Callable[[str], None]:
-        """A worker's progress lines, as short toasts."""
-        def say(line: str) -> None:
-            self.post_message(Said(line, title=title, timeout=4))
-        return say
-
-    # ----- scenarios ---------------------------------------------------------------------
-
-    def action_scenario(self) -> None:
-        if self._refused():
-            return
-        if any(w.group == "scenario" and w.is_running for w in self.workers):
-            self.notify("a scenario is already running", severity="warning")
-            return
-        self.pick_scenario()
-
-    @work(thread=True, group="catalog")
-    def pick_scenario(self) -> None:
-        from kinspect.scenarios.catalog import builtin
-
-        try:
-            choices = [(s.name, s.title, s.expectation_text()) for s in builtin()]
-        except Exception as exc:
-            self.post_message(Said(error_line(exc), severity="error"))
-            return
-        self.post_message(CatalogReady(choices))
-
-    @on(CatalogReady)
-    def catalog_ready(self, message: CatalogReady) -> None:
-        self.push_screen(ScenarioPicker(message.choices), self._scenario_chosen)
-
-    def _scenario_chosen(self, name: str | None) -> None:
-        if name is not None:
-            self._ask(f"Run {name}?", "The lab is reset (its data wiped), then loaded and "
-                      "broken as the scenario says; watch it here.",
-                      lambda: self.run_scenario(name))
-
-    @work(thread=True, group="scenario")
-    def run_scenario(self, name: str) -> None:
-        """The run plays out on the main screen (the feed keeps observing); its progress lines
-        are toasts, then its verdict and its report."""
-        from kinspect.scenarios.background import follow
-
-        try:
-            outcome = follow(self.lab_console.start_scenario(name), self._progress(f"scenario {name}"))
-        except Exception as exc:  # a worker error would end the app
-            self.post_message(Said(f"scenario {name}: {error_line(exc)}", severity="error",
-                                   timeout=15))
-            return
-        severity: Severity = ("error" if outcome.failure else
-                              "information" if outcome.held else "warning")
-        self.post_message(Said(outcome.verdict(), severity=severity, timeout=15))
-        if outcome.report is not None and outcome.report_dir is not None:
-            self.post_message(ReportReady(outcome.report, outcome.report_dir))
 
 
 EVENT_BURST = 200

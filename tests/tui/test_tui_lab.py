@@ -139,3 +139,43 @@ def test_read_only_refuses_fault_keys(lab: dict[str, Any], test1: dict[str, Any]
     asyncio.run(scenario())
     status = kinspect("lab", "status", "--json").stdout
     assert '"paused"' not in status and '"killed"' not in status
+
+
+def test_an_observer_failure_is_shown_and_cleared(lab: dict[str, Any], zk: KazooClient,
+                                                 test1: dict[str, Any],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot builder fails (an injected fault in the model's builder, the one stand-in
+    here: the cluster and the observer's sources are real): the header says so and a toast
+    tells it once; when the builder recovers the header is clear again."""
+    from kinspect.sources import observer
+
+    real_build = observer.build_snapshot
+    failing = {"on": False}
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        if failing["on"]:
+            raise RuntimeError("injected builder fault")
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(observer, "build_snapshot", build)
+
+    def header(app: KinspectApp) -> str:
+        return str(app.screen_stack[0].query_one("#header").render())
+
+    async def scenario() -> None:
+        app = live_app(lab)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await until(pilot, lambda: cell(app, "leader") != "", 20, "test1 on screen")
+            assert "FAILING" not in header(app)
+            failing["on"] = True  # the AdminClient's next poll (each second) asks for a build
+            await until(pilot, lambda: "injected builder fault" in header(app), 20,
+                        "the builder's failure in the header")
+            assert "FAILING: no new snapshot" in header(app)
+            await pilot.pause(3)  # the feed reports it every second: still one toast
+            toasts = [n.message for n in app._notifications]
+            assert sum("injected builder fault" in t for t in toasts) == 1, toasts
+            failing["on"] = False
+            await until(pilot, lambda: "injected builder fault" not in header(app), 20,
+                        "the header clear once the builder recovers")
+
+    asyncio.run(scenario())

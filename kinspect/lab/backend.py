@@ -193,8 +193,10 @@ class LabBackend(ABC):
             case FaultKind.START:
                 assert node is not None
                 return self._start_node(state, node)
-            case FaultKind.RESTART:
+            case FaultKind.RESTART:  # a node that is down is started
                 assert node is not None
+                if not node.state.alive:
+                    return self._start_node(state, node)
                 if node.state == NodeState.PAUSED:  # a frozen JVM cannot shut down cleanly
                     self._change(state, node, FaultKind.RESUME)
                 self._change(state, node, FaultKind.STOP)

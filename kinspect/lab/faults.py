@@ -17,7 +17,7 @@ class FaultKind(StrEnum):
     KILL = "kill"
     STOP = "stop"
     START = "start"
-    RESTART = "restart"
+    RESTART = "restart"  # stop (resuming a paused node first), then start; a down node: start
     PAUSE = "pause"
     RESUME = "resume"
     PARTITION = "partition"

@@ -13,6 +13,7 @@ from typing import Any
 
 from textual import on, work
 from textual.app import App
+from textual.message import Message
 from textual.screen import Screen
 
 from kinspect.errors import error_line
@@ -76,17 +77,28 @@ class ActingApp(App[None]):
 
         self.push_screen(ConfirmScreen(question, detail), answered)
 
+    def _answer(self, do: Callable[[], list[Message]], failed: str = "",
+                timeout: float = 8) -> None:
+        """In a worker: post what `do` answers, or its error as one line (the console's and
+        the services' errors are one line, like the CLI's; an exception would end the app)."""
+        try:
+            messages = do()
+        except Exception as exc:
+            self.post_message(Said(failed + error_line(exc), severity="error", timeout=timeout))
+            return
+        for message in messages:
+            self.post_message(message)
+
+    def _progress(self, title: str) -> Callable[[str], None]:
+        """A worker's progress lines, as short toasts."""
+        def say(line: str) -> None:
+            self.post_message(Said(line, title=title, timeout=4))
+        return say
+
     @work(thread=True, group="faults")
     def apply_fault(self, fault: Fault) -> None:
-        """The console carries it out; the line it answers, or its error, is a toast."""
-        try:
-            self.post_message(Said(self.lab_console.apply(fault)))
-        except Exception as exc:  # the backend's errors are one line, like the CLI's
-            self.post_message(Said(error_line(exc), severity="error", timeout=8))
-
-    def _node_state(self, node: str) -> NodeState | None:
-        record = self.lab.node(node) if self.lab else None
-        return record.state if record else None
+        """The console carries it out; the line it answers is a toast."""
+        self._answer(lambda: [Said(self.lab_console.apply(fault))])
 
     def _broker_fault(self, verb: str, detail: str, kind: Callable[[str], FaultKind]) -> None:
         """Ask about the selected broker, then apply the fault `kind(node)` names."""
@@ -108,15 +120,13 @@ class ActingApp(App[None]):
                            lambda _node: FaultKind.STOP)
 
     def action_start(self) -> None:
-        def kind(node: str) -> FaultKind:
-            state = self._node_state(node)
-            return FaultKind.RESTART if state is not None and state.alive else FaultKind.START
-
-        self._broker_fault("Start / restart", "Starts it if down, restarts it if running.", kind)
+        self._broker_fault("Start / restart", "Starts it if down, restarts it if running.",
+                           lambda _node: FaultKind.RESTART)  # a down node's restart is a start
 
     def action_pause(self) -> None:
         def kind(node: str) -> FaultKind:
-            paused = self._node_state(node) == NodeState.PAUSED
+            record = self.lab.node(node) if self.lab else None
+            paused = record is not None and record.state == NodeState.PAUSED
             return FaultKind.RESUME if paused else FaultKind.PAUSE
 
         self._broker_fault("Pause / resume", "SIGSTOP freezes the JVM like a long GC pause; "
@@ -171,17 +181,12 @@ class ActingApp(App[None]):
 
     @work(thread=True, group="load")
     def start_load(self, request: LoadRequest) -> None:
-        try:
-            self.post_message(LoadStarted(self.lab_console.start_load(request)))
-        except Exception as exc:
-            self.post_message(Said(f"load did not start: {error_line(exc)}", severity="error"))
+        self._answer(lambda: [LoadStarted(self.lab_console.start_load(request))],
+                     "load did not start: ")
 
     @work(thread=True, group="load")
     def stop_load(self, run_dir: Path) -> None:
-        try:
-            self.post_message(Said(self.lab_console.stop_load(run_dir)))
-        except Exception as exc:
-            self.post_message(Said(error_line(exc), severity="error"))
+        self._answer(lambda: [Said(self.lab_console.stop_load(run_dir))])
 
     def action_postmortem(self) -> None:
         if self._refused() or self.lab is None:
@@ -193,7 +198,8 @@ class ActingApp(App[None]):
 
     @work(thread=True, exclusive=True, group="postmortem")
     def run_postmortem(self, run_dir: Path | None, lab: LabState) -> None:
-        """verify (read the final log back) → evidence → Spark job → report screen."""
+        """verify (read the final log back) → evidence → Spark job → report screen; a failure
+        is one line and leaves the run dir untouched."""
         from kinspect.load.rundir import latest_run, report_dir
         from kinspect.postmortem.finish import finish_run
 
@@ -202,19 +208,9 @@ class ActingApp(App[None]):
             self.post_message(Said("no load run yet: start one with l, break something, then "
                                    "press m", severity="warning"))
             return
-        try:
-            report = finish_run(run_dir, lab.bootstrap, lab=lab, say=self._progress("post-mortem"))
-        except Exception as exc:  # one line, like the CLI; the run dir is untouched
-            self.post_message(Said(f"post-mortem failed: {error_line(exc)}", severity="error",
-                                   timeout=15))
-            return
-        self.post_message(ReportReady(report, report_dir(run_dir)))
-
-    def _progress(self, title: str) -> Callable[[str], None]:
-        """A worker's progress lines, as short toasts."""
-        def say(line: str) -> None:
-            self.post_message(Said(line, title=title, timeout=4))
-        return say
+        self._answer(lambda: [ReportReady(finish_run(
+            run_dir, lab.bootstrap, lab=lab, say=self._progress("post-mortem")),
+            report_dir(run_dir))], "post-mortem failed: ", timeout=15)
 
     # ----- scenarios ---------------------------------------------------------------------
 
@@ -230,12 +226,8 @@ class ActingApp(App[None]):
     def pick_scenario(self) -> None:
         from kinspect.scenarios.catalog import builtin
 
-        try:
-            choices = [(s.name, s.title, s.expectation_text()) for s in builtin()]
-        except Exception as exc:
-            self.post_message(Said(error_line(exc), severity="error"))
-            return
-        self.post_message(CatalogReady(choices))
+        self._answer(lambda: [CatalogReady([(s.name, s.title, s.expectation_text())
+                                            for s in builtin()])])
 
     @on(CatalogReady)
     def catalog_ready(self, message: CatalogReady) -> None:
@@ -251,16 +243,16 @@ class ActingApp(App[None]):
     def run_scenario(self, name: str) -> None:
         """The run plays out on the main screen (the feed keeps observing); its progress lines
         are toasts, then its verdict and its report."""
-        from kinspect.scenarios.background import follow
+        from kinspect.scenarios.background import ScenarioOutcome, follow
 
-        try:
-            outcome = follow(self.lab_console.start_scenario(name), self._progress(f"scenario {name}"))
-        except Exception as exc:  # a worker error would end the app
-            self.post_message(Said(f"scenario {name}: {error_line(exc)}", severity="error",
-                                   timeout=15))
-            return
-        severity: Severity = ("error" if outcome.failure else
-                              "information" if outcome.held else "warning")
-        self.post_message(Said(outcome.verdict(), severity=severity, timeout=15))
-        if outcome.report is not None and outcome.report_dir is not None:
-            self.post_message(ReportReady(outcome.report, outcome.report_dir))
+        def verdict(outcome: ScenarioOutcome) -> list[Message]:
+            severity: Severity = ("error" if outcome.failure else
+                                  "information" if outcome.held else "warning")
+            said: list[Message] = [Said(outcome.verdict(), severity=severity, timeout=15)]
+            if outcome.report is not None and outcome.report_dir is not None:
+                said.append(ReportReady(outcome.report, outcome.report_dir))
+            return said
+
+        self._answer(lambda: verdict(follow(self.lab_console.start_scenario(name),
+                                            self._progress(f"scenario {name}"))),
+                     f"scenario {name}: ", timeout=15)

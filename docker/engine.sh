@@ -25,8 +25,11 @@ if command -v systemctl >/dev/null && systemctl start docker 2>/dev/null && dock
 fi
 log=/var/log/kinspect-dockerd.log
 say "starting dockerd (log: $log)"
+# The daemon outlives this script: it must not keep the caller's descriptors (a lock file a
+# wrapper holds, make's jobserver pipe), or whoever waits on them waits forever.
 nohup dockerd --bip 198.19.255.1/24 \
-  --default-address-pool base=198.19.240.0/20,size=24 >"$log" 2>&1 &
+  --default-address-pool base=198.19.240.0/20,size=24 </dev/null >"$log" 2>&1 \
+  3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then
     say "dockerd answers"

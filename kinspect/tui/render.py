@@ -39,12 +39,9 @@ def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
                 problems: tuple[str, ...] = ()) -> Text:
     """One line: where we are, who controls it, how fresh the picture is, what is failing."""
     text = Text.assemble(("kinspect ", "bold"), (title, "bold cyan"))
-    if problems:
-        text.append(f"  FAILING: {problems[0]}" + (f" (+{len(problems) - 1} more)"
-                                                   if len(problems) > 1 else ""),
-                    "bold white on red")
     if snapshot is None:
-        return text.append("  connecting…", "yellow")
+        text.append("  connecting…", "yellow")
+        return _failing(text, problems)
     controller = snapshot.controller
     if controller.id is None:
         text.append("  NO CONTROLLER", "bold white on red")
@@ -64,6 +61,14 @@ def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
         text.append(f"  STALE {age / 1000:.0f} s", "bold white on red")
     else:
         text.append(f"  {age / 1000:.1f} s ago", "dim")
+    return _failing(text, problems)
+
+
+def _failing(text: Text, problems: tuple[str, ...]) -> Text:
+    """Last on the line, so a long error never hides the controller or the staleness."""
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        text.append(f"  FAILING: {problems[0]}{more}", "bold white on red")
     return text
 
 

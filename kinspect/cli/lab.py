@@ -49,7 +49,7 @@ def register(commands: Any) -> None:
     for action, text in (("kill", "kill a node at once, like a crash (SIGKILL / docker kill)"),
                          ("stop", "clean shutdown of a node"),
                          ("start", "start a stopped or killed node"),
-                         ("restart", "stop then start a node"),
+                         ("restart", "stop then start a node (a node that is down is started)"),
                          ("pause", "freeze a node, like a long GC pause (SIGSTOP / docker pause)"),
                          ("resume", "thaw a paused node")):
         p = sub.add_parser(action, help=text)

@@ -185,16 +185,18 @@ class LabBackend(ABC):
             return self._carry_out(state, fault)
 
     def _carry_out(self, state: LabState, fault: Fault) -> str:
-        node = self._node(state, fault.node) if fault.node else None
         match fault.kind:
-            case FaultKind.KILL | FaultKind.STOP | FaultKind.PAUSE | FaultKind.RESUME:
-                assert node is not None
-                return self._change(state, node, fault.kind)
+            case FaultKind.PARTITION | FaultKind.ISOLATE:
+                return self._partition(state, fault)
+            case FaultKind.HEAL:
+                return self._heal(state)
+            case FaultKind.UNSLOW:
+                return self._unslow_links(state)
+        node = self._node(state, fault.node or "")  # every other kind names its node
+        match fault.kind:
             case FaultKind.START:
-                assert node is not None
                 return self._start_node(state, node)
             case FaultKind.RESTART:  # a node that is down is started
-                assert node is not None
                 if not node.state.alive:
                     return self._start_node(state, node)
                 if node.state == NodeState.PAUSED:  # a frozen JVM cannot shut down cleanly
@@ -202,16 +204,9 @@ class LabBackend(ABC):
                 self._change(state, node, FaultKind.STOP)
                 self._start_node(state, node)
                 return f"restarted {node.name}"
-            case FaultKind.PARTITION | FaultKind.ISOLATE:
-                return self._partition(state, fault)
-            case FaultKind.HEAL:
-                return self._heal(state)
             case FaultKind.SLOW:
-                assert node is not None
                 return self._slow_link(state, node, fault)
-            case FaultKind.UNSLOW:
-                return self._unslow_links(state)
-        raise KinspectError(f"unknown fault {fault.kind!r}")
+        return self._change(state, node, fault.kind)  # kill, stop, pause, resume
 
     def _change(self, state: LabState, node: NodeRecord, kind: FaultKind) -> str:
         """Kill, stop, pause or resume one node: refused when its state does not allow it."""

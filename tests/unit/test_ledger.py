@@ -128,13 +128,19 @@ def test_the_mark_is_one_fixed_width_write_in_place(tmp_path: Path) -> None:
         assert path.stat().st_size == size and read_marks(tmp_path)[0].upto == upto
 
 
-def test_a_clean_close_lowers_the_mark_to_what_was_sent(tmp_path: Path) -> None:
-    """Granted but never sent (a BufferError, then stop): a clean close knows, so no over-count."""
+def acked_writer(tmp_path: Path, granted: int, acked: int) -> LedgerWriter:
+    """A writer granted up to `granted` that sent and saw acknowledged seqs 0..acked-1."""
     writer = LedgerWriter(tmp_path, 0, "t", "1")
-    writer.grant(199)
-    for seq in range(120):
+    writer.grant(granted)
+    for seq in range(acked):
         writer.note_sent(seq, 1)
         writer.record(seq, 0, seq, 1, "acked", None, 1, 2)
+    return writer
+
+
+def test_a_clean_close_lowers_the_mark_to_what_was_sent(tmp_path: Path) -> None:
+    """Granted but never sent (a BufferError, then stop): a clean close knows, so no over-count."""
+    writer = acked_writer(tmp_path, granted=199, acked=120)
     writer.close([])
     assert read_marks(tmp_path)[0].upto == 119
     table = read_ledger(tmp_path)
@@ -154,11 +160,7 @@ def test_a_mark_below_the_chunks_changes_nothing(tmp_path: Path) -> None:
 
 def test_the_ledger_dir_still_reads_as_a_parquet_dataset(tmp_path: Path) -> None:
     """The mark is a `_` side file, as Parquet's own are: Arrow reading ledger/ skips it."""
-    writer = LedgerWriter(tmp_path, 0, "t", "1")
-    writer.grant(9)
-    for seq in range(10):
-        writer.note_sent(seq, 1)
-        writer.record(seq, 0, seq, 1, "acked", None, 1, 2)
+    writer = acked_writer(tmp_path, granted=9, acked=10)
     writer.flush(0)
     assert pq.read_table(tmp_path / "ledger").num_rows == 10
 

@@ -1,0 +1,46 @@
+"""The fault vocabulary: what each front end's words become, and what undoes a fault."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
+
+
+def test_every_disruptive_fault_has_the_repair_the_plan_undoes_it_with() -> None:
+    assert Fault(FaultKind.KILL, "kafka2").undo() == Fault(FaultKind.START, "kafka2")
+    assert Fault(FaultKind.STOP, "kafka2").undo() == Fault(FaultKind.START, "kafka2")
+    assert Fault(FaultKind.PAUSE, "kafka1").undo() == Fault(FaultKind.RESUME, "kafka1")
+    assert Fault(FaultKind.ISOLATE, "kafka1", Scope.ZK).undo() == Fault(FaultKind.HEAL)
+    assert Fault(FaultKind.SLOW, "kafka3", delay_ms=300).undo() == Fault(FaultKind.UNSLOW)
+    repairs = (FaultKind.START, FaultKind.RESUME, FaultKind.HEAL, FaultKind.UNSLOW)
+    assert all(Fault(k, None if not k.needs_node else "kafka1").undo() is None for k in repairs)
+    assert {k for k in FaultKind if k.disruptive} == {
+        FaultKind.KILL, FaultKind.STOP, FaultKind.PAUSE, FaultKind.PARTITION,
+        FaultKind.ISOLATE, FaultKind.SLOW}
+
+
+def test_a_fault_without_what_it_needs_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs a node"):
+        Fault(FaultKind.KILL)
+    with pytest.raises(ValueError, match="groups"):
+        Fault(FaultKind.PARTITION)
+
+
+@pytest.mark.parametrize(("do", "kind", "scope"), [
+    ("isolate", FaultKind.ISOLATE, Scope.ALL), ("isolate-zk", FaultKind.ISOLATE, Scope.ZK),
+    ("isolate-brokers", FaultKind.ISOLATE, Scope.BROKERS), ("kill", FaultKind.KILL, Scope.ALL)])
+def test_a_steps_word_becomes_the_labs_fault(do: str, kind: FaultKind, scope: Scope) -> None:
+    faults = FaultStep(do=do, after_s=0).faults(["kafka2", "kafka3"])
+    hit = ["kafka2"] if kind is FaultKind.ISOLATE else ["kafka2", "kafka3"]  # isolation: one
+    assert faults == [Fault(kind, node, scope) for node in hit]
+    assert do in DISRUPTIVE
+
+
+def test_heal_and_unslow_act_once_on_the_whole_lab() -> None:
+    assert FaultStep(do="heal", target="all", after_s=0).faults(["kafka1", "kafka2"]) == [
+        Fault(FaultKind.HEAL)]
+    assert FaultStep(do="slow", after_s=0, delay_ms=250, jitter_ms=50).faults(["kafka1"]) == [
+        Fault(FaultKind.SLOW, "kafka1", delay_ms=250, jitter_ms=50)]
+    assert str(Fault(FaultKind.ISOLATE, "kafka1", Scope.ZK)) == "isolate kafka1 from zk"

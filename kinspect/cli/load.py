@@ -50,7 +50,7 @@ def register(commands: Any) -> None:
     sub = load.add_subparsers(dest="load_command", metavar="ACTION", required=True)
 
     run = sub.add_parser("run", help="produce messages with unique ids, recording every ack")
-    run.add_argument("--topic", required=True)
+    run.add_argument("--topic", required=True, help="the topic to write to (must exist)")
     run.add_argument("--acks", help="0, 1 or all (default 1)")
     amount = run.add_mutually_exclusive_group()
     amount.add_argument("--count", type=option(1, 1_000_000_000, integer=True),
@@ -86,7 +86,7 @@ def register(commands: Any) -> None:
     stop.set_defaults(handler=cmd_stop)
 
     slow = sub.add_parser("slow", help="one message a second, watching the leader and offsets")
-    slow.add_argument("--topic", required=True)
+    slow.add_argument("--topic", required=True, help="the topic to write to (must exist)")
     slow.add_argument("--acks", help="0, 1 or all (default 1)")
     slow.add_argument("--count", type=option(1, 1_000_000_000, integer=True),
                       help="stop after this many messages")

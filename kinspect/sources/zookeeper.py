@@ -12,37 +12,23 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import KazooRetry
 
-from kinspect.clients.zookeeper import (
-    close,
-    json_object,
-    parse_partition_state,
-    partition_state_path,
-    quiet_kazoo,
-)
+from kinspect.clients.zookeeper import close, json_object, parse_partition_state, quiet_kazoo
 from kinspect.errors import KinspectError
 from kinspect.model import PartitionStateZ, ZkView
 
-Later = list[tuple[str, Callable[[Any, Any], bool]]]  # watches to set once the lock is free
-Change = Callable[[Any, Any, Later], "bool | None"]
 _STATES = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended",
            KazooState.LOST: "lost"}
 
 
-class ZooKeeperSource:
-    """Keeps a live ZkView of one cluster; reconnects by itself (kazoo retries forever).
 
-    Each kazoo client is a generation: its watch callbacks carry the generation they were set
-    for and, under the lock, do nothing (and end their watch) once a newer client replaced it,
-    so a thrown-away client's late notifications can neither write into the new view nor set
-    watches on the new client.
-    """
+class ZooKeeperSource:
+    """Keeps a live ZkView of one cluster; reconnects by itself (kazoo retries forever)."""
 
     def __init__(self, hosts: str, on_change: Callable[[], None],
                  auth: list[tuple[str, str]] | None = None, session_timeout_s: float = 10.0,
@@ -52,9 +38,8 @@ class ZooKeeperSource:
         self._on_change = on_change
         self._auth = auth or None
         self._session_timeout_s = session_timeout_s
-        self._lock = threading.Lock()
         self._zk = self._new_client()
-        self._generation = 0
+        self._lock = threading.Lock()
         self._session = "unknown"
         self._suspended_since: float | None = None
         self._controller: int | None = None
@@ -87,21 +72,24 @@ class ZooKeeperSource:
         """
         with self._lock:
             since = self._suspended_since
-            if since is None or time.monotonic() - since < after_s:
-                return False
+        if since is None or time.monotonic() - since < after_s:
+            return False
+        with self._lock:
             self._suspended_since = time.monotonic()  # not again before after_s more
         fresh = self._new_client()
         fresh.add_listener(self._session_changed)
         try:
             fresh.start(timeout=5.0)
         except Exception:  # still unreachable: keep the old client (and its view) retrying
-            close(fresh)
+            with contextlib.suppress(Exception):
+                fresh.stop()
+                fresh.close()
             return False
         # Only now, with a session in hand, is the old view thrown away and built anew: the
-        # swap, the new generation and the cleared view are one step under the lock.
+        # swap and the cleared view are one step under the lock, so no reader sees the new
+        # client beside the old client's view.
         with self._lock:
             old, self._zk = self._zk, fresh
-            self._generation += 1
             self._controller = self._controller_epoch = None
             self._brokers.clear()
             self._assignments.clear()
@@ -144,16 +132,17 @@ class ZooKeeperSource:
         with self._lock:
             self._session = "connected"
             self._suspended_since = None
-            zk, generation = self._zk, self._generation
-        DataWatch(zk, "/controller", self._on(generation, self._controller_changed))
-        DataWatch(zk, "/controller_epoch", self._on(generation, self._epoch_changed))
-        ChildrenWatch(zk, "/brokers/ids", self._on(generation, self._broker_ids_changed))
-        ChildrenWatch(zk, "/brokers/topics", self._on(generation, self._topics_changed))
+        DataWatch(self._zk, "/controller", self._controller_changed)
+        DataWatch(self._zk, "/controller_epoch", self._epoch_changed)
+        ChildrenWatch(self._zk, "/brokers/ids", self._broker_ids_changed)
+        ChildrenWatch(self._zk, "/brokers/topics", self._topics_changed)
 
     def stop(self) -> None:
-        with self._lock:
-            zk = self._zk
-        close(zk)
+        try:
+            self._zk.stop()
+            self._zk.close()
+        except Exception:  # stopping must never raise: it runs in teardown paths
+            pass
 
     def view(self) -> ZkView:
         with self._lock:
@@ -169,23 +158,15 @@ class ZooKeeperSource:
     # ----- watch callbacks (kazoo threads) ---------------------------------------------
 
     # kazoo passes the event as a third argument to callbacks taking three, so each watch gets
-    # a closure of exactly (data, stat). A change runs with the lock held and only while its
-    # generation is current; the watches it asks for are set after the lock is released
-    # (DataWatch reads its znode at once, calling back into this class). False ends a watch.
-    def _on(self, generation: int, change: Change) -> Callable[[Any, Any], bool]:
-        def callback(data: Any, stat: Any = None) -> bool:
-            later: list[tuple[str, Callable[[Any, Any], bool]]] = []
-            with self._lock:
-                if generation != self._generation:
-                    return False
-                zk = self._zk
-                keep = change(data, stat, later)
-            for path, then in later:
-                with contextlib.suppress(Exception):  # a client closed meanwhile: a new
-                    DataWatch(zk, path, then)         # generation sets its own watches
-            self._changed()
-            return keep is not False
-        return callback
+    # a closure of exactly (data, stat).
+    def _on_broker(self, broker: int) -> Callable[[bytes | None, Any], bool]:
+        return lambda data, _stat: self._broker_changed(broker, data)
+
+    def _on_assignment(self, topic: str) -> Callable[[bytes | None, Any], bool]:
+        return lambda data, _stat: self._assignment_changed(topic, data)
+
+    def _on_state(self, key: tuple[str, int]) -> Callable[[bytes | None, Any], bool]:
+        return lambda data, stat: self._state_changed(key, data, stat)
 
     def _changed(self) -> None:
         self.last_change_ns = time.time_ns()
@@ -200,70 +181,85 @@ class ZooKeeperSource:
                 self._suspended_since = time.monotonic()
         self._changed()
 
-    def _controller_changed(self, data: bytes | None, _stat: Any, _later: Later) -> None:
+    def _controller_changed(self, data: bytes | None, _stat: Any) -> None:
         info = json_object(data)
-        self._controller = int(info["brokerid"]) if info and "brokerid" in info else None
+        with self._lock:
+            self._controller = int(info["brokerid"]) if info and "brokerid" in info else None
+        self._changed()
 
-    def _epoch_changed(self, data: bytes | None, _stat: Any, _later: Later) -> None:
-        self._controller_epoch = int(data) if data and data.strip().isdigit() else None
+    def _epoch_changed(self, data: bytes | None, _stat: Any) -> None:
+        with self._lock:
+            self._controller_epoch = int(data) if data and data.strip().isdigit() else None
+        self._changed()
 
-    def _broker_ids_changed(self, children: list[str] | None, _stat: Any, later: Later) -> None:
-        ids = {int(c) for c in children or [] if c.isdigit()}
-        for gone in set(self._brokers) - ids:
-            del self._brokers[gone]
-        new = ids - self._watched_brokers
-        self._watched_brokers |= new
+    def _broker_ids_changed(self, children: list[str]) -> None:
+        ids = {int(c) for c in children if c.isdigit()}
+        with self._lock:
+            for gone in set(self._brokers) - ids:
+                del self._brokers[gone]
+            new = ids - self._watched_brokers
+            self._watched_brokers |= new
         for broker in sorted(new):
-            later.append((f"/brokers/ids/{broker}",
-                          self._on(self._generation, partial(self._broker_changed, broker))))
+            DataWatch(self._zk, f"/brokers/ids/{broker}", self._on_broker(broker))
+        self._changed()
 
-    def _broker_changed(self, broker: int, data: bytes | None, _stat: Any, _later: Later) -> bool:
+    def _broker_changed(self, broker: int, data: bytes | None) -> bool:
         info = json_object(data)
-        if info is None:
-            self._brokers.pop(broker, None)
-            self._watched_brokers.discard(broker)
-            return False  # ends the DataWatch: the id gets a new one if it returns
-        endpoints = info.get("endpoints") or []
-        self._brokers[broker] = (str(endpoints[0]).split("://", 1)[-1] if endpoints
-                                 else f"{info.get('host')}:{info.get('port')}")
-        return True
+        with self._lock:
+            if info is None:
+                self._brokers.pop(broker, None)
+                self._watched_brokers.discard(broker)
+                keep = False
+            else:
+                endpoints = info.get("endpoints") or []
+                address = str(endpoints[0]).split("://", 1)[-1] if endpoints else (
+                    f"{info.get('host')}:{info.get('port')}")
+                self._brokers[broker] = address
+                keep = True
+        self._changed()
+        return keep  # returning False ends a DataWatch: the id will get a new one if it returns
 
-    def _topics_changed(self, children: list[str] | None, _stat: Any, later: Later) -> None:
-        children = children or []
-        for gone in set(self._assignments) - set(children):
-            del self._assignments[gone]
-            for key in [k for k in self._states if k[0] == gone]:
-                del self._states[key]
-        new = set(children) - self._watched_topics
-        self._watched_topics |= new
+    def _topics_changed(self, children: list[str]) -> None:
+        with self._lock:
+            for gone in set(self._assignments) - set(children):
+                del self._assignments[gone]
+                for key in [k for k in self._states if k[0] == gone]:
+                    del self._states[key]
+            new = set(children) - self._watched_topics
+            self._watched_topics |= new
         for topic in sorted(new):
-            later.append((f"/brokers/topics/{topic}",
-                          self._on(self._generation, partial(self._assignment_changed, topic))))
+            DataWatch(self._zk, f"/brokers/topics/{topic}", self._on_assignment(topic))
+        self._changed()
 
-    def _assignment_changed(self, topic: str, data: bytes | None, _stat: Any, later: Later) -> bool:
+    def _assignment_changed(self, topic: str, data: bytes | None) -> bool:
         info = json_object(data)
         if info is None:
-            self._watched_topics.discard(topic)
-            self._assignments.pop(topic, None)
+            with self._lock:
+                self._watched_topics.discard(topic)
+                self._assignments.pop(topic, None)
+            self._changed()
             return False
         partitions = {int(p): tuple(int(r) for r in replicas)
                       for p, replicas in (info.get("partitions") or {}).items()}
-        self._assignments[topic] = partitions
-        new = {(topic, p) for p in partitions} - self._watched_partitions
-        self._watched_partitions |= new
+        with self._lock:
+            self._assignments[topic] = partitions
+            new = {(topic, p) for p in partitions} - self._watched_partitions
+            self._watched_partitions |= new
         for key in sorted(new):
-            later.append((partition_state_path(*key),
-                          self._on(self._generation, partial(self._state_changed, key))))
+            path = f"/brokers/topics/{key[0]}/partitions/{key[1]}/state"
+            DataWatch(self._zk, path, self._on_state(key))
+        self._changed()
         return True
 
-    def _state_changed(self, key: tuple[str, int], data: bytes | None, stat: Any,
-                       _later: Later) -> bool:
+    def _state_changed(self, key: tuple[str, int], data: bytes | None, stat: Any) -> bool:
         state = parse_partition_state(data, int(stat.mtime) if stat is not None else None)
-        if state is None:
-            self._states.pop(key, None)
-            if key[0] not in self._assignments:
-                self._watched_partitions.discard(key)
-                return False
-        else:
-            self._states[key] = state
+        with self._lock:
+            if state is None:
+                self._states.pop(key, None)
+                if key[0] not in self._assignments:
+                    self._watched_partitions.discard(key)
+                    return False
+            else:
+                self._states[key] = state
+        self._changed()
         return True

@@ -11,6 +11,7 @@ import asyncio
 import subprocess
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 from bench.lab import bench_lab, describe
@@ -62,16 +63,31 @@ class TimedApp(KinspectApp):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.render_log: list[tuple[float, float]] = []
+        self.events_seen: Counter[str] = Counter()
 
     def _draw(self, message: SnapshotArrived) -> None:
-        before = self.snapshot
-        super()._draw(message)
-        if self.snapshot is not None and self.snapshot is not before:
-            lag = time.time() * 1000 - self.snapshot.taken_at
+        latest = message.latest()
+        if latest is None:
+            return
+        snapshot, events = latest
+        super()._draw(SnapshotArrived(snapshot, events))
+        if self.snapshot is snapshot:
+            lag = time.time() * 1000 - snapshot.taken_at
             self.render_log.append((lag, self.last_render_ms))
+            self.events_seen.update(str(event.kind) for event in events)
+
+    def unsettled(self) -> list[str]:
+        """Partitions without a leader or with a partial ISR: 'idle' means a cluster that is
+        not changing, so the bench waits for none."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            return ["no snapshot"]
+        return [f"{topic.name}-{p.partition} leader {p.leader} isr {p.isr}/{p.replicas}"
+                for topic in snapshot.topics for p in topic.partitions
+                if p.leader is None or len(p.isr) != len(p.replicas)]
 
 
-async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
+async def measure(lab: dict[str, Any]) -> dict[str, Any]:
     expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
     feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], True, expected, title="bench")
     app = TimedApp(feed, LabConsole(), no_confirm=True)
@@ -81,13 +97,18 @@ async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
             if time.monotonic() > deadline:
                 raise SystemExit("bench: the table never showed 2,000 partitions")
             await pilot.pause(0.2)
+        settle_deadline = time.monotonic() + 60
+        while app.unsettled() and time.monotonic() < settle_deadline:
+            await pilot.pause(1)
         await pilot.pause(2)
         watch = LoopWatch()
         app.render_log.clear()
+        app.events_seen.clear()
         watch.start()
         idle = await presses(pilot, ["down"] * 20)
         idle_stall = watch.stop()
         steady_lag = [lag for lag, _ in app.render_log]
+        idle_events = dict(app.events_seen)
         subprocess.run([sys.executable, "-m", "kinspect", "lab", "kill", "kafka3"], check=True,
                        capture_output=True)
         app.render_log.clear()
@@ -102,7 +123,8 @@ async def measure(lab: dict[str, Any]) -> dict[str, list[float]]:
                    capture_output=True)
     return {"idle_keys": idle, "churn_keys": churn, "filter_keys": filter_keys,
             "idle_stall": idle_stall, "churn_stall": churn_stall, "steady_lag": steady_lag or [0.0],
-            "churn_lag": churn_lag or [0.0], "churn_render": churn_render or [0.0]}
+            "churn_lag": churn_lag or [0.0], "churn_render": churn_render or [0.0],
+            "idle_draws": len(steady_lag), "idle_events": idle_events, "unsettled": app.unsettled()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         _create_big_topic(lab["bootstrap"])
         result = asyncio.run(measure(lab))
     print(f"\n## TUI with {BIG_PARTITIONS:,} partitions (ms)")
+    unsettled = result["unsettled"]
+    print(f"- idle phase: {len(unsettled)} partitions unsettled {unsettled[:3]}, "
+          f"{result['idle_draws']} snapshots drawn, events {result['idle_events'] or 'none'}")
     print(f"- key response, idle: {describe(result['idle_keys'])}")
     print(f"- key response while a broker dies (2,000 partitions changing): "
           f"{describe(result['churn_keys'])}")

@@ -20,7 +20,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import demo, health, lab, load, observe, postmortem, scenario
+    from kinspect.cli import consume, demo, health, lab, load, observe, postmortem, scenario
 
     parser = _Parser(
         prog="kinspect", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     observe.register(commands)
     health.register(commands)
     load.register(commands)
+    consume.register(commands)
     postmortem.register(commands)
     scenario.register(commands)
     return parser

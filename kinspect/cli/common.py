@@ -80,3 +80,11 @@ def librdkafka_properties(args: argparse.Namespace) -> dict[str, str]:
         if SECRET_KEY.search(key):
             remember_secret(value)
     return out
+
+
+def progress_line(line: str) -> None:
+    """Live progress on stderr: rewritten in place on a terminal, one line each otherwise."""
+    if sys.stderr.isatty():
+        print("\r" + line, end="", file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)

@@ -9,19 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import existing_dir, option, topic_name, writable_dir
-from kinspect.cli.common import add_cluster_arguments, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, progress_line, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.lab import sasl
 
 if TYPE_CHECKING:
     from kinspect.load.runsettings import LoadSettings
-
-
-def _progress(line: str) -> None:
-    if sys.stderr.isatty():
-        print("\r" + line, end="", file=sys.stderr, flush=True)
-    else:
-        print(line, file=sys.stderr, flush=True)
 
 
 def _rate(text: str) -> float | None:
@@ -159,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     settings.validate()
     zookeeper = None if args.no_timeline else cluster.zookeeper
-    summary = run_load(settings, args.run_dir, progress=None if args.json else _progress,
+    summary = run_load(settings, args.run_dir, progress=None if args.json else progress_line,
                        zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
                        zk_auth=list(cluster.zk_auth) or None, origin=args.origin,
                        secret_files=sasl.secret_files())
@@ -229,7 +222,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if topic != args.topic:
         raise KinspectError(f"{args.run_dir} is a run on {topic!r}, not {args.topic!r}")
     verified = verify_run(args.run_dir, cluster.bootstrap, cluster.kafka, cluster.lab,
-                          None if args.json else _progress, timeout_s=args.timeout)
+                          None if args.json else progress_line, timeout_s=args.timeout)
     reads, total = verified.reads, sum(r.records for r in verified.reads)
     if args.json:
         print(json.dumps({"topic": args.topic, "in_log": total, "warnings": verified.warnings,

@@ -152,7 +152,7 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
     # properties themselves through a pipe, closed at once (nothing on disk, nothing in argv)
     secrets = json.dumps({"extra": settings.extra}).encode()
     for worker in workers:
-        _hand_over(worker, secrets)
+        hand_over(worker, secrets)
     (run_dir / WORKERS_FILE).write_text(json.dumps([w.pid for w in workers]))
     stopping = False
 
@@ -186,7 +186,7 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
     return summary
 
 
-def _hand_over(worker: subprocess.Popen[bytes], data: bytes) -> None:
+def hand_over(worker: subprocess.Popen[bytes], data: bytes) -> None:
     """Write to the worker's stdin and close it (a worker that died at once: its exit code
     tells)."""
     if worker.stdin is None:

@@ -90,15 +90,17 @@ def _write(table: pa.Table, path: Path) -> None:
 
 def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
            progress: Callable[[str], None] | None = None,
-           config: dict[str, str] | None = None) -> list[PartitionRead]:
-    """Read every partition to its high watermark; write the final log; return counts."""
+           config: dict[str, str] | None = None, isolation: str = "read_uncommitted",
+           into: str = FINAL_LOG_DIR) -> list[PartitionRead]:
+    """Read every partition to its high watermark; write the final log (RUN_DIR/`into`);
+    return counts. read_committed (a transactional output) leaves aborted records out."""
     settings, auth = client_config({
         **(config or {}),
         "bootstrap.servers": bootstrap,
         "group.id": f"kinspect-verify-{uuid.uuid4().hex[:8]}",  # never joined: we assign()
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
-        "isolation.level": "read_uncommitted",
+        "isolation.level": isolation,
         "auto.offset.reset": "earliest",  # a log start that moved under us: read from the start
         "enable.partition.eof": True,
         "socket.timeout.ms": 10000,
@@ -126,13 +128,13 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
                 raise KinspectError(f"cannot read offsets of {topic}-{partition}: "
                                     f"{exc.args[0].str()}") from None
             ranges[partition] = (low, high)
-        return _read_all(consumer, topic, ranges, run_dir, timeout_s, progress)
+        return _read_all(consumer, topic, ranges, run_dir / into, timeout_s, progress)
     finally:
         consumer.close()
 
 
 def _read_all(consumer: Consumer, topic: str, ranges: dict[int, tuple[int, int]],
-              run_dir: Path, timeout_s: float,
+              out: Path, timeout_s: float,
               progress: Callable[[str], None] | None) -> list[PartitionRead]:
     columns = {p: _Columns() for p in ranges}
     pending = {p for p, (low, high) in ranges.items() if high > low}
@@ -163,7 +165,6 @@ def _read_all(consumer: Consumer, topic: str, ranges: dict[int, tuple[int, int]]
         if progress and time.monotonic() - last_report > 1.0:
             progress(f"read {seen:,} of {total:,} records")
             last_report = time.monotonic()
-    out = run_dir / FINAL_LOG_DIR
     out.mkdir(parents=True, exist_ok=True)
     reads = []
     for partition, (low, high) in sorted(ranges.items()):

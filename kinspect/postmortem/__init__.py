@@ -57,6 +57,7 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
         try:
             results = _run_queries(spark, inputs, int(fault["ts"]) if fault else None, say,
                                    history, held_path)
+            consumer_side = _consumer_side(spark, inputs, say)
         finally:
             if own:
                 spark.stop()
@@ -68,6 +69,10 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     engine, groups, epochs, ranges, log_stats, gaps, bounds, per_second = results
     report = _assemble(inputs, groups, epochs, ranges, log_stats, gaps, bounds, fault, log_events,
                        engine)
+    if consumer_side is not None:
+        report["consumers"] = consumer_side
+        words = consumer_side["explanation"]
+        report["explanation"] += (" " + words) if words else ""
     report["out"] = str(out)
     report["seconds"] = round(time.monotonic() - started, 2)
     events = report.pop("_events")
@@ -142,6 +147,22 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
     log_stats = queries.final_log_stats(every_run, inputs.run_id)
     return (f"pyspark {pyspark.__version__}", groups, epochs, ranges, log_stats, gaps, bounds,
             per_second)
+
+
+def _consumer_side(spark: Any, inputs: Any, say: Callable[[str], None]) -> dict[str, Any] | None:
+    """The consumer group's counts and story, when consumers ran in this run dir."""
+    from kinspect.load.consumers.ledger import read_consumer_ledger
+    from kinspect.postmortem import consumer_story, job
+    from kinspect.postmortem.consumers import consumer_counts, consumer_inputs
+
+    side = consumer_inputs(inputs.run_dir)
+    if side is None:
+        return None
+    say(f"consumer group {side.settings.group}: matching its processing with the final log…")
+    counts = consumer_counts(spark, inputs.run_dir, side, job.final_log_frame(spark, inputs))
+    ledger = read_consumer_ledger(inputs.run_dir)
+    lost = consumer_story.lost_ranges(counts["never"], ledger)
+    return consumer_story.summary(side, counts, lost, ledger)
 
 
 def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, Any]],

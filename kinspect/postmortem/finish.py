@@ -16,6 +16,12 @@ from typing import Any
 from kinspect.clients.zookeeper import read_leaders
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
+from kinspect.load.consumers.settings import (
+    OUTPUT_ALL_DIR,
+    OUTPUT_COMMITTED_DIR,
+    ConsumeSettings,
+    consumer_dir,
+)
 from kinspect.load.rundir import (
     PID_FILE,
     SETTINGS_FILE,
@@ -61,8 +67,16 @@ def verify_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
                             f"disagree about the leader of {disagree}: the final log may change")
     for line in warnings:
         say(line)
+    consumers = consumers_of(run_dir)
     say(f"reading {settings.topic} back to its high watermark…")
     reads = verify(bootstrap, settings.topic, run_dir, timeout_s, say, config)
+    if consumers is not None and consumers.output is not None:
+        say(f"reading the output {consumers.output} back, as read_committed and "
+            "read_uncommitted consumers see it…")
+        verify(bootstrap, consumers.output, run_dir, timeout_s, say, config,
+               "read_committed", OUTPUT_COMMITTED_DIR)
+        verify(bootstrap, consumers.output, run_dir, timeout_s, say, config,
+               "read_uncommitted", OUTPUT_ALL_DIR)
     info = mark(run_dir, verified_at_ms=now_ms())
     (run_dir / VERIFY_FILE).write_text(json.dumps({"warnings": warnings, "partitions": [
         {"partition": r.partition, "log_start": r.log_start, "high_watermark": r.high_watermark,
@@ -72,6 +86,17 @@ def verify_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
         window = info.window() if info else _legacy_window(run_dir)
         kept = collect_lab_evidence(run_dir, lab, window, settings.topic)
     return Verified(settings.topic, reads, kept, warnings)
+
+
+def consumers_of(run_dir: Path) -> ConsumeSettings | None:
+    """The settings of the consumer group that ran in this run dir (None: none ran); a
+    group still running is refused, as a running load is."""
+    if not (consumer_dir(run_dir) / "settings.json").is_file():
+        return None
+    if load_running(consumer_dir(run_dir)):
+        raise KinspectError(f"the consumers of {run_dir} are still running: stop them first "
+                            f"(kinspect consume stop --run-dir {run_dir})")
+    return ConsumeSettings.load(run_dir)
 
 
 def finish_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = None,

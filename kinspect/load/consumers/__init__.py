@@ -1,0 +1,1 @@
+"""Consumers that keep a ledger: what a consumer group received, processed and committed."""

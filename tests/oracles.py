@@ -83,3 +83,72 @@ def held_by(run_dir: Path, broker: int, run_id: str) -> dict[str, int]:
         if found and found[1] == run_id:
             held[f"{found[1]}-{found[2]}-{found[3]}"] = record["epoch"]
     return held
+
+
+def kcat_records(bootstrap: str, topic: str,
+                 isolation: str = "read_uncommitted") -> list[tuple[int, int, str | None]]:
+    """(partition, offset, id or None) of every record kcat reads from the beginning."""
+    out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
+                          "-q", "-X", f"isolation.level={isolation}", "-f", "%p %o %s\n"],
+                         capture_output=True, text=True, timeout=180, check=True).stdout
+    records = []
+    for line in out.splitlines():
+        partition, offset, value = [*line.split(" ", 2), ""][:3]
+        found = IDENT.match(value)
+        records.append((int(partition), int(offset),
+                        f"{found[1]}-{found[2]}-{found[3]}" if found else None))
+    return records
+
+
+def group_offsets(bootstrap: str, group: str) -> dict[int, int]:
+    """The group's committed offset per partition, as Kafka's own kafka-consumer-groups
+    (ConsumerGroupCommand) describes it."""
+    from kinspect.lab import dist
+
+    command = dist.ensure().tool_command("kafka.admin.ConsumerGroupCommand", "--bootstrap-server",
+                                         bootstrap, "--describe", "--group", group)
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    offsets = {}
+    for line in out.splitlines():
+        cells = line.split()
+        if len(cells) >= 4 and cells[0] == group and cells[3].isdigit():
+            offsets[int(cells[2])] = int(cells[3])
+    return offsets
+
+
+def duckdb_consumer_recount(run_dir: Path, log: list[tuple[int, int, str | None]],
+                            starts: dict[int, int], ends: dict[int, int],
+                            output: list[tuple[int, int, str | None]] | None = None,
+                            ) -> dict[str, int]:
+    """The consumer side's counts, in DuckDB SQL: the input log (kcat's), the group's range
+    (from Kafka's own tool), and the consumer ledger's CSV files as written; with `output`,
+    the committed output (kcat's, read_committed) is the evidence of processing instead."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE log (p INTEGER, o BIGINT, id VARCHAR)")
+    con.executemany("INSERT INTO log VALUES (?, ?, ?)", log)
+    con.execute("CREATE TABLE ranges (p INTEGER, lo BIGINT, hi BIGINT)")
+    con.executemany("INSERT INTO ranges VALUES (?, ?, ?)",
+                    [(p, starts.get(p, 0), ends.get(p, starts.get(p, 0))) for p in ends])
+    records = str(run_dir / "consumer" / "ledger" / "c*-i*.records.csv")
+    if output is None:
+        evidence = (f"SELECT \"partition\" AS p, \"offset\" AS o, count(*) AS ok FROM "
+                    f"read_csv('{records}', header = true) WHERE outcome = 'processed' "
+                    "GROUP BY 1, 2")
+        join = "LEFT JOIN evidence e ON e.p = a.p AND e.o = a.o"
+    else:
+        con.execute("CREATE TABLE output (p INTEGER, o BIGINT, id VARCHAR)")
+        con.executemany("INSERT INTO output VALUES (?, ?, ?)", output)
+        evidence = "SELECT id, count(*) AS ok FROM output WHERE id IS NOT NULL GROUP BY 1"
+        join = "LEFT JOIN evidence e ON e.id = a.id"
+    row = con.execute(f"""
+        WITH answered AS (SELECT l.* FROM log l JOIN ranges r ON l.p = r.p
+                          WHERE l.o >= r.lo AND l.o < r.hi),
+             evidence AS ({evidence}),
+             matched AS (SELECT coalesce(e.ok, 0) AS ok FROM answered a {join})
+        SELECT count(*), count(*) FILTER (WHERE ok > 0), count(*) FILTER (WHERE ok = 0),
+               count(*) FILTER (WHERE ok > 1) FROM matched""").fetchone()
+    assert row is not None
+    keys = ("answered_for", "processed", "never_processed", "processed_twice")
+    return dict(zip(keys, (int(v) for v in row), strict=True))

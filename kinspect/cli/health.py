@@ -27,6 +27,9 @@ def register(commands: Any) -> None:
     health.add_argument("--json", action="store_true", help="one JSON object on stdout")
     health.add_argument("--timeout", type=option(1, 600), default=15.0, metavar="S",
                         help="seconds to wait for the cluster's answers, 1 to 600 (default 15)")
+    health.add_argument("--max-lag", type=option(0, 10**15, integer=True), metavar="N",
+                        help="also warn (exit 1) when a consumer group lags more than N records "
+                             "(default: lag is reported, not judged)")
     add_cluster_arguments(health)
     health.set_defaults(handler=cmd_health)
 
@@ -54,8 +57,10 @@ def observe_once(cluster: ClusterTarget, timeout_s: float) -> tuple[ClusterSnaps
         watcher.stop()
 
 
-def assess(snapshot: ClusterSnapshot, zk_error: str | None) -> dict[str, Any]:
-    """The verdict and its reasons, as data (pure)."""
+def assess(snapshot: ClusterSnapshot, zk_error: str | None,
+           max_lag: int | None = None) -> dict[str, Any]:
+    """The verdict and its reasons, as data (pure). Consumer lag is listed; it is judged
+    only against `max_lag` when one is given (health is about ISR health first)."""
     if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
         return {"verdict": "unreachable", "problems": [
             f"no broker answered{': ' + snapshot.admin_error if snapshot.admin_error else ''}"
@@ -82,6 +87,11 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None) -> dict[str, Any]:
         warnings.append(f"the brokers report controller {controller.broker_reported_id}, "
                         f"ZooKeeper says {controller.id}")
     warnings += list(report.risky_settings)
+    if max_lag is not None:
+        warnings += [f"consumer group {g.group_id} lags {g.lag:,} records (over {max_lag:,})"
+                     for g in snapshot.groups if g.lag is not None and g.lag > max_lag]
+    groups = [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag}
+              for g in snapshot.groups]
     verdict = "critical" if critical else "warning" if warnings else "healthy"
     return {
         "verdict": verdict, "problems": critical + warnings,
@@ -95,13 +105,14 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None) -> dict[str, Any]:
         "offline": list(report.offline), "under_min_isr": list(report.under_min_isr),
         "at_min_isr": list(report.at_min_isr), "under_replicated": list(report.under_replicated),
         "risky_settings": list(report.risky_settings), "limitations": list(snapshot.limitations),
+        "groups": groups,
     }
 
 
 def cmd_health(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args)
     snapshot, zk_error = observe_once(cluster, args.timeout)
-    result = {"cluster": redact(cluster.label), **assess(snapshot, zk_error)}
+    result = {"cluster": redact(cluster.label), **assess(snapshot, zk_error, args.max_lag)}
     result["exit_code"] = EXIT[result["verdict"]]
     if args.json:
         print(redact(json.dumps(result)))
@@ -109,6 +120,10 @@ def cmd_health(args: argparse.Namespace) -> int:
         print(redact(f"{result['verdict'].upper()}: {result['cluster']}"))
         for problem in result["problems"]:
             print(redact(f"  - {problem}"))
+        for group in result.get("groups", []):
+            lag = "?" if group["lag"] is None else f"{group['lag']:,}"
+            print(redact(f"  group {group['group']}: {group['state']}, {group['members']} "
+                         f"members, lag {lag}"))
         for note in result.get("limitations", []):
             print(f"  (cannot see: {note})")
     return int(result["exit_code"])

@@ -66,6 +66,12 @@ def register(commands: Any) -> None:
     run.add_argument("--max-in-flight", type=NUMBERS["max_in_flight"],
                      help="max.in.flight.requests.per.connection")
     run.add_argument("--linger-ms", type=NUMBERS["linger_ms"], help="linger.ms (at most 900000)")
+    run.add_argument("--crash-at", type=option(0, 7 * 86400, low_open=True), metavar="S",
+                     help="kill (SIGKILL) every generator S seconds in, with messages still in "
+                          "the client's buffer: what an application crash does to them")
+    run.add_argument("--buffer-full", choices=["wait", "refuse"], default="wait",
+                     help="when librdkafka's buffer is full: wait for room (default), or refuse "
+                          "the send (BufferError) and count it, as an application that drops it")
     run.add_argument("--run-dir", type=Path, required=True, help="where the ledger goes")
     run.add_argument("--json", action="store_true", help="one JSON summary object on stdout")
     run.add_argument("--origin", default="load", choices=["load", "tui"], help=argparse.SUPPRESS)
@@ -149,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         idempotent=bool(args.idempotent), retries=args.retries,
         delivery_timeout_ms=args.delivery_timeout_ms, max_in_flight=args.max_in_flight,
         linger_ms=args.linger_ms, extra=extra, bootstrap=cluster.bootstrap,
+        crash_at_s=args.crash_at, buffer_full=args.buffer_full,
     )
     settings.validate()
     zookeeper = None if args.no_timeline else cluster.zookeeper
@@ -173,6 +180,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     if failed:
         lines.append("failed by error: " + ", ".join(f"{k} {v:,}" for k, v in sorted(failed.items())))
+    if summary.get("crashed"):
+        crashed = summary["crashed"]
+        lines.append(f"crashed as asked: {crashed['generators']} generator(s) killed with "
+                     f"{crashed['unreported']:,} messages unanswered ({crashed['in_client']:,} "
+                     "still in the client's buffer)")
     if summary.get("note"):
         lines.append(str(summary["note"]))
     return "\n".join(lines)

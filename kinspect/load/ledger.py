@@ -44,6 +44,7 @@ from kinspect.load.rundir import LEDGER_DIR, id_prefix
 
 FLUSH_EVERY_MS = 500
 FLUSH_EVERY_ROWS = 50_000
+QUEUE_FULL = "_QUEUE_FULL"  # librdkafka's name for a send refused by a full buffer
 MARK_WIDTH = 20  # the mark: a fixed-width decimal at offset 0, then "\n" and a JSON line
 
 LEDGER_SCHEMA = pa.schema([
@@ -173,7 +174,9 @@ class LedgerWriter:
             "ack_ts": pa.array(self.ack_ts, pa.int64()),
         }, schema=LEDGER_SCHEMA).replace_schema_metadata({
             "kinspect.sent_upto": str(self.sent_upto), "kinspect.acks": self.acks,
-            "kinspect.topic": self.topic, "kinspect.run": self.run_id})
+            "kinspect.topic": self.topic, "kinspect.run": self.run_id,
+            # sends a full client buffer refused: counted from the footers, like sent_upto
+            "kinspect.refused": str(self.error.count(QUEUE_FULL))})
         final = self.dir / f"p{self.producer:03d}-{self.chunk:06d}.parquet"
         tmp = self.dir / f".p{self.producer:03d}-{self.chunk:06d}.tmp"
         with open(tmp, "wb") as handle:

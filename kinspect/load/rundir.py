@@ -29,6 +29,7 @@ WORKERS_FILE = "workers.json"
 LEDGER_DIR = "ledger"
 STATS_DIR = "stats"
 FAILURE_SUFFIX = ".failure"  # stats/pNNN.failure: why a worker stopped early (one line)
+CRASH_SUFFIX = ".crash"  # stats/pNNN.crash: a planned crash's counts, written just before it
 FINAL_LOG_DIR = "final_log"
 TIMELINE_FILE = "timeline.jsonl"
 FAULTS_FILE = "faults.jsonl"

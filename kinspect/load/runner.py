@@ -27,6 +27,7 @@ from kinspect.errors import KinspectError
 from kinspect.load.active import registered
 from kinspect.load.ledger import ledger_summary, read_ledger
 from kinspect.load.rundir import (
+    CRASH_SUFFIX,
     FAILURE_SUFFIX,
     LEDGER_DIR,
     PID_FILE,
@@ -126,6 +127,11 @@ def run_load(settings: LoadSettings, run_dir: Path,
     failures = worker_failures(run_dir)
     if failures:
         summary["failure"] = failures[0]
+    crashes = planned_crashes(run_dir)
+    if crashes:  # what the dead generators' clients still held when they were killed
+        summary["crashed"] = {"generators": len(crashes),
+                              "in_client": sum(int(c.get("in_client", 0)) for c in crashes),
+                              "unreported": sum(int(c.get("unreported", 0)) for c in crashes)}
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
     if failures:  # the ledger and the summary are kept; the reason is the one line
         raise KinspectError(f"{failures[0]} (the load stopped; what it recorded is in {run_dir})")
@@ -138,6 +144,17 @@ def worker_failures(run_dir: Path) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted({p.read_text().strip() for p in folder.glob(f"p*{FAILURE_SUFFIX}")})
+
+
+def planned_crashes(run_dir: Path) -> list[dict[str, Any]]:
+    """The counts each generator wrote just before its planned crash (stats/pNNN.crash)."""
+    out = []
+    for path in sorted((run_dir / STATS_DIR).glob(f"p*{CRASH_SUFFIX}")):
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def _run_workers(settings: LoadSettings, run_dir: Path,

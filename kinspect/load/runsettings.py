@@ -39,6 +39,12 @@ class LoadSettings:
     max_in_flight: int | None = None
     linger_ms: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # The client's own failure modes: a generator killed (SIGKILL) this many seconds after it
+    # starts, with messages still in librdkafka's buffer; and what a full buffer does to a
+    # send: wait for room (the default) or refuse it (BufferError), as an application that
+    # drops what it cannot send.
+    crash_at_s: float | None = None
+    buffer_full: str = "wait"
     run_id: str = ""  # set by run_load: every message value starts with `<run>-<producer>-<seq>|`
 
     def validate(self) -> None:
@@ -66,6 +72,10 @@ class LoadSettings:
             raise KinspectError(f"idempotent must be true or false, not {self.idempotent!r}")
         if not isinstance(self.extra, dict):
             raise KinspectError("extra must be a table of librdkafka properties")
+        if self.crash_at_s is not None:
+            number(self.crash_at_s, "--crash-at", 0, 7 * 86400, low_open=True)
+        if self.buffer_full not in ("wait", "refuse"):
+            raise KinspectError(f"--buffer-full must be wait or refuse, not {self.buffer_full!r}")
         if self.idempotent and self.acks not in {"all", "-1"}:
             raise KinspectError("--idempotent needs --acks all (Kafka's rule)")
         if self.idempotent and self.max_in_flight is not None and self.max_in_flight > 5:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
 import signal
 import sys
@@ -22,8 +23,8 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 
 from kinspect.clients.kafka import AuthWatch
-from kinspect.load.ledger import LedgerWriter
-from kinspect.load.rundir import FAILURE_SUFFIX, STATS_DIR, id_prefix
+from kinspect.load.ledger import QUEUE_FULL, LedgerWriter
+from kinspect.load.rundir import CRASH_SUFFIX, FAILURE_SUFFIX, STATS_DIR, id_prefix
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import StatsPublisher
 
@@ -60,6 +61,10 @@ class Worker:
         self.ledger = LedgerWriter(run_dir, producer_id, settings.topic, settings.acks,
                                    settings.run_id)
         self.stats = StatsPublisher(run_dir, producer_id)
+        self.refuse_when_full = settings.buffer_full == "refuse"
+        self.crash_at = (time.monotonic() + settings.crash_at_s
+                         if settings.crash_at_s is not None else None)
+        self.crash_file = run_dir / STATS_DIR / f"p{producer_id:03d}{CRASH_SUFFIX}"
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         value = msg.value()
@@ -135,6 +140,9 @@ class Worker:
                 try:
                     produce(topic, self._value(seq))
                 except BufferError:
+                    if self.refuse_when_full:  # the application drops it: a failed send
+                        self._refused(seq, ts)
+                        continue
                     self.send_ts.pop()
                     self.reported.pop()
                     poll(0.05)
@@ -146,7 +154,29 @@ class Worker:
             self._tick()
         return self._finish()
 
+    def _refused(self, seq: int, ts: int) -> None:
+        """A send the full buffer refused: recorded as failed with librdkafka's own name for
+        it, so it is counted as the client's refusal, never as a broker's loss."""
+        self.reported[seq] = 1
+        self.ledger.note_sent(seq, ts)
+        self.ledger.record(seq, -1, -1, None, "failed", QUEUE_FULL, ts, ts)
+        self.stats.failed(QUEUE_FULL)
+        self.seq = seq + 1
+
+    def _maybe_crash(self) -> None:
+        """The planned crash: the mark lowered to exactly what produce() took, the counts
+        written down (stats/pNNN.crash), then SIGKILL with the buffer full of messages."""
+        if self.crash_at is None or time.monotonic() < self.crash_at:
+            return
+        self.ledger.grant(self.seq - 1)
+        queued = len(self.producer)
+        crash = {"ts": now_ms(), "sent": self.seq, "in_client": queued,
+                 "unreported": self.in_flight}
+        self.crash_file.write_text(json.dumps(crash) + "\n")
+        os.kill(os.getpid(), signal.SIGKILL)
+
     def _tick(self) -> None:
+        self._maybe_crash()
         if self.parent is not None and os.getppid() != self.parent:
             self.stopping = True  # the runner is gone: finish the ledger and stop sending
         if self.failure is None and (line := self.auth.failure()) is not None:
@@ -185,7 +215,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="read the producer properties (secrets too) as JSON from stdin, "
                              "not from settings.json (which holds references and ***)")
     args = parser.parse_args(argv)
-    import json
     from dataclasses import replace
 
     from kinspect.errors import KinspectError

@@ -9,12 +9,15 @@ from kinspect.model.snapshot import (
     ClusterSnapshot,
     ClusterWarning,
     ControllerInfo,
+    GroupInfo,
+    GroupPartition,
     PartitionInfo,
     TopicInfo,
 )
 from kinspect.model.views import (
     BrokerView,
     ConfigValue,
+    GroupView,
     Offsets,
     PartitionMeta,
     PartitionStateZ,
@@ -23,7 +26,8 @@ from kinspect.model.views import (
 
 __all__ = [
     "BrokerInfo", "BrokerView", "ClusterSnapshot", "ClusterWarning", "ConfigValue",
-    "ControllerInfo", "Event", "EventKind", "HealthReport", "HwStallTracker", "Offsets", "PartitionInfo",
+    "ControllerInfo", "Event", "EventKind", "GroupInfo", "GroupPartition", "GroupView",
+    "HealthReport", "HwStallTracker", "Offsets", "PartitionInfo",
     "PartitionMeta", "PartitionStateZ", "TopicInfo", "ZkView", "build_snapshot", "classify",
     "diff", "snapshot_from_json", "snapshot_to_json",
 ]

@@ -13,6 +13,8 @@ from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
     ControllerInfo,
+    GroupInfo,
+    GroupPartition,
     PartitionInfo,
     TopicInfo,
 )
@@ -82,6 +84,21 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
     return out
 
 
+def _groups(broker: BrokerView | None) -> tuple[GroupInfo, ...]:
+    """Each consumer group with its lag per partition, against this poll's high watermarks."""
+    if broker is None:
+        return ()
+    out = []
+    for group in sorted(broker.groups.values(), key=lambda g: g.group_id):
+        parts = []
+        for (topic, partition), committed in sorted(group.committed.items()):
+            offsets = broker.offsets.get((topic, partition))
+            parts.append(GroupPartition(topic, partition, committed,
+                                        offsets.high_watermark if offsets else None))
+        out.append(GroupInfo(group.group_id, group.state, group.members, tuple(parts)))
+    return tuple(out)
+
+
 def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
                    expected_brokers: Sequence[int] | None, taken_at: int) -> ClusterSnapshot:
     expected = set(expected_brokers or ())
@@ -119,7 +136,7 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
     elif broker.state != "ok":
         limitations.append(f"AdminClient: {broker.error or broker.state}; broker data is stale")
     snapshot = ClusterSnapshot(
-        taken_at=taken_at, controller=controller,
+        groups=_groups(broker), taken_at=taken_at, controller=controller,
         zookeeper_state=zk.session_state if zk else None,
         admin_state=broker.state if broker else "absent",
         admin_error=broker.error if broker else None,

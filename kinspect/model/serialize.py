@@ -9,6 +9,8 @@ from kinspect.model.snapshot import (
     ClusterSnapshot,
     ClusterWarning,
     ControllerInfo,
+    GroupInfo,
+    GroupPartition,
     PartitionInfo,
     TopicInfo,
 )
@@ -47,6 +49,10 @@ def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
         "warnings": [{"kind": w.kind, "topic": w.topic, "broker": w.broker,
                       "severity": w.severity, "message": w.message} for w in s.warnings],
         "limitations": list(s.limitations),
+        "groups": [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag,
+                    "partitions": [{"topic": p.topic, "partition": p.partition,
+                                    "committed": p.committed, "high_watermark": p.high_watermark,
+                                    "lag": p.lag} for p in g.partitions]} for g in s.groups],
     }
 
 
@@ -77,4 +83,7 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
         warnings=tuple(ClusterWarning(w["kind"], w["message"], w.get("topic"), w.get("broker"),
                                       w.get("severity", "warn")) for w in d["warnings"]),
         limitations=tuple(d.get("limitations", [])),
+        groups=tuple(GroupInfo(g["group"], g["state"], g["members"], tuple(
+            GroupPartition(p["topic"], p["partition"], p["committed"], p["high_watermark"])
+            for p in g["partitions"])) for g in d.get("groups", [])),
     )

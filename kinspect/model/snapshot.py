@@ -98,6 +98,35 @@ class ClusterWarning:
 
 
 @dataclass(frozen=True)
+class GroupPartition:
+    """One partition a group has committed on: how far behind the log's end it is."""
+
+    topic: str
+    partition: int
+    committed: int
+    high_watermark: int | None
+
+    @property
+    def lag(self) -> int | None:
+        """High watermark - committed offset (None while the watermark is unknown)."""
+        return None if self.high_watermark is None else max(0, self.high_watermark - self.committed)
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    group_id: str
+    state: str
+    members: int
+    partitions: tuple[GroupPartition, ...]
+
+    @property
+    def lag(self) -> int | None:
+        """The group's total lag over the partitions whose watermark is known."""
+        known = [p.lag for p in self.partitions if p.lag is not None]
+        return sum(known) if known else None
+
+
+@dataclass(frozen=True)
 class ClusterSnapshot:
     taken_at: int
     controller: ControllerInfo
@@ -108,6 +137,7 @@ class ClusterSnapshot:
     topics: tuple[TopicInfo, ...]
     warnings: tuple[ClusterWarning, ...]
     limitations: tuple[str, ...]
+    groups: tuple[GroupInfo, ...] = ()
 
     @property
     def sees_zookeeper(self) -> bool:

@@ -49,6 +49,16 @@ class Offsets:
 
 
 @dataclass(frozen=True)
+class GroupView:
+    """A consumer group as the group coordinator describes it, and its committed offsets."""
+
+    group_id: str
+    state: str  # stable, preparing_rebalancing, completing_rebalancing, empty, dead, unknown
+    members: int
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class BrokerView:
     state: str  # ok | error | unknown
     error: str | None
@@ -58,3 +68,4 @@ class BrokerView:
     configs: dict[str, dict[str, ConfigValue]]
     offsets: dict[tuple[str, int], Offsets]
     polled_at_ms: int | None = None  # when the poll that produced this view started
+    groups: dict[str, GroupView] = field(default_factory=dict)

@@ -68,6 +68,7 @@ class RunInputs:
     run: RunInfo | None = None
     run_id: str | None = None  # None: a run dir made before run ids
     replica_snapshots: list[Path] = field(default_factory=list)
+    refused: int = 0  # sends the client refused (a full buffer), from the chunks' footers
     verify_warnings: list[str] = field(default_factory=list)
 
     @property
@@ -128,6 +129,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
     producers: dict[int, ProducerMeta] = {}
     topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
     run_ids: set[str] = set()
+    refused = 0
     for path in ledger_files:
         meta = _footer(path, LEDGER_SCHEMA, run_dir)
         kv = meta.metadata or {}
@@ -139,6 +141,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
         topic = kv.get(b"kinspect.topic", b"").decode() or topic
         acks = kv.get(b"kinspect.acks", b"").decode() or acks
         run_ids.add(kv.get(b"kinspect.run", b"").decode())
+        refused += int(kv.get(b"kinspect.refused", b"0") or 0)
         pm = producers.setdefault(producer, ProducerMeta())
         pm.sent_upto = max(pm.sent_upto, upto)
         pm.rows += meta.num_rows
@@ -180,7 +183,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
         summary=_json_file(run_dir / SUMMARY_FILE),
         timeline=read_jsonl(run_dir / TIMELINE_FILE), faults=read_jsonl(run_dir / FAULTS_FILE),
         broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
-        final_log_rows=final_rows)
+        final_log_rows=final_rows, refused=refused)
 
 
 def _stat(meta: pq.FileMetaData, name: str, pick: Any, default: Any) -> Any:

@@ -140,6 +140,15 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
                       "acknowledged are in the log anyway (not an error"
                       + (f"; {known:,} of them unknown: sent by a generator that died before "
                          "hearing back" if known else "") + ")")
+    if report.get("client_lost"):
+        extras.append(f"{plural(report['client_lost'], 'message')} handed to the client "
+                      f"{'was' if report['client_lost'] == 1 else 'were'} never delivered: the "
+                      "generator died with them in librdkafka's buffer (the client's loss, not "
+                      "the brokers')")
+    if report.get("refused"):
+        extras.append(f"{plural(report['refused'], 'send')} "
+                      f"{'was' if report['refused'] == 1 else 'were'} refused by the client "
+                      "because its buffer was full (_QUEUE_FULL: never sent, not a broker's loss)")
     if report["duplicates"]:
         extras.append(f"{plural(report['duplicates'], 'extra copy', 'extra copies')} of "
                       f"{plural(report['duplicate_ids'], 'message')} were written (retries without "
@@ -192,9 +201,10 @@ def markdown(report: dict[str, Any]) -> str:
              f"Run `{report.get('run_id') or '(no id)'}`, topic `{report['topic']}`, "
              f"acks={report['acks']}, {report['engine']}, {report['seconds']:.1f} s.", "",
              report["explanation"], "", "| | messages |", "|---|---:|"]
-    for key in ("sent", "acked", "failed", "unknown", "in_log", "acked_lost", "unacked_present",
-                "duplicates", "reordered"):
-        lines.append(f"| {key.replace('_', ' ')} | {report[key]:,} |")
+    for key in ("sent", "acked", "failed", "refused", "unknown", "client_lost", "in_log",
+                "acked_lost", "unacked_present", "duplicates", "reordered"):
+        lines.append(f"| {key.replace('_', ' ')} | {report.get(key) or 0:,} |")
+    lines += consumer_markdown(report.get("consumers"))
     lines += ["", "## Per partition", "", "| partition | acked | in log | acked lost | unacked present "
               "| duplicates | reordered | lost by epoch |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in report["partitions"]:
@@ -233,6 +243,30 @@ def markdown(report: dict[str, Any]) -> str:
     if report["notes"]:
         lines += ["", "## Notes", "", *[f"- {n}" for n in report["notes"]]]
     return "\n".join(lines) + "\n"
+
+
+def consumer_markdown(side: dict[str, Any] | None) -> list[str]:
+    """The consumer group's section: counts, causes, Jepsen's names with their definitions."""
+    if not side:
+        return []
+    lines = ["", f"## Consumer group `{side['group']}` (commit {side['commit']})", "",
+             "| | records |", "|---|---:|"]
+    for key in ("answered_for", "processed", "never_processed", "committed_unprocessed",
+                "processed_twice", "redelivered_records", "unconsumed_at_end"):
+        lines.append(f"| {key.replace('_', ' ')} | {side[key]:,} |")
+    output = side.get("output_counts")
+    if output:
+        lines.append(f"| output, read_committed | {output['committed_records']:,} |")
+        lines.append(f"| output, read_uncommitted | {output['all_records']:,} |")
+        lines.append(f"| aborted, visible to read_uncommitted | {output['aborted_visible']:,} |")
+    causes = [(c, n) for c, n in side["never_processed_by_cause"].items() if n]
+    if causes:
+        lines += ["", "Never processed, by cause:", ""]
+        lines += [f"- {side['cause_definitions'][c]}: {n:,}" for c, n in causes]
+    lines += ["", "Jepsen's names:", ""]
+    lines += [f"- {name}: {side['jepsen'][name]:,} ({definition})"
+              for name, definition in side["jepsen_definitions"].items()]
+    return lines
 
 
 def summary(report: dict[str, Any]) -> str:

@@ -7,8 +7,11 @@ logs, post-mortem, scenario.json), so a result can always be explained after the
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.state import LabState, NodeState
 from kinspect.lab.topics import create_topics
 from kinspect.lab.topology import broker_id_of, broker_node
+from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.rundir import SCENARIO_FILE, new_run_dir
 from kinspect.load.runner import run_load
 from kinspect.load.timeline import recording_timeline
@@ -32,6 +36,7 @@ from kinspect.scenarios.plan import FaultPlan, PlanLog
 from kinspect.scenarios.spec import METRICS, Scenario
 
 Say = Callable[[str], None]
+CONSUMER_DRAIN_S = 300.0  # the group reads what the load left, then stops when idle
 
 
 def default_run_dir(name: str) -> Path:
@@ -98,6 +103,7 @@ def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, An
     whose fault never happened demonstrates nothing, however its numbers look."""
     row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
     row.update({key: report.get(key) for key in METRICS})  # the post-mortem's; more below
+    row.update(group_metrics(report.get("consumers")))
     row["faults_applied"] = len(log.disruptive())
     row["lost_blamed_on_target"] = lost_blamed_on_target(report, log)
     row["blamed_broker"] = blamed_broker(report)
@@ -112,6 +118,19 @@ def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, An
     row["notes"] = problems
     row["explanation"] = report.get("explanation", "")
     return row
+
+
+def group_metrics(side: dict[str, Any] | None) -> dict[str, Any]:
+    """The consumer group's numbers under the names [expect] uses (none without a group)."""
+    if not side:
+        return {}
+    output = side.get("output_counts") or {}
+    return {"never_processed": side["never_processed"],
+            "committed_unprocessed": side["committed_unprocessed"],
+            "processed_twice": side["processed_twice"],
+            "redelivered": side["redelivered_records"],
+            "aborted_visible": output.get("aborted_visible"),
+            "output_duplicates": side.get("extra_processings") if output else None}
 
 
 def plan_problems(log: PlanLog, plan_error: str | None) -> list[str]:
@@ -172,8 +191,11 @@ def _save(run_dir: Path, row: dict[str, Any]) -> None:
 def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,
                 zk: KazooClient, spark: Any) -> dict[str, Any]:
     bootstrap = state.bootstrap
-    create_topics(bootstrap, {scenario.topic: scenario.partitions},
-                  scenario.replication_factor, scenario.topic_config)
+    group = scenario.consume_settings(bootstrap)
+    topics = {scenario.topic: scenario.partitions}
+    if group is not None and group.output is not None:
+        topics[group.output] = scenario.partitions
+    create_topics(bootstrap, topics, scenario.replication_factor, scenario.topic_config)
     _wait(lambda: _full_isr(zk, scenario), 90, f"a full ISR on {scenario.topic}")
     if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
         raise KinspectError("the consumer group never got an assignment before the fault")
@@ -194,7 +216,8 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
         f"{settings.producers} producer(s)")
     # The timeline covers the whole run, not just the load: a failover that completes after
     # the last message was sent is still part of the story.
-    with recording_timeline(bootstrap, state.zookeeper.address, run_dir, expected):
+    with recording_timeline(bootstrap, state.zookeeper.address, run_dir, expected), \
+            consumers_along(group, run_dir, say):
         plan.start()
         try:
             summary = run_load(settings, run_dir, None, None, expected, origin="scenario")
@@ -207,6 +230,35 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     say("verify, evidence and post-mortem (Spark)…")
     report = finish_run(run_dir, bootstrap, lab=lab.state() or state, spark=spark)
     return result_row(scenario, report, summary, plan.log, probe_result, plan.error)
+
+
+@contextmanager
+def consumers_along(group: ConsumeSettings | None, run_dir: Path, say: Say) -> Iterator[None]:
+    """The scenario's consumer group, as `kinspect consume run` in its own process (its
+    workers need the main thread's signals), reading along from before the first message;
+    at the end of the block it is left to drain until idle, then waited for."""
+    if group is None:
+        yield
+        return
+    say(f"consumer group {group.group}: {group.consumers} consumer(s), commit {group.commit}"
+        + (f", crash after {group.crash_after:,} records" if group.crash_after else ""))
+    group.save(run_dir)  # the runner reads its settings from here (no secret in a lab's)
+    process = subprocess.Popen([sys.executable, "-m", "kinspect.load.consumers.runner",
+                                "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL)
+    try:
+        yield
+        say("waiting for the consumer group to drain…")
+        process.wait(timeout=CONSUMER_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=60)
+    if process.returncode != 0:
+        raise KinspectError(f"the consumer group failed (exit {process.returncode}); "
+                            f"see {run_dir}/consumer")
 
 
 def _plan_budget(scenario: Scenario) -> float:

@@ -20,6 +20,7 @@ from kinspect.errors import KinspectError
 from kinspect.lab import presets
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.topology import ZOOKEEPER_NODE, broker_id_of, broker_node
+from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.runsettings import LoadSettings
 
 # A step's `do`, in the scenario files' words, is one of the lab's faults (isolation names
@@ -52,7 +53,23 @@ METRICS: dict[str, str] = {
     "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* slow)",
     "lost_blamed_on_target": "share (0.0-1.0) of acked_lost the post-mortem attributes to the "
                              "broker the first disruptive step hit",
+    "refused": "sends the client refused because its buffer was full (_QUEUE_FULL)",
+    "client_lost": "sent, never answered, and not in the final log: lost inside the client "
+                   "when the generator died",
+    "never_processed": "[group]: records the group committed past without processing them",
+    "committed_unprocessed": "[group]: of those, the ones a commit covered before processing "
+                             "(crash, failure or abort after the commit)",
+    "processed_twice": "[group]: records processed more than once",
+    "redelivered": "[group]: records delivered again to the group (nonmonotonic polls)",
+    "aborted_visible": "[group] with output: records of aborted transactions a "
+                       "read_uncommitted consumer of the output sees",
+    "output_duplicates": "[group] with output: extra copies in the output as read_committed "
+                         "consumers see it",
 }
+# What a [group] table may say (kinspect consume run's options, in the scenario files' words).
+_GROUP_KEYS = {"commit": str, "auto_commit_ms": int, "consumers": int, "batch": int,
+               "process_ms": float, "fail_rate": float, "crash_after": int, "crash_at_s": float,
+               "restart": bool, "isolation": str, "output": str, "idle_stop_s": float}
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq, "!=": operator.ne, ">=": operator.ge, "<=": operator.le,
     ">": operator.gt, "<": operator.lt}
@@ -125,6 +142,7 @@ class Scenario:
     topic_config: dict[str, str] = field(default_factory=dict)
     load: dict[str, Any] = field(default_factory=dict)
     consumer_group: bool = False  # a consumer group reads along (offsets-rf1)
+    group: dict[str, Any] | None = None  # [group]: consumers with a ledger read along
     steps: tuple[FaultStep, ...] = ()
     expect: tuple[Condition, ...] = ()
     needs: tuple[str, ...] = ()  # "netem": skipped with a reason where the kernel lacks it
@@ -132,6 +150,14 @@ class Scenario:
 
     def expectation_text(self) -> str:
         return " and ".join(str(c) for c in self.expect) or "-"
+
+    def consume_settings(self, bootstrap: str) -> ConsumeSettings | None:
+        """The [group] table as the consumer group's settings (None: no group)."""
+        if self.group is None:
+            return None
+        values = {"idle_stop_s": 20.0, **self.group}
+        return ConsumeSettings(topic=self.topic, bootstrap=bootstrap,
+                               group=f"kinspect-{self.name}", **values)
 
     def load_settings(self, bootstrap: str) -> LoadSettings:
         """The [load] table as the load generator's settings."""
@@ -142,7 +168,8 @@ class Scenario:
 
 _LOAD_KEYS = {"acks": str, "count": int, "rate": float, "producers": int, "size": int,
               "idempotent": bool, "retries": int, "delivery_timeout_ms": int,
-              "max_in_flight": int, "linger_ms": int, "extra": dict}
+              "max_in_flight": int, "linger_ms": int, "extra": dict, "crash_at_s": float,
+              "buffer_full": str}
 
 
 def _fail(path: Path, message: str) -> KinspectError:
@@ -252,7 +279,7 @@ def parse_condition(metric: str, text: Any, path: Path) -> Condition:
 def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     """A validated Scenario from a parsed TOML document."""
     _only(data, {"name", "title", "why", "source", "needs", "lab", "topic", "load", "consumer",
-                 "fault", "expect"}, "the top level", path)
+                 "group", "fault", "expect"}, "the top level", path)
     for key in ("name", "title", "why"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise _fail(path, f"{key} is required (a string)")
@@ -308,6 +335,7 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         topic=name, partitions=partitions, replication_factor=replication,
         topic_config=_strings(_table(topic, "config", path), "topic.config", path),
         load=dict(load), consumer_group=bool(consumer.get("group", False)),
+        group=_group(data, path),
         steps=tuple(_step(raw, i, path) for i, raw in enumerate(steps)),
         expect=tuple(parse_condition(k, v, path) for k, v in expect.items()),
         needs=tuple(needs), path=path)
@@ -320,7 +348,30 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         scenario.load_settings("").validate()
     except KinspectError as exc:
         raise _fail(path, f"[load]: {exc}") from None
+    try:
+        group = scenario.consume_settings("127.0.0.1:9092")
+        if group is not None:
+            group.validate()
+    except KinspectError as exc:
+        raise _fail(path, f"[group]: {exc}") from None
     return scenario
+
+
+def _group(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
+    """The [group] table, of the right keys and types (ranges: ConsumeSettings.validate)."""
+    if "group" not in data:
+        return None
+    group = _table(data, "group", path)
+    _only(group, set(_GROUP_KEYS), "[group]", path)
+    for key, kind in _GROUP_KEYS.items():
+        value = group.get(key)
+        if value is None:
+            continue
+        number_ok = kind is float and isinstance(value, int) and not isinstance(value, bool)
+        if not (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))) \
+                and not number_ok:
+            raise _fail(path, f"[group] {key} must be a {kind.__name__}")
+    return dict(group)
 
 
 def read(path: Path) -> Scenario:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ConfigResource,
@@ -25,10 +25,11 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from kinspect.clients.kafka import AUTH_FAILED, client_config
 from kinspect.clients.wire import BrokerClaim, ask_metadata
-from kinspect.model import BrokerView, ConfigValue, Offsets, PartitionMeta
+from kinspect.model import BrokerView, ConfigValue, GroupView, Offsets, PartitionMeta
 
 DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
 CONFIG_EVERY_N_POLLS = 10
+MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
 
 
 def _result(future: Future[Any], timeout: float) -> Any:
@@ -96,7 +97,7 @@ class AdminSource:
                                   error=refused or reason or type(exc).__name__,
                                   brokers=old.brokers, controller_id=old.controller_id,
                                   partitions=old.partitions, configs=old.configs,
-                                  offsets=old.offsets)
+                                  offsets=old.offsets, groups=old.groups)
                 claims = {}
         self._auth.clear(self._admin)  # answered or not: a refusal is told once, then anew
         with self._lock:
@@ -126,10 +127,11 @@ class AdminSource:
             self._configs = self._describe_configs(list(metadata.topics))
         self._polls += 1
         offsets = self._offsets(list(partitions))
+        groups = self._groups()
         claims = self._probe(brokers) if self.probe_brokers else {}
         view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
                           partitions=partitions, configs=dict(self._configs), offsets=offsets,
-                          polled_at_ms=polled_at)
+                          polled_at_ms=polled_at, groups=groups)
         return view, claims
 
     def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, ConfigValue]]:
@@ -178,6 +180,37 @@ class AdminSource:
                              log_start=earliest.get(key),
                              leader_epoch=latest[key][1] if key in latest else None)
                 for key in keys}
+
+    def _groups(self) -> dict[str, GroupView]:
+        """Consumer groups (at most MAX_GROUPS), their state, members and committed offsets.
+        A coordinator that does not answer keeps that group's last view: lag is reported as
+        last known rather than dropped while a broker fails over."""
+        previous = self.view().groups
+        try:
+            listing = _result(self._admin.list_consumer_groups(request_timeout=self.timeout_s),
+                              self.timeout_s)
+        except (KafkaException, TimeoutError):
+            return dict(previous)
+        ids = sorted(g.group_id for g in listing.valid)[:MAX_GROUPS]
+        if not ids:
+            return {}
+        described = self._admin.describe_consumer_groups(ids, request_timeout=self.timeout_s)
+        offsets = {gid: self._admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(gid)], request_timeout=self.timeout_s)[gid]
+            for gid in ids}
+        out: dict[str, GroupView] = {}
+        for gid in ids:
+            try:
+                description = _result(described[gid], self.timeout_s)
+                committed = _result(offsets[gid], self.timeout_s).topic_partitions or []
+            except (KafkaException, TimeoutError):
+                if gid in previous:
+                    out[gid] = previous[gid]
+                continue
+            state = getattr(description.state, "name", str(description.state)).lower()
+            out[gid] = GroupView(gid, state, len(description.members), {
+                (tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0})
+        return out
 
     def _probe(self, brokers: dict[int, str]) -> dict[int, dict[tuple[str, int], BrokerClaim]]:
         """Ask every broker in parallel; a frozen or cut-off one just does not answer in time."""

@@ -24,6 +24,7 @@ from textual.widgets import Footer, Input, Static
 from kinspect.lab.state import LabState
 from kinspect.load.background import LoadStatus
 from kinspect.model import ClusterSnapshot
+from kinspect.model.lag import LagTrend
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
 from kinspect.tui.acting import ActingApp
@@ -32,7 +33,14 @@ from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed, FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
 from kinspect.tui.messages import LoadStarted, ReportReady, Said
 from kinspect.tui.modals import HelpScreen
-from kinspect.tui.render import event_line, fault_line, header_text, load_text, warnings_text
+from kinspect.tui.render import (
+    event_line,
+    fault_line,
+    groups_text,
+    header_text,
+    load_text,
+    warnings_text,
+)
 from kinspect.tui.report_screen import ReportScreen
 from kinspect.tui.widgets import BrokerTable, EventLog, PartitionTable
 
@@ -60,6 +68,7 @@ class KinspectApp(ActingApp):
         self.load: LoadStatus | None = None
         self.load_dir: Path | None = None  # the run started here (l), for m
         self.problems: tuple[str, ...] = ()
+        self.lag_trend = LagTrend()
         self._told: set[str] = set()  # problems already toasted: each distinct one once
         self._next_draw = 0.0
         self.last_render_ms = 0.0
@@ -75,6 +84,7 @@ class KinspectApp(ActingApp):
                 yield Static(id="load")
                 yield Static(id="warnings")
         yield PartitionTable(id="partitions")
+        yield Static(id="groups")
         yield EventLog(id="events")
         yield Input(placeholder="filter partitions (topic or topic-N); Enter keeps, Esc clears",
                     id="filter")
@@ -86,6 +96,7 @@ class KinspectApp(ActingApp):
         self.main.query_one("#events").border_title = "events"
         self.main.query_one("#load").border_title = "load"
         self.main.query_one("#warnings").border_title = "warnings"
+        self.main.query_one("#groups").border_title = "consumer groups (lag = high watermark - committed)"
         self._render_header()
         self._render_side()
         self.main.query_one(PartitionTable).focus()
@@ -128,7 +139,12 @@ class KinspectApp(ActingApp):
         snapshot, events = latest
         started = time.perf_counter()
         self.snapshot = snapshot
+        self.lag_trend.observe(snapshot)
         self.main.query_one(PartitionTable).show(snapshot)
+        groups = self.main.query_one("#groups", Static)
+        groups.display = bool(snapshot.groups)  # the panel appears with the first group
+        if snapshot.groups:
+            groups.update(groups_text(snapshot, self.lag_trend, self.size.width))
         self.main.query_one(BrokerTable).show(snapshot, self.lab)
         log = self.main.query_one(EventLog)
         if len(events) > EVENT_BURST:  # a failover of thousands of partitions: the gist

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from kinspect.model import ClusterSnapshot, Event, PartitionInfo
+from kinspect.model.lag import LagTrend
 
 if TYPE_CHECKING:
     from kinspect.lab.state import LabState, NodeRecord
@@ -199,4 +200,38 @@ def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
     for limitation in snapshot.limitations:
         text.append("· " + limitation + "\n", "dim")
     text.rstrip()
+    return text
+
+
+def groups_text(snapshot: ClusterSnapshot | None, trend: LagTrend, width: int = 160,
+                limit: int = 6) -> Text:
+    """One line per consumer group: state, members, lag and its trend, and the partitions
+    that lag most (on-call's question beside ISR health: is anyone falling behind?)."""
+    groups = snapshot.groups if snapshot else ()
+    if not groups:
+        return Text("no consumer groups", "dim")
+    text = Text()
+    shown = sorted(groups, key=lambda g: -(g.lag or 0))[:limit]
+    for group in shown:
+        lag = group.lag
+        rate = trend.per_second(group.group_id)
+        state_style = "green" if group.state == "stable" else "yellow"
+        text.append(f"{group.group_id[:28]:<28} ", "bold").append(f"{group.state:<10} ",
+                                                                    state_style)
+        text.append(f"{group.members:>2} members  ")
+        text.append(f"lag {lag:>9,}" if lag is not None else "lag         ?",
+                    "bold red" if lag else "")
+        if rate is not None:
+            arrow, style = ("↑", "red") if rate > 0.5 else ("↓", "green") if rate < -0.5 \
+                else ("→", "dim")
+            text.append(f" {arrow} {rate:+,.0f}/s", style)
+        worst = sorted((p for p in group.partitions if p.lag), key=lambda p: -(p.lag or 0))[:3]
+        if worst:
+            text.append("   " + "  ".join(f"{p.topic}-{p.partition} {p.lag:,} (at {p.committed:,})"
+                                          for p in worst), "dim")
+        text.append("\n")
+    if len(groups) > limit:
+        text.append(f"… {len(groups) - limit} more groups (kinspect snapshot --json)", "dim")
+    text.rstrip()
+    text.truncate(width * (limit + 1))
     return text

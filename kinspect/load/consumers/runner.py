@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from kinspect.load.active import registered
 from kinspect.load.consumers.ledger import ledger_path
 from kinspect.load.consumers.settings import ConsumeSettings, consumer_dir
 from kinspect.load.consumers.stats import read_consumer_stats
-from kinspect.load.rundir import PID_FILE, begin_run, now_ms, read_run
+from kinspect.load.rundir import PID_FILE, now_ms, read_run
 from kinspect.load.runner import check_topic, hand_over
 
 OFFSETS_FILE = "offsets.json"
@@ -82,8 +81,11 @@ def run_consumers(settings: ConsumeSettings, run_dir: Path,
     partitions = check_topic(settings.bootstrap, settings.topic, config=settings.extra)
     if settings.output is not None:
         check_topic(settings.bootstrap, settings.output, config=settings.extra)
-    info = read_run(run_dir) or begin_run(run_dir, settings.topic, "consume")
-    settings = settings.with_run(info.run_id)
+    # A group reading along with a load shares its run dir; the load gives the run its id
+    # (it may begin after the group has started, so the group never claims the run dir).
+    info = read_run(run_dir)
+    run_id = info.run_id if info else ""
+    settings = settings.with_run(run_id)
     folder = consumer_dir(run_dir)
     settings.save(run_dir, secret_files)
     start = group_offsets(settings.bootstrap, settings.group, settings.topic, partitions,
@@ -93,7 +95,7 @@ def run_consumers(settings: ConsumeSettings, run_dir: Path,
     end = group_offsets(settings.bootstrap, settings.group, settings.topic, partitions,
                         settings.extra)
     (folder / OFFSETS_FILE).write_text(json.dumps({"start": start, "end": end}, indent=2))
-    summary = {**read_consumer_stats(run_dir), "run_id": info.run_id, "group": settings.group,
+    summary = {**read_consumer_stats(run_dir), "group": settings.group,
                "topic": settings.topic, "commit": settings.commit, "output": settings.output,
                "elapsed_s": round(elapsed, 3), "stopped": stopped, "crashes": crashes,
                "lag_at_end": sum(p["high_watermark"] - (p["committed"] or p["log_start"])
@@ -151,5 +153,27 @@ def _run_workers(settings: ConsumeSettings, run_dir: Path,
     return time.monotonic() - started, stopping, len(crashed)
 
 
-def new_group_name(run_id: str) -> str:
-    return f"kinspect-{run_id or uuid.uuid4().hex[:8]}"
+def main(argv: list[str] | None = None) -> int:
+    """Run the group whose settings are saved in RUN_DIR/consumer (a scenario's): one JSON
+    summary on stdout; an error is one line and exit 2."""
+    import argparse
+    from dataclasses import replace
+
+    from kinspect.profiles import resolve_reference
+
+    parser = argparse.ArgumentParser(prog="kinspect-consumers")
+    parser.add_argument("--run-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        settings = ConsumeSettings.load(args.run_dir)
+        settings = replace(settings, extra={k: resolve_reference(v, k, "settings.json")
+                                            for k, v in settings.extra.items()})
+        print(json.dumps(run_consumers(settings, args.run_dir)))
+    except KinspectError as exc:
+        print(f"kinspect-consumers: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

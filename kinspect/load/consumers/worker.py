@@ -203,47 +203,73 @@ class ConsumerWorker:
 
     def _transform(self, messages: Sequence[Message]) -> None:
         """One transaction per poll: copy each record to the output topic; abort with
-        `fail_rate`. Offsets go inside the transaction (`transaction`), or are committed as the
-        mode says outside it; after an abort, `transaction` rewinds to the poll's first offsets
-        so the records are processed again, the others move on (the naive loop)."""
+        `fail_rate` (or when Kafka says the transaction must abort, e.g. its leader died).
+        Offsets go inside the transaction (`transaction`), or are committed as the mode says
+        outside it; after an abort, `transaction` rewinds to the poll's first offsets so the
+        records are processed again, the others move on (the naive loop)."""
         producer, settings, output = self.producer, self.settings, self.settings.output
         assert producer is not None and output is not None
         mode = settings.commit
         if mode == "before":
             self._commit()
         received = now_ms()
-        producer.begin_transaction()
         outcomes: list[Outcome] = []
-        for message in messages:
-            self.received += 1
-            self._maybe_crash()
-            if settings.process_ms:
-                time.sleep(settings.process_ms / 1000)
-            producer.produce(output, message.value(), message.key())
-            outcomes.append((int(message.partition() or 0), int(message.offset() or 0),
-                             message_id(message.value()), received, 0, "", 1))
-        if self.rng.random() < settings.fail_rate:
-            producer.abort_transaction(30)
-            self.ledger.outcomes([(*o[:4], now_ms(), ABORTED, 1) for o in outcomes])
-            self.stats.aborted += len(outcomes)
-            if mode == "transaction":
-                self._rewind(messages)
-            return
-        if mode == "transaction":
+        try:
+            producer.begin_transaction()
+            for message in messages:
+                self.received += 1
+                self._maybe_crash()
+                if settings.process_ms:
+                    time.sleep(settings.process_ms / 1000)
+                producer.produce(output, message.value(), message.key())
+                outcomes.append((int(message.partition() or 0), int(message.offset() or 0),
+                                 message_id(message.value()), received, 0, "", 1))
+            if self.rng.random() < settings.fail_rate:
+                self._abort(messages, outcomes, "chosen by --fail-rate")
+                return
             positions = self.consumer.position(self.consumer.assignment())
-            producer.send_offsets_to_transaction(
-                positions, self.consumer.consumer_group_metadata(), 30)
-        producer.commit_transaction(30)
+            if mode == "transaction":
+                producer.send_offsets_to_transaction(
+                    positions, self.consumer.consumer_group_metadata(), 30)
+            self._commit_transaction()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not error.txn_requires_abort():
+                raise  # fatal (fenced by a newer incarnation, …): this process ends
+            self._abort(messages, outcomes, error.name())
+            return
         done = now_ms()
         self.ledger.outcomes([(*o[:4], done, PROCESSED, 1) for o in outcomes])
         self.stats.processed += len(outcomes)
         if mode == "transaction":
             offsets = [(int(p.partition), int(p.offset)) for p in positions
-                       if p.offset is not None and p.offset >= 0]
+                       if p.topic == settings.topic and p.offset is not None and p.offset >= 0]
             self.ledger.committed(done, offsets, "transaction")
             self.stats.commits += len(offsets)
         elif mode == "after":
             self._commit()
+
+    def _commit_transaction(self) -> None:
+        """commit_transaction, tried again while Kafka calls its error retriable (a leader
+        election on the output topic or the transaction coordinator)."""
+        assert self.producer is not None
+        while True:
+            try:
+                self.producer.commit_transaction(30)
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable():
+                    raise
+                self.ledger.event(now_ms(), "commit-retry", exc.args[0].name())
+
+    def _abort(self, messages: Sequence[Message], outcomes: list[Outcome], why: str) -> None:
+        assert self.producer is not None
+        self.producer.abort_transaction(60)
+        self.ledger.event(now_ms(), "abort", why)
+        self.ledger.outcomes([(*o[:4], now_ms(), ABORTED, 1) for o in outcomes])
+        self.stats.aborted += len(outcomes)
+        if self.settings.commit == "transaction":
+            self._rewind(messages)
 
     def _rewind(self, messages: Sequence[Message]) -> None:
         first: dict[int, int] = {}

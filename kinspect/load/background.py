@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
+from kinspect.load.consumers.settings import consumer_dir
+from kinspect.load.consumers.stats import STATS_DIR, read_consumer_stats
 from kinspect.load.rundir import SETTINGS_FILE, load_running, new_run_dir
 from kinspect.load.runner import stop_load
 from kinspect.load.runstats import aggregate, read_stats
@@ -46,6 +48,7 @@ class LoadStatus:
     running: bool
     settings: Mapping[str, Any]
     stats: Mapping[str, Any]
+    consumers: Mapping[str, Any] | None = None  # the group reading along: counters, running
 
 
 def start_load(request: LoadRequest, origin: str = "tui") -> Path:
@@ -75,4 +78,9 @@ def load_status(run_dir: Path | None) -> LoadStatus | None:
         settings = json.loads((run_dir / SETTINGS_FILE).read_text())
     except (OSError, ValueError):
         settings = {}  # not written yet: the load is starting
-    return LoadStatus(run_dir, load_running(run_dir), settings, aggregate(read_stats(run_dir)))
+    consumers = None
+    if (consumer_dir(run_dir) / STATS_DIR).is_dir():
+        consumers = {**read_consumer_stats(run_dir),
+                     "running": load_running(consumer_dir(run_dir))}
+    return LoadStatus(run_dir, load_running(run_dir), settings, aggregate(read_stats(run_dir)),
+                      consumers)

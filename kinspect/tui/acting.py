@@ -20,10 +20,18 @@ from kinspect.errors import error_line
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.state import LabState, NodeState
 from kinspect.load.background import LoadRequest, LoadStatus
+from kinspect.load.consumers.background import ConsumerRequest, consumers_running
 from kinspect.model import ClusterSnapshot
 from kinspect.tui.console import Console
 from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said, Severity
-from kinspect.tui.modals import ConfirmScreen, IsolateScreen, LoadForm, PartitionEditor, ScenarioPicker
+from kinspect.tui.modals import (
+    ConfirmScreen,
+    ConsumerForm,
+    IsolateScreen,
+    LoadForm,
+    PartitionEditor,
+    ScenarioPicker,
+)
 from kinspect.tui.widgets import BrokerTable
 
 
@@ -187,6 +195,36 @@ class ActingApp(App[None]):
     @work(thread=True, group="load")
     def stop_load(self, run_dir: Path) -> None:
         self._answer(lambda: [Said(self.lab_console.stop_load(run_dir))])
+
+    def action_consumers(self) -> None:
+        """A consumer group on the topic of the load started here, in its run dir."""
+        if self._refused():
+            return
+        run_dir = self.load_dir
+        if run_dir is None or self.load is None:
+            self.notify("start a load with l first: the group reads its topic, and m judges "
+                        "both sides", severity="warning")
+            return
+        if consumers_running(run_dir):
+            self._ask("Stop the consumer group?", str(run_dir),
+                      lambda: self.stop_consumers(run_dir))
+            return
+        topic = str(self.load.settings.get("topic") or "")
+        self.push_screen(ConsumerForm(topic), lambda request: self._start_consumers(
+            request, run_dir))
+
+    def _start_consumers(self, request: ConsumerRequest | None, run_dir: Path) -> None:
+        if request is not None:
+            self.start_consumers(request, run_dir)
+
+    @work(thread=True, group="consumers")
+    def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> None:
+        self._answer(lambda: [Said(self.lab_console.start_consumers(request, run_dir))],
+                     "consumers did not start: ")
+
+    @work(thread=True, group="consumers")
+    def stop_consumers(self, run_dir: Path) -> None:
+        self._answer(lambda: [Said(self.lab_console.stop_consumers(run_dir))])
 
     def action_postmortem(self) -> None:
         if self._refused() or self.lab is None:

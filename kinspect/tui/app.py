@@ -209,7 +209,7 @@ class KinspectApp(ActingApp):
         load = self.load
         self.main.query_one("#load", Static).update(load_text(
             load.stats if load else None, load.settings if load else None,
-            bool(load and load.running)))
+            bool(load and load.running), load.consumers if load else None))
         self.main.query_one("#warnings", Static).update(warnings_text(self.snapshot))
 
     # ----- the registry: footer visibility, refusal, palette -------------------------------

@@ -17,6 +17,8 @@ from kinspect.lab.backend import LabChanged
 from kinspect.lab.faults import Fault
 from kinspect.load import background as loads
 from kinspect.load.background import LoadRequest
+from kinspect.load.consumers import background as consumers
+from kinspect.load.consumers.background import ConsumerRequest
 from kinspect.scenarios import background as scenarios
 from kinspect.scenarios.background import ScenarioProcess
 
@@ -44,6 +46,12 @@ class Console:
         raise self._refuse()
 
     def start_scenario(self, name: str) -> ScenarioProcess:
+        raise self._refuse()
+
+    def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> str:
+        raise self._refuse()
+
+    def stop_consumers(self, run_dir: Path) -> str:
         raise self._refuse()
 
 
@@ -78,3 +86,9 @@ class LabConsole(Console):
 
     def start_scenario(self, name: str) -> ScenarioProcess:
         return scenarios.start_scenario(name)
+
+    def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> str:
+        return consumers.start_consumers(request, run_dir)
+
+    def stop_consumers(self, run_dir: Path) -> str:
+        return consumers.stop_consumers(run_dir)

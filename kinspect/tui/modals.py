@@ -15,6 +15,7 @@ from kinspect.errors import KinspectError
 from kinspect.lab.faults import Scope
 from kinspect.lab.topology import parse_groups
 from kinspect.load.background import LoadRequest
+from kinspect.load.consumers.background import ConsumerRequest
 from kinspect.tui.actions import ACTIONS, display_key
 
 
@@ -162,6 +163,58 @@ class LoadForm(ModalScreen[LoadRequest | None]):
         if self.topics and values["topic"] not in self.topics:
             return f"no topic {values['topic']!r} on this cluster"
         return LoadRequest(**values)
+
+    @on(Button.Pressed)
+    @on(Input.Submitted)
+    def submit(self, event: Button.Pressed | Input.Submitted) -> None:
+        if isinstance(event, Button.Pressed) and event.button.id == "cancel":
+            self.dismiss(None)
+            return
+        request = self._request()
+        if isinstance(request, str):
+            self.query_one("#hint", Static).update(Text(request, "bold red"))
+            return
+        self.dismiss(request)
+
+
+class ConsumerForm(ModalScreen[ConsumerRequest | None]):
+    """A consumer group on the load's topic; the defaults are the safe consumer."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+    FIELDS = ("group", "commit", "crash_after", "fail_rate", "process_ms")
+
+    def __init__(self, topic: str) -> None:
+        super().__init__()
+        self.defaults = ConsumerRequest(topic)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(f"Start a consumer group on {self.defaults.topic}", "bold"))
+            with Grid(classes="form"):
+                for name in self.FIELDS:
+                    yield Label(name.replace("_", " "))
+                    yield Input(str(getattr(self.defaults, name)), id=name)
+            yield Static(Text("commit: auto, before or after; crash after N records: consumer "
+                              "0 is killed and restarted (blank: no crash)", "dim"), id="hint")
+            with Horizontal(classes="buttons"):
+                yield Button("Start", variant="primary", id="start")
+                yield Button("Cancel", id="cancel")
+
+    def _request(self) -> ConsumerRequest | str:
+        values = {name: self.query_one(f"#{name}", Input).value.strip() for name in self.FIELDS}
+        if values["commit"] not in ("auto", "before", "after"):
+            return "commit must be auto, before or after"
+        if values["crash_after"] and not (values["crash_after"].isdigit()
+                                          and int(values["crash_after"]) > 0):
+            return "crash after must be a positive whole number, or blank"
+        for name in ("fail_rate", "process_ms"):
+            if not values[name].replace(".", "", 1).isdigit():
+                return f"{name.replace('_', ' ')} must be a number"
+        if float(values["fail_rate"]) > 1:
+            return "fail rate must be between 0 and 1"
+        if not values["group"]:
+            return "the group needs a name"
+        return ConsumerRequest(self.defaults.topic, **values)
 
     @on(Button.Pressed)
     @on(Input.Submitted)

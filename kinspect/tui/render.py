@@ -169,7 +169,7 @@ def fault_line(entry: Mapping[str, Any]) -> Text:
 
 
 def load_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | None,
-              running: bool) -> Text:
+              running: bool, consumers: Mapping[str, Any] | None = None) -> Text:
     if not settings:
         return Text("no load running — press l to start one", "dim")
     text = Text.assemble(("load ", "bold"), (f"{settings.get('topic')} ", "bold cyan"),
@@ -185,8 +185,16 @@ def load_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | Non
     if by_error:
         top = sorted(by_error.items(), key=lambda kv: -kv[1])[:2]
         text.append(" (" + ", ".join(f"{k} {v:,}" for k, v in top) + ")", "red")
-    text.append(f"\nlatency p50 {stats.get('latency_p50_ms', 0):.0f} ms  "
-                f"p99 {stats.get('latency_p99_ms', 0):.0f} ms", "dim")
+    if consumers:
+        failed = consumers.get("failed", 0) + consumers.get("aborted", 0)
+        text.append(f"\nconsumed {consumers.get('received', 0):,}  processed "
+                    f"{consumers.get('processed', 0):,}  ")
+        text.append(f"failed {failed:,}", "bold red" if failed else "dim")
+        if consumers.get("crashes"):
+            text.append(f"  crashed {consumers['crashes']}", "bold red")
+    else:
+        text.append(f"\nlatency p50 {stats.get('latency_p50_ms', 0):.0f} ms  "
+                    f"p99 {stats.get('latency_p99_ms', 0):.0f} ms", "dim")
     return text
 
 

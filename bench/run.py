@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.postmortem", "bench.backends",
-          "bench.attribution")
+SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.lag", "bench.postmortem",
+          "bench.backends", "bench.attribution")
 
 
 def main(argv: list[str] | None = None) -> int:

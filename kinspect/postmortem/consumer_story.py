@@ -70,9 +70,13 @@ def lost_ranges(never: Sequence[tuple[int, int, int, int]],
         partition, first, last, failed, aborted = run
         holder = next((p for p in polls if p["partition"] == partition
                        and p["first_offset"] <= first <= p["last_offset"]), None)
-        commit = next((c for c in commits if c["partition"] == partition and c["offset"] > last
-                       and c["error"] is None), None)
         who = (holder["consumer"], holder["incarnation"]) if holder else (None, None)
+        # The commit that covered them, made by the consumer that held them: an auto-commit
+        # whose callback never ran before a crash is not in the ledger, and a later member's
+        # commit would put the wrong time in the words.
+        commit = next((c for c in commits if c["partition"] == partition and c["offset"] > last
+                       and c["error"] is None
+                       and (holder is None or (c["consumer"], c["incarnation"]) == who)), None)
         cause = ("failed" if failed else "aborted" if aborted
                  else "crash" if holder and who in crashes else
                  "never_delivered" if holder is None else "crash")
@@ -124,7 +128,8 @@ def story(ranges: Sequence[LostRange], limit: int = 3) -> str:
         span = (f"offset {lost.first:,}" if lost.first == lost.last
                 else f"offsets {lost.first:,}..{lost.last:,}")
         commit = (f"{_committed(lost.commit_how)} at {clock(lost.commit_ts)}"
-                  if lost.commit_ts else "committed")
+                  if lost.commit_ts else "committed (the commit itself was not recorded: it "
+                                         "happened after the consumer's last poll)")
         who = f"consumer {lost.consumer}" if lost.consumer is not None else "no consumer"
         if lost.cause == "crash":
             tail = (f"{who} crashed at {clock(lost.crash_ts)} before processing them"

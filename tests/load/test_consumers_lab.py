@@ -5,6 +5,7 @@ group's offsets, DuckDB counts over the consumer ledger's files as written."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,18 @@ pytestmark = [pytest.mark.lab, pytest.mark.spark, pytest.mark.slow]
 COUNTS = ("answered_for", "processed", "never_processed", "processed_twice")
 
 
-def produce_then_consume(lab: dict[str, Any], run_dir: Path, topic: str, group: str,
-                         *consume: str) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One Spark session for the module's post-mortems (each would start its own: 16 s)."""
+    from kinspect.postmortem.job import start_spark
+
+    session = start_spark("local[2]")
+    yield session
+    session.stop()
+
+
+def produce_then_consume(lab: dict[str, Any], spark: Any, run_dir: Path, topic: str,
+                         group: str, *consume: str) -> dict[str, Any]:
     """A load, then a group reading it (with the given mode), verify, the post-mortem."""
     kinspect("load", "run", "--topic", topic, "--count", "12000", "--rate", "20000", "--acks",
              "all", "--run-dir", str(run_dir), "--json", "--no-timeline", timeout=300)
@@ -28,9 +39,9 @@ def produce_then_consume(lab: dict[str, Any], run_dir: Path, topic: str, group: 
                                   *consume, timeout=300).stdout)
     assert summary["lag_at_end"] == 0, summary
     kinspect("verify", "--topic", topic, "--run-dir", str(run_dir), timeout=300)
-    report = json.loads(kinspect("postmortem", str(run_dir), "--json", "--no-chart",
-                                 timeout=400).stdout)
-    return dict(report)
+    from kinspect.postmortem import run_postmortem
+
+    return run_postmortem(run_dir, spark=spark, chart=False)
 
 
 def recount(lab: dict[str, Any], run_dir: Path, topic: str, group: str,
@@ -45,10 +56,10 @@ def recount(lab: dict[str, Any], run_dir: Path, topic: str, group: str,
                                    committed)
 
 
-def test_auto_commit_and_a_crash_lose_records_and_say_why(lab: dict[str, Any],
+def test_auto_commit_and_a_crash_lose_records_and_say_why(lab: dict[str, Any], spark: Any,
                                                           tmp_path: Path) -> None:
     create_topics(lab["bootstrap"], {"c-auto": 2})
-    report = produce_then_consume(lab, tmp_path, "c-auto", "g-auto", "--commit", "auto",
+    report = produce_then_consume(lab, spark, tmp_path, "c-auto", "g-auto", "--commit", "auto",
                                   "--auto-commit-ms", "100", "--batch", "500", "--process-ms",
                                   "1", "--crash-after", "2250")
     side = report["consumers"]
@@ -62,9 +73,9 @@ def test_auto_commit_and_a_crash_lose_records_and_say_why(lab: dict[str, Any],
 
 
 def test_commit_after_processing_loses_nothing_and_processes_some_twice(
-        lab: dict[str, Any], tmp_path: Path) -> None:
+        lab: dict[str, Any], spark: Any, tmp_path: Path) -> None:
     create_topics(lab["bootstrap"], {"c-after": 2})
-    report = produce_then_consume(lab, tmp_path, "c-after", "g-after", "--commit", "after",
+    report = produce_then_consume(lab, spark, tmp_path, "c-after", "g-after", "--commit", "after",
                                   "--batch", "500", "--process-ms", "1", "--crash-after", "2250",
                                   "--fail-rate", "0.01", "--consumers", "2")
     side = report["consumers"]
@@ -74,9 +85,9 @@ def test_commit_after_processing_loses_nothing_and_processes_some_twice(
 
 
 def test_transactions_with_offsets_inside_lose_and_duplicate_nothing(
-        lab: dict[str, Any], tmp_path: Path) -> None:
+        lab: dict[str, Any], spark: Any, tmp_path: Path) -> None:
     create_topics(lab["bootstrap"], {"t-in": 2, "t-out": 2})
-    report = produce_then_consume(lab, tmp_path, "t-in", "g-txn", "--commit", "transaction",
+    report = produce_then_consume(lab, spark, tmp_path, "t-in", "g-txn", "--commit", "transaction",
                                   "--output", "t-out", "--batch", "200", "--fail-rate", "0.2")
     side = report["consumers"]
     assert side["never_processed"] == 0 and side["processed_twice"] == 0, side

@@ -120,3 +120,40 @@ def test_quit_names_the_loads_that_keep_running(lab: dict[str, Any], tmp_path: P
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
         kinspect("load", "stop", "--run-dir", str(tmp_path), check=False)
         runner.wait(timeout=30)
+
+
+def lag_of(group: str) -> int | None:
+    """The lag the consumer groups panel shows for `group` (`… lag  12,345 …`)."""
+    for line in screen_text().splitlines():
+        if group in line and " lag " in line:
+            after = line.split(" lag ", 1)[1].split()
+            if after and after[0].replace(",", "").isdigit():
+                return int(after[0].replace(",", ""))
+    return None
+
+
+def test_the_groups_panel_shows_a_lagging_group_live(lab: dict[str, Any], screen: None,
+                                                    tmp_path: Path) -> None:
+    """A producer at 2,000/s and a group that processes at most ~500/s: the panel appears,
+    names the group, and its lag grows on screen while the group falls behind."""
+    create_topics(lab["bootstrap"], {"lagging": 1})
+    load = subprocess.Popen([sys.executable, "-m", "kinspect", "load", "run", "--topic",
+                             "lagging", "--duration", "120", "--rate", "2000", "--run-dir",
+                             str(tmp_path), "--json", "--no-timeline"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    group = subprocess.Popen([sys.executable, "-m", "kinspect", "consume", "run", "--topic",
+                              "lagging", "--group", "g-lagging", "--process-ms", "2", "--batch",
+                              "50", "--run-dir", str(tmp_path), "--duration", "120", "--json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        first = wait_until(lambda: lag_of("g-lagging"), 60, "the group's lag on screen")
+        assert "consumer groups" in screen_text()
+        later = wait_until(lambda: (lag := lag_of("g-lagging")) and lag > first + 1000 and lag,
+                           30, "the lag to grow on screen")
+        assert later > first
+        assert "↑" in next(line for line in screen_text().splitlines() if "g-lagging" in line)
+    finally:
+        kinspect("consume", "stop", "--run-dir", str(tmp_path), check=False)
+        kinspect("load", "stop", "--run-dir", str(tmp_path), check=False)
+        group.wait(timeout=60)
+        load.wait(timeout=60)

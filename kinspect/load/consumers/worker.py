@@ -16,6 +16,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,6 +63,7 @@ class ConsumerWorker:
         config = settings.consumer_config()
         config.update({"on_commit": self._on_commit, "error_cb": self.auth})
         self.consumer = Consumer(config)
+        self.watcher = CommitWatcher(self) if settings.commit == "auto" else None
         self.producer: Producer | None = None
         if settings.output is not None:
             self.producer = Producer({
@@ -72,17 +74,16 @@ class ConsumerWorker:
     # ----- callbacks (served inside poll/consume) ------------------------------------------
 
     def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
-        if self.settings.commit != "auto":
-            return  # synchronous commits are written where they are made
-        offsets = [(int(p.partition), int(p.offset)) for p in partitions
-                   if p.topic == self.settings.topic and p.offset is not None and p.offset >= 0]
-        if err is not None and err.code() == KafkaError._NO_OFFSET:
-            return  # nothing new to commit
-        self.ledger.committed(now_ms(), offsets, "auto", None if err is None else err.name())
-        self.stats.commits += len(offsets)
+        """librdkafka's word on its auto-commits (served only inside consume(), so possibly
+        long after the fact, or never before a crash: CommitWatcher records when they land)."""
+        if self.settings.commit == "auto" and err is not None \
+                and err.code() != KafkaError._NO_OFFSET:
+            self.ledger.event(now_ms(), "commit-failed", err.name())
 
     def _assigned(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.assigned_at = time.monotonic()
+        if self.watcher is not None:
+            self.watcher.partitions = [p.partition for p in partitions]
         self.ledger.event(now_ms(), "assigned", " ".join(str(p.partition) for p in partitions))
 
     def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -98,6 +99,8 @@ class ConsumerWorker:
                                 on_revoke=self._revoked)
         deadline = (self.started + settings.duration_s) if settings.duration_s else None
         self.ledger.event(now_ms(), "start", f"commit={settings.commit}")
+        if self.watcher is not None:
+            self.watcher.start()
         while not self._should_stop(deadline):
             self._maybe_crash()
             messages = [m for m in self.consumer.consume(settings.batch, timeout=0.5)
@@ -114,6 +117,8 @@ class ConsumerWorker:
         self.ledger.event(now_ms(), "stop", "")
         self.stats.publish(done=True)
         self.consumer.close()  # auto mode: commits what was consumed, as a real one would
+        if self.watcher is not None:
+            self.watcher.stop()
         self.ledger.close()
         return 0
 
@@ -281,6 +286,48 @@ class ConsumerWorker:
 
     def request_stop(self, *_args: Any) -> None:
         self.stopping = True
+
+
+class CommitWatcher(threading.Thread):
+    """Auto-commits as the group coordinator has them, asked every WATCH_S by a client of
+    its own (it joins nothing): a commit line within WATCH_S of the commit landing, which is
+    what the words "auto-committed at …" need when the consumer then dies mid-poll."""
+
+    WATCH_S = 0.1
+
+    def __init__(self, worker: ConsumerWorker) -> None:
+        super().__init__(name="kinspect-commit-watch", daemon=True)
+        settings = worker.settings
+        self.worker, self.topic = worker, settings.topic
+        self.partitions: list[int] = []  # replaced whole by the assignment callback
+        self._halt = threading.Event()
+        self._client = Consumer({**settings.extra, "bootstrap.servers": settings.bootstrap,
+                                 "group.id": settings.group, "enable.auto.commit": False,
+                                 "log_level": 0})
+        self._last: dict[int, int] = {}
+
+    def run(self) -> None:
+        while not self._halt.wait(self.WATCH_S):
+            wanted = [TopicPartition(self.topic, p) for p in self.partitions]
+            if not wanted:
+                continue
+            try:
+                answer = self._client.committed(wanted, timeout=2)
+            except KafkaException:
+                continue
+            for tp in answer:  # a partition's first answer is where it stood: not ours
+                self._last.setdefault(int(tp.partition), int(tp.offset))
+            moved = [(int(tp.partition), int(tp.offset)) for tp in answer
+                     if tp.offset >= 0 and tp.offset > self._last[int(tp.partition)]]
+            if moved:
+                self._last.update(moved)
+                self.worker.ledger.committed(now_ms(), moved, "auto")
+                self.worker.stats.commits += len(moved)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=5)
+        self._client.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,7 +68,7 @@ def kinspect_latency(bootstrap: str) -> list[float]:
 
 
 def peer_latency(bootstrap: str, runs: int = 5) -> list[float]:
-    command = dist.ensure().tool_command("kafka.admin.ConsumerGroupCommand", "--bootstrap-server",
+    command = dist.ensure().tool_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
                                          bootstrap, "--describe", "--group", GROUP)
     out = []
     for _ in range(runs):

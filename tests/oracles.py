@@ -105,7 +105,7 @@ def group_offsets(bootstrap: str, group: str) -> dict[int, int]:
     (ConsumerGroupCommand) describes it."""
     from kinspect.lab import dist
 
-    command = dist.ensure().tool_command("kafka.admin.ConsumerGroupCommand", "--bootstrap-server",
+    command = dist.ensure().tool_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
                                          bootstrap, "--describe", "--group", group)
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     offsets = {}

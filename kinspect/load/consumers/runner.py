@@ -134,9 +134,10 @@ def _run_workers(settings: ConsumeSettings, run_dir: Path,
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     started = time.monotonic()
     try:
-        while any(w.poll() is None for w, _ in workers.values()):
+        while True:
             time.sleep(0.5)
             for consumer, (worker, incarnation) in list(workers.items()):
+                worker.poll()
                 if worker.returncode != -signal.SIGKILL or (consumer, incarnation) in crashed:
                     continue
                 crashed.add((consumer, incarnation))
@@ -146,6 +147,8 @@ def _run_workers(settings: ConsumeSettings, run_dir: Path,
                                          incarnation + 1)
             if progress:
                 progress(format_progress(read_consumer_stats(run_dir), time.monotonic() - started))
+            if all(w.poll() is not None for w, _ in workers.values()):
+                break
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -229,6 +229,10 @@ class ConsumerWorker:
                 producer.produce(output, message.value(), message.key())
                 outcomes.append((int(message.partition() or 0), int(message.offset() or 0),
                                  message_id(message.value()), received, 0, "", 1))
+            # The output reaches the log before the decision, as it does when an application
+            # fails after writing (an abort before a flush would only purge the client's queue,
+            # and read_uncommitted readers would have nothing to show).
+            producer.flush(30)
             if self.rng.random() < settings.fail_rate:
                 self._abort(messages, outcomes, "chosen by --fail-rate")
                 return

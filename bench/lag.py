@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.lab import bench_lab, describe
 from kinspect.lab import dist
+from kinspect.lab.dist import CONSUMER_GROUPS
 from kinspect.lab.topics import create_topics
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.sources.observer import Observer
@@ -68,8 +69,8 @@ def kinspect_latency(bootstrap: str) -> list[float]:
 
 
 def peer_latency(bootstrap: str, runs: int = 5) -> list[float]:
-    command = dist.ensure().tool_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-                                         bootstrap, "--describe", "--group", GROUP)
+    command = dist.ensure().tool_command(CONSUMER_GROUPS, "--bootstrap-server", bootstrap,
+                                         "--describe", "--group", GROUP)
     out = []
     for _ in range(runs):
         started = time.perf_counter()

@@ -104,9 +104,10 @@ def group_offsets(bootstrap: str, group: str) -> dict[int, int]:
     """The group's committed offset per partition, as Kafka's own kafka-consumer-groups
     (ConsumerGroupCommand) describes it."""
     from kinspect.lab import dist
+    from kinspect.lab.dist import CONSUMER_GROUPS
 
-    command = dist.ensure().tool_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-                                         bootstrap, "--describe", "--group", group)
+    command = dist.ensure().tool_command(CONSUMER_GROUPS, "--bootstrap-server", bootstrap,
+                                         "--describe", "--group", group)
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     offsets = {}
     for line in out.splitlines():

@@ -68,6 +68,10 @@ class KafkaDist:
         ]
 
 
+# Kafka's kafka-consumer-groups tool (moved from kafka.admin to the tools jar in 3.x)
+CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
 def dist_home(version: str | None = None) -> Path:
     return cache_dir() / f"kafka-{version or kafka_version()}"
 

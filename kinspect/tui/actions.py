@@ -37,9 +37,8 @@ ACTIONS: tuple[UiAction, ...] = (
              "cluster", fault=True, footer=False),
     UiAction("heal", "h", "heal", "remove every network partition", "cluster", fault=True),
     UiAction("load", "l", "load", "start or stop a load generator", "cluster", fault=True),
-    UiAction("consumers", "g", "consumers", "start or stop a consumer group on the load's "
-             "topic: commit auto/before/after, a crash, failures (judged by m)", "cluster",
-             fault=True, footer=False),
+    UiAction("consumers", "g", "consumers", "start or stop a consumer group reading the load "
+             "(crashes, failures; m judges it)", "cluster", fault=True, footer=False),
     UiAction("postmortem", "m", "post-mortem", "verify the last load run and report what "
              "was lost (PySpark)", "cluster", fault=True, footer=False),
     UiAction("scenario", "e", "scenario", "replay a data-loss experiment from the catalog "

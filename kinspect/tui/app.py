@@ -84,7 +84,7 @@ class KinspectApp(ActingApp):
                 yield Static(id="load")
                 yield Static(id="warnings")
         yield PartitionTable(id="partitions")
-        yield Static(id="groups")
+        yield Static(id="consumer-groups")
         yield EventLog(id="events")
         yield Input(placeholder="filter partitions (topic or topic-N); Enter keeps, Esc clears",
                     id="filter")
@@ -96,7 +96,8 @@ class KinspectApp(ActingApp):
         self.main.query_one("#events").border_title = "events"
         self.main.query_one("#load").border_title = "load"
         self.main.query_one("#warnings").border_title = "warnings"
-        self.main.query_one("#groups").border_title = "consumer groups (lag = high watermark - committed)"
+        self.main.query_one("#consumer-groups").border_title = (
+            "consumer groups (lag = high watermark - committed)")
         self._render_header()
         self._render_side()
         self.main.query_one(PartitionTable).focus()
@@ -141,7 +142,7 @@ class KinspectApp(ActingApp):
         self.snapshot = snapshot
         self.lag_trend.observe(snapshot)
         self.main.query_one(PartitionTable).show(snapshot)
-        groups = self.main.query_one("#groups", Static)
+        groups = self.main.query_one("#consumer-groups", Static)
         groups.display = bool(snapshot.groups)  # the panel appears with the first group
         if snapshot.groups:
             groups.update(groups_text(snapshot, self.lag_trend, self.size.width))

@@ -151,7 +151,9 @@ def test_the_groups_panel_shows_a_lagging_group_live(lab: dict[str, Any], screen
         later = wait_until(lambda: (lag := lag_of("g-lagging")) and lag > first + 1000 and lag,
                            30, "the lag to grow on screen")
         assert later > first
-        assert "↑" in next(line for line in screen_text().splitlines() if "g-lagging" in line)
+        wait_until(lambda: any("g-lagging" in line and "↑" in line
+                               for line in screen_text().splitlines()), 30,
+                   "the lag's trend on screen: growing (↑ …/s)")
     finally:
         kinspect("consume", "stop", "--run-dir", str(tmp_path), check=False)
         kinspect("load", "stop", "--run-dir", str(tmp_path), check=False)

@@ -196,8 +196,8 @@ def words(side: dict[str, Any], lost: Sequence[LostRange]) -> str:
     if side["processed_twice"]:
         text += (f" {plural(side['processed_twice'], 'record')} "
                  f"{'was' if side['processed_twice'] == 1 else 'were'} processed more than once"
-                 f" ({side['jepsen']['nonmonotonic-poll']:,} polls began again before the last "
-                 "offset already polled).")
+                 f" ({plural(side['jepsen']['nonmonotonic-poll'], 'poll')} began again at or "
+                 "before an offset already polled: redelivery from the last commit).")
     output = side.get("output_counts")
     if output and output["aborted_visible"]:
         text += (f" The output holds {plural(output['aborted_visible'], 'record')} of aborted "

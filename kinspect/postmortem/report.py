@@ -139,7 +139,7 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
         extras.append(f"{plural(report['unacked_present'], 'message')} the producer never saw "
                       "acknowledged are in the log anyway (not an error"
                       + (f"; {known:,} of them unknown: sent by a generator that died before "
-                         "hearing back" if known else "") + ")")
+                         "its ledger recorded an answer" if known else "") + ")")
     if report.get("client_lost"):
         extras.append(f"{plural(report['client_lost'], 'message')} handed to the client "
                       f"{'was' if report['client_lost'] == 1 else 'were'} never delivered: the "

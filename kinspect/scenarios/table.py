@@ -8,7 +8,21 @@ from typing import Any
 COLUMNS = (("scenario", "scenario"), ("acked", "acked"), ("in_log", "in log"),
            ("acked_lost", "acked lost"), ("unacked_present", "unacked present"),
            ("duplicates", "duplicates"), ("failed", "failed"), ("failover_ms", "failover"),
-           ("unavailable_ms", "unavailable"), ("expectation_met", "expected?"))
+           ("unavailable_ms", "unavailable"), ("beyond_brokers", "client / consumers"),
+           ("expectation_met", "expected?"))
+# What the client and the consumer group did, in a few words (only what was measured).
+BEYOND = (("client_lost", "client lost"), ("refused", "refused"),
+          ("never_processed", "never processed"), ("processed_twice", "processed twice"),
+          ("aborted_visible", "aborted seen"), ("output_duplicates", "output copies"))
+
+
+def beyond_brokers(row: dict[str, Any]) -> str:
+    """client lost 19,800; never processed 251; … (producer-only rows: '-')."""
+    grouped = row.get("never_processed") is not None
+    parts = [f"{title} {row[key]:,}" for key, title in BEYOND
+             if isinstance(row.get(key), int)
+             and (row[key] or (grouped and key in ("never_processed", "processed_twice")))]
+    return "; ".join(parts) or "-"
 
 
 def cell(key: str, row: dict[str, Any]) -> str:
@@ -18,6 +32,8 @@ def cell(key: str, row: dict[str, Any]) -> str:
         if key == "scenario":
             return str(row["scenario"])
         return f"{row['status']}: {row.get('reason', '')}" if key == "acked" else ""
+    if key == "beyond_brokers":
+        return beyond_brokers(row)
     value = row.get(key)
     if value is None:
         return "-"

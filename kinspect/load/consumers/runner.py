@@ -43,26 +43,36 @@ def check_consumer_dir(run_dir: Path) -> None:
 
 
 def group_offsets(bootstrap: str, group: str, topic: str, partitions: int,
-                  extra: dict[str, str]) -> dict[str, Any]:
+                  extra: dict[str, str], timeout_s: float = 60.0) -> dict[str, Any]:
     """The group's committed offset (None: never committed) and each partition's log start and
-    high watermark, read without joining the group."""
+    high watermark, read without joining the group. A cluster still settling (a coordinator
+    or leader just moved: a new topic, a failover) is asked again until `timeout_s`."""
     consumer = Consumer({**extra, "bootstrap.servers": bootstrap, "group.id": group,
                          "enable.auto.commit": False, "log_level": 0})
+    deadline = time.monotonic() + timeout_s
     try:
-        wanted = [TopicPartition(topic, p) for p in range(partitions)]
-        committed = consumer.committed(wanted, timeout=30)
-        rows = []
-        for tp in committed:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition),
-                                                       timeout=15)
-            rows.append({"partition": tp.partition, "log_start": low, "high_watermark": high,
-                         "committed": tp.offset if tp.offset >= 0 else None})
-        return {"ts": now_ms(), "partitions": rows}
-    except KafkaException as exc:
-        raise KinspectError(f"cannot read the offsets of group {group!r}: "
-                            f"{exc.args[0].str()}") from None
+        while True:
+            try:
+                return _offsets_once(consumer, topic, partitions)
+            except KafkaException as exc:
+                if time.monotonic() >= deadline:
+                    raise KinspectError(f"cannot read the offsets of group {group!r}: "
+                                        f"{exc.args[0].str()}") from None
+                time.sleep(1.0)
     finally:
         consumer.close()
+
+
+def _offsets_once(consumer: Consumer, topic: str, partitions: int) -> dict[str, Any]:
+    wanted = [TopicPartition(topic, p) for p in range(partitions)]
+    rows = []
+    for tp in consumer.committed(wanted, timeout=30):
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=15)
+        rows.append({"partition": tp.partition, "log_start": low, "high_watermark": high,
+                     "committed": tp.offset if tp.offset >= 0 else None})
+    return {"ts": now_ms(), "partitions": rows}
 
 
 def format_progress(totals: dict[str, Any], elapsed: float) -> str:

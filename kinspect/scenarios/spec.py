@@ -357,6 +357,9 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     return scenario
 
 
+_KIND_WORDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+
+
 def _group(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
     """The [group] table, of the right keys and types (ranges: ConsumeSettings.validate)."""
     if "group" not in data:
@@ -370,7 +373,7 @@ def _group(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
         number_ok = kind is float and isinstance(value, int) and not isinstance(value, bool)
         if not (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))) \
                 and not number_ok:
-            raise _fail(path, f"[group] {key} must be a {kind.__name__}")
+            raise _fail(path, f"[group] {key} must be {_KIND_WORDS[kind]}")
     return dict(group)
 
 

@@ -29,6 +29,7 @@ from tests.postmortem.rundirs import scenario_a
 TOPIC = "kinspect-bad-input"  # made on the session lab by the lab cases' fixture
 B = ("--bootstrap", "127.0.0.1:1")  # a cluster is named, so the check under test is reached
 RUN = ("load", "run", "--topic", "t", "--run-dir", "{new}")
+CONSUME = ("consume", "run", "--topic", "t", "--group", "g", "--run-dir", "{new}", *B)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ SCENARIOS = {
     "topicname": scenario_file(a=('name = "test1"', 'name = "test 1!"')),
     "unknownkey": scenario_file(a=("retries = 0", "retries = 0\nretry = 1")),
     "extra": scenario_file(a=("retries = 0", 'retries = 0\nextra = { "no.such.property" = "1" }')),
+    "groupmode": scenario_file(a=("[expect]", '[group]\ncommit = "sometimes"\n\n[expect]')),
+    "groupkey": scenario_file(a=("[expect]", "[group]\ncrash = 1\n\n[expect]")),
+    "grouptype": scenario_file(a=("[expect]", '[group]\nbatch = "ten"\n\n[expect]')),
     "as": scenario_file(a=("for_s = 15", 'for_s = 15\nas = "two words"')),
     "name": scenario_file(a=('name = "acks1-isolate-leader"', 'name = "Acks One!"')),
     "count": scenario_file(a=("count = 100000", "count = -5")),
@@ -147,6 +151,29 @@ NO_LAB: list[Case] = [
     Case(("load", "stop", "--run-dir", "{empty}"), "is not a kinspect run dir"),
     Case(("load", "stop", "--run-dir", "{idle}"), "no load is running"),
     Case(("load", "stop", "--run-dir", "{badsettings}"), "settings.json: --count must be"),
+    # consume run / stop
+    Case(("consume", "run", "--topic", "t", "--run-dir", "{new}", *B), "required: --group"),
+    Case((*CONSUME, "--fail-rate", "2"), "--fail-rate: must be a number"),
+    Case((*CONSUME, "--fail-rate", "nan"), "--fail-rate: must be a number"),
+    Case((*CONSUME, "--crash-after", "0"), "--crash-after: must be a whole number"),
+    Case((*CONSUME, "--crash-after", "5", "--crash-at", "1"), "not allowed with argument"),
+    Case((*CONSUME, "--commit", "sometimes"), "invalid choice"),
+    Case((*CONSUME, "--commit", "transaction"), "--commit transaction needs --output"),
+    Case((*CONSUME, "--output", "t"), "--output must be another topic"),
+    Case((*CONSUME, "--output", "a b"), "not a Kafka topic name"),
+    Case((*CONSUME, "--consumers", "65"), "--consumers: must be a whole number"),
+    Case((*CONSUME, "--isolation", "dirty"), "invalid choice"),
+    Case(("consume", "run", "--topic", "a b", "--group", "g", "--run-dir", "{new}", *B),
+         "not a Kafka topic name"),
+    Case(("consume", "run", "--topic", "t", "--group", "", "--run-dir", "{new}", *B),
+         "--group must be a name"),
+    Case(("consume", "run", "--topic", "t", "--group", "g", "--run-dir", "{file}", *B),
+         "is a file, not a directory"),
+    Case(("consume", "stop", "--run-dir", "{new}"), "does not exist"),
+    Case(("consume", "stop", "--run-dir", "{empty}"), "no consumer group is running"),
+    # load run's client failure modes
+    Case((*RUN, "--crash-at", "0", *B), "--crash-at: must be a number"),
+    Case((*RUN, "--buffer-full", "drop", *B), "invalid choice"),
     # load slow
     Case(("load", "slow", "--topic", "t", "--count", "-1", *B), "--count: must be a whole number"),
     Case(("load", "slow", "--topic", "t", "--count", "0", *B), "--count: must be a whole number"),
@@ -237,6 +264,9 @@ NO_LAB: list[Case] = [
     Case(("scenario", "run", "{sc_topicname}"), "is not a Kafka topic name"),
     Case(("scenario", "run", "{sc_unknownkey}"), "unknown key 'retry' in [load]"),
     Case(("scenario", "run", "{sc_extra}"), "No such configuration property"),
+    Case(("scenario", "run", "{sc_groupmode}"), "[group]: --commit must be one of"),
+    Case(("scenario", "run", "{sc_groupkey}"), "unknown key 'crash' in [group]"),
+    Case(("scenario", "run", "{sc_grouptype}"), "[group] batch must be a whole number"),
     Case(("scenario", "run", "{sc_as}"), "as must be a name like old_leader"),
     Case(("scenario", "run", "{sc_name}"), "must be lower-case letters"),
     Case(("scenario", "run", "{sc_count}"), "--count must be a whole number"),

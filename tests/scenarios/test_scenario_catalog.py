@@ -131,6 +131,17 @@ def test_tables_show_rows_and_skips() -> None:
     assert md[2].startswith("| acks1-isolate-leader | 100,000 | 40,731 | 59,269 |")
 
 
+def test_the_table_says_what_the_client_and_the_group_did() -> None:
+    base = {"scenario": "s", "status": "ran", "acked": 1, "expectation_met": True}
+    grouped = {**base, "never_processed": 251, "processed_twice": 0, "client_lost": 0,
+               "refused": 0}
+    client = {**base, "client_lost": 3961, "refused": 0}
+    text = text_table([grouped, client, base])
+    assert "never processed 251; processed twice 0" in text
+    assert "client lost 3,961" in text and "refused" not in text
+    assert text.splitlines()[-1].split()[-2] == "-"  # a producer-only row: nothing to say
+
+
 def test_matrix_out_replaces_only_its_block(tmp_path: Path) -> None:
     from kinspect.cli.scenario import MARK_END, MARK_START, write_table
 

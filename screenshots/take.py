@@ -3,7 +3,8 @@
     kinspect demo --no-ui && .venv/bin/python screenshots/take.py
 
 Keys are pressed as a person would: start load with `l`, isolate test1's leader with `i`,
-watch the zombie leader and the election, heal with `h`.
+watch the zombie leader and the election, heal with `h`, start a slow consumer group with `g`
+and watch its lag grow.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ def test1(app: KinspectApp) -> Any:
     return app.snapshot.partition("test1", 0) if app.snapshot else None
 
 
+def lagging(app: KinspectApp) -> bool:
+    """The group's lag is on screen and its trend is measured (growing)."""
+    groups = app.snapshot.groups if app.snapshot else ()
+    return any(g.group_id == "kinspect-tui" and (app.lag_trend.per_second(g.group_id) or 0) > 0
+               for g in groups)
+
+
 async def take() -> None:
     lab = running_lab()
     if lab is None:
@@ -68,6 +76,15 @@ async def take() -> None:
         app.save_screenshot(str(HERE / "3-new-leader.svg"))
         await pilot.press("h")
         await until(pilot, lambda: not test1(app).missing, 90, "the ISR to heal")
+        await pilot.press("g")  # a consumer group on the load's topic, slower than the load
+        await pilot.pause(0.5)
+        app.screen.query_one("#process_ms", Input).value = "1"
+        await pilot.press("enter")
+        await until(pilot, lambda: lagging(app), 60, "the group's lag, growing")
+        await pilot.pause(1)
+        app.save_screenshot(str(HERE / "5-consumer-lag.svg"))
+        await pilot.press("g")  # stop the group
+        await pilot.pause(1)
         await pilot.press("l")  # stop the load
         await pilot.pause(2)
         await pilot.press("question_mark")

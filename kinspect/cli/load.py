@@ -42,6 +42,35 @@ def register(commands: Any) -> None:
     load = commands.add_parser("load", help="load generators with an acknowledgement ledger")
     sub = load.add_subparsers(dest="load_command", metavar="ACTION", required=True)
 
+    _register_run(sub)
+
+    stop = sub.add_parser("stop", help="stop a load running in another process")
+    stop.add_argument("--run-dir", type=Path, required=True, help="the run dir of the load")
+    stop.set_defaults(handler=cmd_stop)
+
+    slow = sub.add_parser("slow", help="one message a second, watching the leader and offsets")
+    slow.add_argument("--topic", required=True, help="the topic to write to (must exist)")
+    slow.add_argument("--acks", help="0, 1 or all (default 1)")
+    slow.add_argument("--count", type=option(1, 1_000_000_000, integer=True),
+                      help="stop after this many messages")
+    add_cluster_arguments(slow, zookeeper=False)
+    slow.set_defaults(handler=cmd_slow)
+
+    verify = commands.add_parser(
+        "verify", help="read the final log back into the run dir, and keep the lab's evidence",
+        description="Read the run's topic back to its high watermark (the run's own records are "
+                    "told apart by its run id) and, on a lab, keep the faults, broker logs and "
+                    "replica snapshots of the run's window for the post-mortem.")
+    verify.add_argument("--topic", required=True, help="the run's topic (checked against the run dir)")
+    verify.add_argument("--run-dir", type=Path, required=True, help="the run dir of `load run`")
+    verify.add_argument("--timeout", type=option(0, 3600, low_open=True), default=120.0,
+                        help="seconds to read up to the high watermark (default 120)")
+    verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_cluster_arguments(verify, zookeeper=False)
+    verify.set_defaults(handler=cmd_verify)
+
+
+def _register_run(sub: Any) -> None:
     run = sub.add_parser("run", help="produce messages with unique ids, recording every ack")
     run.add_argument("--topic", required=True, help="the topic to write to (must exist)")
     run.add_argument("--acks", help="0, 1 or all (default 1)")
@@ -79,31 +108,6 @@ def register(commands: Any) -> None:
                      help="do not observe the cluster into RUN_DIR/timeline.jsonl")
     add_cluster_arguments(run)
     run.set_defaults(handler=cmd_run)
-
-    stop = sub.add_parser("stop", help="stop a load running in another process")
-    stop.add_argument("--run-dir", type=Path, required=True, help="the run dir of the load")
-    stop.set_defaults(handler=cmd_stop)
-
-    slow = sub.add_parser("slow", help="one message a second, watching the leader and offsets")
-    slow.add_argument("--topic", required=True, help="the topic to write to (must exist)")
-    slow.add_argument("--acks", help="0, 1 or all (default 1)")
-    slow.add_argument("--count", type=option(1, 1_000_000_000, integer=True),
-                      help="stop after this many messages")
-    add_cluster_arguments(slow, zookeeper=False)
-    slow.set_defaults(handler=cmd_slow)
-
-    verify = commands.add_parser(
-        "verify", help="read the final log back into the run dir, and keep the lab's evidence",
-        description="Read the run's topic back to its high watermark (the run's own records are "
-                    "told apart by its run id) and, on a lab, keep the faults, broker logs and "
-                    "replica snapshots of the run's window for the post-mortem.")
-    verify.add_argument("--topic", required=True, help="the run's topic (checked against the run dir)")
-    verify.add_argument("--run-dir", type=Path, required=True, help="the run dir of `load run`")
-    verify.add_argument("--timeout", type=option(0, 3600, low_open=True), default=120.0,
-                        help="seconds to read up to the high watermark (default 120)")
-    verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    add_cluster_arguments(verify, zookeeper=False)
-    verify.set_defaults(handler=cmd_verify)
 
 
 def first_class(args: argparse.Namespace, kafka: dict[str, str]) -> dict[str, str]:

@@ -69,22 +69,25 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     engine, groups, epochs, ranges, log_stats, gaps, bounds, per_second = results
     report = _assemble(inputs, groups, epochs, ranges, log_stats, gaps, bounds, fault, log_events,
                        engine)
-    if consumer_side is not None:
-        report["consumers"] = consumer_side
-        words = consumer_side["explanation"]
-        report["explanation"] += (" " + words) if words else ""
+    _add_consumer_side(report, consumer_side)
     report["out"] = str(out)
     report["seconds"] = round(time.monotonic() - started, 2)
+    _write(report, out, per_second, inputs.topic if chart else None)
+    say(f"done in {report['seconds']:.1f} s: {out}")
+    return report
+
+
+def _write(report: dict[str, Any], out: Path, per_second: list[Any], chart_topic: str | None,
+           ) -> None:
+    """report.json and report.md, and the chart (unless `chart_topic` is None)."""
     events = report.pop("_events")
     report["per_second"] = per_second  # the TUI draws the same series as timeline.png
     rep.write(report, out)
-    if chart:
+    if chart_topic is not None:
         from kinspect.postmortem.chart import draw
 
         draw(per_second, events, report["attribution"], out / "timeline.png",
-             f"{inputs.topic}: acknowledged and failed messages per second")
-    say(f"done in {report['seconds']:.1f} s: {out}")
-    return report
+             f"{chart_topic}: acknowledged and failed messages per second")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -147,6 +150,12 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
     log_stats = queries.final_log_stats(every_run, inputs.run_id)
     return (f"pyspark {pyspark.__version__}", groups, epochs, ranges, log_stats, gaps, bounds,
             per_second)
+
+
+def _add_consumer_side(report: dict[str, Any], side: dict[str, Any] | None) -> None:
+    if side is not None:
+        report["consumers"] = side
+        report["explanation"] += (" " + side["explanation"]) if side["explanation"] else ""
 
 
 def _consumer_side(spark: Any, inputs: Any, say: Callable[[str], None]) -> dict[str, Any] | None:

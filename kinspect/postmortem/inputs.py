@@ -156,18 +156,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
         pm.sent_upto = max(pm.sent_upto, mark.upto)
         topic, acks = topic or mark.topic, acks or mark.acks
         run_ids.add(mark.run_id)
-    final_dir = run_dir / FINAL_LOG_DIR
-    final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
-    if not final_files:
-        raise KinspectError(f"{run_dir}: final_log/ missing: run `kinspect verify --topic "
-                            f"{topic or 'TOPIC'} --run-dir {run_dir}` first")
-    partitions, final_rows = [], 0
-    for path in final_files:
-        final_rows += _footer(path, FINAL_LOG_SCHEMA, run_dir).num_rows
-        try:
-            partitions.append(int(path.stem.split("-", 1)[1]))
-        except ValueError:
-            raise KinspectError(f"{path.relative_to(run_dir)}: expected part-NNNN.parquet") from None
+    final_files, partitions, final_rows = _final_log(run_dir, topic)
     run = read_run(run_dir)
     ledger_runs = run_ids - {""}
     if len(ledger_runs) > 1 or (run and ledger_runs and ledger_runs != {run.run_id}):
@@ -184,6 +173,23 @@ def load_inputs(run_dir: Path) -> RunInputs:
         timeline=read_jsonl(run_dir / TIMELINE_FILE), faults=read_jsonl(run_dir / FAULTS_FILE),
         broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
         final_log_rows=final_rows, refused=refused)
+
+
+def _final_log(run_dir: Path, topic: str) -> tuple[list[Path], list[int], int]:
+    """The final log's files, their partitions and rows (footers only); missing: one line."""
+    final_dir = run_dir / FINAL_LOG_DIR
+    final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
+    if not final_files:
+        raise KinspectError(f"{run_dir}: final_log/ missing: run `kinspect verify --topic "
+                            f"{topic or 'TOPIC'} --run-dir {run_dir}` first")
+    partitions, final_rows = [], 0
+    for path in final_files:
+        final_rows += _footer(path, FINAL_LOG_SCHEMA, run_dir).num_rows
+        try:
+            partitions.append(int(path.stem.split("-", 1)[1]))
+        except ValueError:
+            raise KinspectError(f"{path.relative_to(run_dir)}: expected part-NNNN.parquet") from None
+    return final_files, partitions, final_rows
 
 
 def _stat(meta: pq.FileMetaData, name: str, pick: Any, default: Any) -> Any:

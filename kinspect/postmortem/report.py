@@ -133,6 +133,14 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
         if top["broker"] is None and top["leader_epoch"] is not None:
             text += (f" Nothing recorded says which broker led epoch {top['leader_epoch']} "
                      "(no timeline or broker logs cover it).")
+    extras = _extras(report)
+    if extras:
+        text += " " + "; ".join(extras)[0].upper() + "; ".join(extras)[1:] + "."
+    return text
+
+
+def _extras(report: dict[str, Any]) -> list[str]:
+    """The sentences beside the verdict: what the client did, copies, order, recovery."""
     extras = []
     if report["unacked_present"]:
         known = report.get("unknown_present") or 0
@@ -166,9 +174,7 @@ def explain(report: dict[str, Any], events: list[dict[str, Any]],
         extras.append(f"the first successful acknowledgement after the fault came {duration(after)} "
                       "after it" + (f", the first one that lasted {duration(kept)} after it"
                                     if kept is not None and kept != after else ""))
-    if extras:
-        text += " " + "; ".join(extras)[0].upper() + "; ".join(extras)[1:] + "."
-    return text
+    return extras
 
 
 def _context(report: dict[str, Any], top: dict[str, Any], events: list[dict[str, Any]],

@@ -297,10 +297,7 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     _only(lab, {"preset", "brokers", "broker_config"}, "[lab]", path)
     _only(topic, {"name", "partitions", "replication_factor", "config"}, "[topic]", path)
     _only(load, set(_LOAD_KEYS), "[load]", path)
-    for key, kind in _LOAD_KEYS.items():
-        if key in load and not isinstance(load[key], kind) and not (kind is float
-                                                                 and isinstance(load[key], int)):
-            raise _fail(path, f"[load] {key} must be a {kind.__name__}")
+    _typed(load, _LOAD_KEYS, "[load]", path)
     preset = str(lab.get("preset", "demo"))
     if preset not in presets.PRESETS:
         raise _fail(path, f"[lab] preset must be one of {', '.join(presets.PRESETS)}")
@@ -322,10 +319,6 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     needs = data.get("needs", [])
     if not isinstance(needs, list) or any(n != "netem" for n in needs):
         raise _fail(path, "needs may only list \"netem\"")
-    consumer = _table(data, "consumer", path)
-    _only(consumer, {"group"}, "[consumer]", path)
-    if not isinstance(consumer.get("group", False), bool):
-        raise _fail(path, "[consumer] group must be true or false")
     if not expect:
         raise _fail(path, "[expect] names no condition: a scenario must say what should happen")
     scenario = Scenario(
@@ -334,17 +327,24 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         broker_config=_strings(_table(lab, "broker_config", path), "lab.broker_config", path),
         topic=name, partitions=partitions, replication_factor=replication,
         topic_config=_strings(_table(topic, "config", path), "topic.config", path),
-        load=dict(load), consumer_group=bool(consumer.get("group", False)),
+        load=dict(load), consumer_group=_probe_group(data, path),
         group=_group(data, path),
         steps=tuple(_step(raw, i, path) for i, raw in enumerate(steps)),
         expect=tuple(parse_condition(k, v, path) for k, v in expect.items()),
         needs=tuple(needs), path=path)
+    _check_whole(scenario, path)
+    return scenario
+
+
+def _check_whole(scenario: Scenario, path: Path) -> None:
+    """What needs the whole scenario: targets against its own lab and earlier `as` names, the
+    load generator's and the consumer group's own rules, all before any lab is touched."""
     named: set[str] = set()
     for index, step in enumerate(scenario.steps):
-        _target(step, f"fault step {index + 1}", brokers, named, path)
+        _target(step, f"fault step {index + 1}", scenario.brokers, named, path)
         if step.remember:
             named.add(step.remember)
-    try:  # the load generator's own rules (acks, idempotence needs acks=all, ...), before any lab
+    try:  # acks, idempotence needs acks=all, ...
         scenario.load_settings("").validate()
     except KinspectError as exc:
         raise _fail(path, f"[load]: {exc}") from None
@@ -354,10 +354,19 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
             group.validate()
     except KinspectError as exc:
         raise _fail(path, f"[group]: {exc}") from None
-    return scenario
 
 
-_KIND_WORDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+_KIND_WORDS: dict[type, str] = {int: "a whole number", float: "a number", str: "a string",
+                                bool: "true or false", dict: "a table"}
+
+
+def _probe_group(data: Mapping[str, Any], path: Path) -> bool:
+    """[consumer] group = true: a group joins before the fault and is probed mid-fault."""
+    consumer = _table(data, "consumer", path)
+    _only(consumer, {"group"}, "[consumer]", path)
+    if not isinstance(consumer.get("group", False), bool):
+        raise _fail(path, "[consumer] group must be true or false")
+    return bool(consumer.get("group", False))
 
 
 def _group(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
@@ -366,15 +375,21 @@ def _group(data: Mapping[str, Any], path: Path) -> dict[str, Any] | None:
         return None
     group = _table(data, "group", path)
     _only(group, set(_GROUP_KEYS), "[group]", path)
-    for key, kind in _GROUP_KEYS.items():
-        value = group.get(key)
-        if value is None:
+    _typed(group, _GROUP_KEYS, "[group]", path)
+    return dict(group)
+
+
+def _typed(table: Mapping[str, Any], kinds: Mapping[str, type], where: str, path: Path) -> None:
+    """Each key of the table of its kind (a whole number is a number too; true is not one)."""
+    for key, kind in kinds.items():
+        if key not in table:
             continue
+        value = table[key]
         number_ok = kind is float and isinstance(value, int) and not isinstance(value, bool)
         if not (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))) \
                 and not number_ok:
-            raise _fail(path, f"[group] {key} must be {_KIND_WORDS[kind]}")
-    return dict(group)
+            words = _KIND_WORDS.get(kind, f"a {kind.__name__}")
+            raise _fail(path, f"{where} {key} must be {words}")
 
 
 def read(path: Path) -> Scenario:

@@ -110,7 +110,7 @@ def test_cli_list_and_bad_input(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "b"\ntitle = "b"\nwhy = "w"\n[load]\nacks = 2\n[expect]\nacked = "> 0"\n')
     proc = kinspect("scenario", "run", str(bad), check=False)
-    assert proc.returncode == 2 and "[load] acks must be a str" in proc.stderr
+    assert proc.returncode == 2 and "[load] acks must be a string" in proc.stderr
     repeat = kinspect("scenario", "matrix", "--repeat", "0", check=False)
     assert repeat.returncode == 2 and "--repeat" in repeat.stderr
 

@@ -17,6 +17,7 @@ events (assigned, revoked, crash, stop). DuckDB, Spark and pyarrow read them as 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from kinspect.load.consumers.settings import consumer_dir
+from kinspect.load.rundir import id_prefix, parse_message_id
 
 LEDGER_DIR = "ledger"
 KINDS: dict[str, pa.Schema] = {
@@ -47,6 +49,16 @@ KINDS: dict[str, pa.Schema] = {
 # What a processing attempt ended as: processed (the business effect happened), failed (it did
 # not; the `after` mode tries again), aborted (its transaction was rolled back).
 PROCESSED, FAILED, ABORTED = "processed", "failed", "aborted"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def message_id(value: bytes | None) -> str | None:
+    """The `<run>-<producer>-<seq>` a kinspect message starts with (None: a foreign record)."""
+    ident = parse_message_id(value)
+    return None if ident is None else id_prefix(ident[0] or "", ident[1]) + str(ident[2])
 
 
 def ledger_path(run_dir: Path) -> Path:

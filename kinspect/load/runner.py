@@ -102,7 +102,7 @@ def run_load(settings: LoadSettings, run_dir: Path,
              progress: Callable[[str], None] | None = None, zookeeper: str | None = None,
              expected_brokers: Mapping[int, str] | None = None,
              zk_auth: list[tuple[str, str]] | None = None, origin: str = "load",
-             secret_files: Sequence[Path] = ()) -> dict[str, Any]:
+             secret_files: Sequence[Path] = (), run_id: str | None = None) -> dict[str, Any]:
     """Run the workers to completion (or until stopped) and return the ledger summary.
 
     The run gets its id here (RUN_DIR/run.json); every message carries it. With a ZooKeeper
@@ -114,7 +114,7 @@ def run_load(settings: LoadSettings, run_dir: Path,
     check_run_dir(run_dir)
     check_topic(settings.bootstrap, settings.topic, config=settings.extra)
     prepare_run_dir(run_dir)
-    info = begin_run(run_dir, settings.topic, origin)
+    info = begin_run(run_dir, settings.topic, origin, run_id)
     settings = dataclasses.replace(settings, run_id=info.run_id)
     settings.save(run_dir, secret_files)
     observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers,

@@ -26,7 +26,7 @@ from kinspect.lab.state import LabState, NodeState
 from kinspect.lab.topics import create_topics
 from kinspect.lab.topology import broker_id_of, broker_node
 from kinspect.load.consumers.settings import ConsumeSettings
-from kinspect.load.rundir import SCENARIO_FILE, new_run_dir
+from kinspect.load.rundir import SCENARIO_FILE, new_run_dir, new_run_id
 from kinspect.load.runner import run_load
 from kinspect.load.timeline import recording_timeline
 from kinspect.postmortem.finish import finish_run
@@ -191,7 +191,8 @@ def _save(run_dir: Path, row: dict[str, Any]) -> None:
 def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,
                 zk: KazooClient, spark: Any) -> dict[str, Any]:
     bootstrap = state.bootstrap
-    group = scenario.consume_settings(bootstrap)
+    run_id = new_run_id()  # the load's and the group's: the group starts first
+    group = scenario.consume_settings(bootstrap, run_id)
     topics = {scenario.topic: scenario.partitions}
     if group is not None and group.output is not None:
         topics[group.output] = scenario.partitions
@@ -220,7 +221,8 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
             consumers_along(group, run_dir, say):
         plan.start()
         try:
-            summary = run_load(settings, run_dir, None, None, expected, origin="scenario")
+            summary = run_load(settings, run_dir, None, None, expected, origin="scenario",
+                               run_id=run_id)
         finally:
             plan.load_done.set()
         plan.join(timeout=_plan_budget(scenario))

@@ -151,13 +151,13 @@ class Scenario:
     def expectation_text(self) -> str:
         return " and ".join(str(c) for c in self.expect) or "-"
 
-    def consume_settings(self, bootstrap: str) -> ConsumeSettings | None:
+    def consume_settings(self, bootstrap: str, run_id: str = "") -> ConsumeSettings | None:
         """The [group] table as the consumer group's settings (None: no group)."""
         if self.group is None:
             return None
         values = {"idle_stop_s": 20.0, **self.group}
         return ConsumeSettings(topic=self.topic, bootstrap=bootstrap,
-                               group=f"kinspect-{self.name}", **values)
+                               group=f"kinspect-{self.name}", run_id=run_id, **values)
 
     def load_settings(self, bootstrap: str) -> LoadSettings:
         """The [load] table as the load generator's settings."""

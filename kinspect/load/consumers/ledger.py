@@ -31,19 +31,19 @@ from kinspect.load.rundir import id_prefix, parse_message_id
 LEDGER_DIR = "ledger"
 KINDS: dict[str, pa.Schema] = {
     "records": pa.schema([
-        ("consumer", pa.int32()), ("incarnation", pa.int32()), ("partition", pa.int32()),
-        ("offset", pa.int64()), ("id", pa.string()), ("received_ts", pa.int64()),
+        ("run", pa.string()), ("consumer", pa.int32()), ("incarnation", pa.int32()),
+        ("partition", pa.int32()), ("offset", pa.int64()), ("id", pa.string()), ("received_ts", pa.int64()),
         ("done_ts", pa.int64()), ("outcome", pa.string()), ("attempt", pa.int32())]),
     "polls": pa.schema([
-        ("consumer", pa.int32()), ("incarnation", pa.int32()), ("ts", pa.int64()),
+        ("run", pa.string()), ("consumer", pa.int32()), ("incarnation", pa.int32()), ("ts", pa.int64()),
         ("partition", pa.int32()), ("first_offset", pa.int64()), ("last_offset", pa.int64()),
         ("records", pa.int32())]),
     "commits": pa.schema([
-        ("consumer", pa.int32()), ("incarnation", pa.int32()), ("ts", pa.int64()),
+        ("run", pa.string()), ("consumer", pa.int32()), ("incarnation", pa.int32()), ("ts", pa.int64()),
         ("partition", pa.int32()), ("offset", pa.int64()), ("how", pa.string()),
         ("error", pa.string())]),
     "events": pa.schema([
-        ("consumer", pa.int32()), ("incarnation", pa.int32()), ("ts", pa.int64()),
+        ("run", pa.string()), ("consumer", pa.int32()), ("incarnation", pa.int32()), ("ts", pa.int64()),
         ("event", pa.string()), ("detail", pa.string())]),
 }
 # What a processing attempt ended as: processed (the business effect happened), failed (it did
@@ -80,11 +80,11 @@ def _cell(value: object) -> str:
 class ConsumerLedger:
     """One incarnation's four append-only files; every method is one `write()`."""
 
-    def __init__(self, run_dir: Path, consumer: int, incarnation: int) -> None:
+    def __init__(self, run_dir: Path, consumer: int, incarnation: int, run_id: str = "") -> None:
         folder = ledger_path(run_dir)
         folder.mkdir(parents=True, exist_ok=True)
         self.consumer, self.incarnation = consumer, incarnation
-        self._head = f"{consumer},{incarnation},"
+        self._head = f"{_cell(run_id)},{consumer},{incarnation},"
         self._fds: dict[str, int] = {}
         for kind, schema in KINDS.items():
             path = _file(run_dir, consumer, incarnation, kind)

@@ -27,7 +27,7 @@ from kinspect.load.active import registered
 from kinspect.load.consumers.ledger import ledger_path
 from kinspect.load.consumers.settings import ConsumeSettings, consumer_dir
 from kinspect.load.consumers.stats import read_consumer_stats
-from kinspect.load.rundir import PID_FILE, now_ms, read_run
+from kinspect.load.rundir import PID_FILE, new_run_id, now_ms, read_run
 from kinspect.load.runner import check_topic, hand_over
 
 OFFSETS_FILE = "offsets.json"
@@ -94,7 +94,7 @@ def run_consumers(settings: ConsumeSettings, run_dir: Path,
     # A group reading along with a load shares its run dir; the load gives the run its id
     # (it may begin after the group has started, so the group never claims the run dir).
     info = read_run(run_dir)
-    run_id = info.run_id if info else ""
+    run_id = info.run_id if info else (settings.run_id or new_run_id())
     settings = settings.with_run(run_id)
     folder = consumer_dir(run_dir)
     settings.save(run_dir, secret_files)
@@ -105,7 +105,7 @@ def run_consumers(settings: ConsumeSettings, run_dir: Path,
     end = group_offsets(settings.bootstrap, settings.group, settings.topic, partitions,
                         settings.extra)
     (folder / OFFSETS_FILE).write_text(json.dumps({"start": start, "end": end}, indent=2))
-    summary = {**read_consumer_stats(run_dir), "group": settings.group,
+    summary = {**read_consumer_stats(run_dir), "run_id": run_id, "group": settings.group,
                "topic": settings.topic, "commit": settings.commit, "output": settings.output,
                "elapsed_s": round(elapsed, 3), "stopped": stopped, "crashes": crashes,
                "lag_at_end": sum(p["high_watermark"] - (p["committed"] or p["log_start"])

@@ -37,7 +37,7 @@ class ConsumerWorker:
                  run_dir: Path) -> None:
         self.settings = settings
         self.id, self.incarnation = consumer_id, incarnation
-        self.ledger = ConsumerLedger(run_dir, consumer_id, incarnation)
+        self.ledger = ConsumerLedger(run_dir, consumer_id, incarnation, settings.run_id)
         self.stats = ConsumerStats(run_dir, consumer_id, incarnation)
         self.rng = random.Random(f"{settings.run_id}-{consumer_id}-{incarnation}")
         self.stopping = False

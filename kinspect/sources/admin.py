@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ConfigResource,
@@ -23,13 +23,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
+from kinspect.clients.groups import GroupsWatch
 from kinspect.clients.kafka import AUTH_FAILED, client_config
 from kinspect.clients.wire import BrokerClaim, ask_metadata
-from kinspect.model import BrokerView, ConfigValue, GroupView, Offsets, PartitionMeta
+from kinspect.model import BrokerView, ConfigValue, Offsets, PartitionMeta
 
 DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
 CONFIG_EVERY_N_POLLS = 10
-MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
 
 
 def _result(future: Future[Any], timeout: float) -> Any:
@@ -46,7 +46,7 @@ class AdminSource:
 
     def __init__(self, bootstrap: str, on_change: Callable[[], None], interval_s: float = 1.0,
                  timeout_s: float = 3.0, config: Mapping[str, str] | None = None,
-                 probe_brokers: bool = True) -> None:
+                 probe_brokers: bool = True, watch_groups: bool = True) -> None:
         self.bootstrap = bootstrap
         self.interval_s = interval_s
         self.timeout_s = timeout_s
@@ -65,13 +65,21 @@ class AdminSource:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.known_brokers: dict[int, str] = {}  # e.g. the lab's brokers, probed even if unlisted
+        # Consumer groups come from a process of their own (see clients/groups.py: a librdkafka
+        # assertion there must not take the observer down).
+        self.groups = (GroupsWatch(bootstrap, dict(config or {}), interval_s, timeout_s,
+                                   on_change) if watch_groups else None)
 
     def start(self) -> None:
+        if self.groups:
+            self.groups.start()
         self._thread = threading.Thread(target=self._loop, name="kinspect-admin", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        if self.groups:
+            self.groups.stop()
         if self._thread:
             self._thread.join(timeout=self.timeout_s * 3)
 
@@ -97,7 +105,7 @@ class AdminSource:
                                   error=refused or reason or type(exc).__name__,
                                   brokers=old.brokers, controller_id=old.controller_id,
                                   partitions=old.partitions, configs=old.configs,
-                                  offsets=old.offsets, groups=old.groups)
+                                  offsets=old.offsets)
                 claims = {}
         self._auth.clear(self._admin)  # answered or not: a refusal is told once, then anew
         with self._lock:
@@ -127,11 +135,10 @@ class AdminSource:
             self._configs = self._describe_configs(list(metadata.topics))
         self._polls += 1
         offsets = self._offsets(list(partitions))
-        groups = self._groups()
         claims = self._probe(brokers) if self.probe_brokers else {}
         view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
                           partitions=partitions, configs=dict(self._configs), offsets=offsets,
-                          polled_at_ms=polled_at, groups=groups)
+                          polled_at_ms=polled_at)
         return view, claims
 
     def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, ConfigValue]]:
@@ -180,37 +187,6 @@ class AdminSource:
                              log_start=earliest.get(key),
                              leader_epoch=latest[key][1] if key in latest else None)
                 for key in keys}
-
-    def _groups(self) -> dict[str, GroupView]:
-        """Consumer groups (at most MAX_GROUPS), their state, members and committed offsets.
-        A coordinator that does not answer keeps that group's last view: lag is reported as
-        last known rather than dropped while a broker fails over."""
-        previous = self.view().groups
-        try:
-            listing = _result(self._admin.list_consumer_groups(request_timeout=self.timeout_s),
-                              self.timeout_s)
-        except (KafkaException, TimeoutError):
-            return dict(previous)
-        ids = sorted(g.group_id for g in listing.valid)[:MAX_GROUPS]
-        if not ids:
-            return {}
-        described = self._admin.describe_consumer_groups(ids, request_timeout=self.timeout_s)
-        offsets = {gid: self._admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(gid)], request_timeout=self.timeout_s)[gid]
-            for gid in ids}
-        out: dict[str, GroupView] = {}
-        for gid in ids:
-            try:
-                description = _result(described[gid], self.timeout_s)
-                committed = _result(offsets[gid], self.timeout_s).topic_partitions or []
-            except (KafkaException, TimeoutError):
-                if gid in previous:
-                    out[gid] = previous[gid]
-                continue
-            state = getattr(description.state, "name", str(description.state)).lower()
-            out[gid] = GroupView(gid, state, len(description.members), {
-                (tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0})
-        return out
 
     def _probe(self, brokers: dict[int, str]) -> dict[int, dict[tuple[str, int], BrokerClaim]]:
         """Ask every broker in parallel; a frozen or cut-off one just does not answer in time."""

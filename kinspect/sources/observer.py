@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -95,6 +96,8 @@ class Observer:
         broker_view = None
         if self.admin:
             broker_view = merge_claims(self.admin.view(), self.admin.claims(), zk_view)
+            if self.admin.groups is not None:  # the groups' own process answers on its own
+                broker_view = replace(broker_view, groups=self.admin.groups.view())
         started = time.perf_counter()
         snapshot = build_snapshot(zk_view, broker_view, sorted(self.expected) or None,
                                   taken_at=now_ms())
@@ -158,11 +161,19 @@ class Observer:
         if failure:
             raise KinspectError(failure)
 
+    def _admin_answered(self) -> bool:
+        """The AdminClient answered once, and so did the groups' process (unless the cluster
+        did not answer at all: then there is nothing to wait for)."""
+        assert self.admin is not None
+        state = self.admin.view().state
+        groups = self.admin.groups
+        return state != "unknown" and (state != "ok" or groups is None or groups.answered.is_set())
+
     def wait_ready(self, timeout_s: float = 10.0) -> ClusterSnapshot:
         """Block until both sources have answered once (for one-shot commands)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            admin_done = self.admin is None or self.admin.view().state != "unknown"
+            admin_done = self.admin is None or self._admin_answered()
             if admin_done and self.latest is not None:
                 break
             time.sleep(0.05)

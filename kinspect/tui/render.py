@@ -188,8 +188,9 @@ def load_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | Non
     if consumers:
         failed = consumers.get("failed", 0) + consumers.get("aborted", 0)
         text.append(f"\nconsumed {consumers.get('received', 0):,}  processed "
-                    f"{consumers.get('processed', 0):,}  ")
-        text.append(f"failed {failed:,}", "bold red" if failed else "dim")
+                    f"{consumers.get('processed', 0):,}")
+        if failed:
+            text.append(f"  failed {failed:,}", "bold red")
         if consumers.get("crashes"):
             text.append(f"  crashed {consumers['crashes']}", "bold red")
     else:

@@ -150,6 +150,10 @@ def _read_kind(run_dir: Path, kind: str, schema: pa.Schema) -> pa.Table:
             pa.py_buffer(data),
             convert_options=pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
                                                  quoted_strings_can_be_null=False)))
+
     if not parts:
         return schema.empty_table()
+    for index, part in enumerate(parts):  # files written before lines carried the run id
+        if "run" not in part.column_names:
+            parts[index] = part.add_column(0, "run", pa.nulls(part.num_rows, pa.string()))
     return pa.concat_tables([p.select(schema.names).cast(schema) for p in parts])

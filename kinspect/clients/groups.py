@@ -1,0 +1,162 @@
+"""Consumer groups, asked in a process of their own.
+
+librdkafka's AdminClient can abort the whole process when a DescribeConsumerGroups or
+ListConsumerGroupOffsets response comes back after its request timed out (an assertion in
+rd_kafka_enq_once_del_source_return, librdkafka issue #4605, open for 2.x; seen here while a
+broker was isolated). A TUI must not die of a network fault it is there to show, so the group
+queries run in this small process: it prints one JSON line per poll, and the caller
+(GroupsWatch) starts it again if it dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kinspect.model import GroupView
+
+MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
+RESTART_PAUSE_S = 2.0
+
+
+def _result(future: Future[Any], timeout: float) -> Any:
+    return future.result(timeout=timeout)
+
+
+def read_groups(admin: AdminClient, timeout_s: float) -> dict[str, Any]:
+    """{"listed": [ids], "groups": {group: {state, members, committed: [[topic, partition,
+    offset], …]}}} of up to MAX_GROUPS groups; a listed group whose coordinator did not answer
+    in time is listed without a view."""
+    listing = _result(admin.list_consumer_groups(request_timeout=timeout_s), timeout_s)
+    ids = sorted(g.group_id for g in listing.valid)[:MAX_GROUPS]
+    if not ids:
+        return {"listed": [], "groups": {}}
+    described = admin.describe_consumer_groups(ids, request_timeout=timeout_s)
+    offsets = {gid: admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid] for gid in ids}
+    out: dict[str, Any] = {}
+    for gid in ids:
+        try:
+            description = _result(described[gid], timeout_s)
+            committed = _result(offsets[gid], timeout_s).topic_partitions or []
+        except (KafkaException, TimeoutError):
+            continue
+        state = getattr(description.state, "name", str(description.state)).lower()
+        out[gid] = {"state": state, "members": len(description.members),
+                    "committed": [[tp.topic, tp.partition, tp.offset] for tp in committed
+                                  if tp.offset >= 0]}
+    return {"listed": ids, "groups": out}
+
+
+def parse_groups(line: str) -> tuple[list[str], dict[str, GroupView]]:
+    """(the groups listed, the views of those that answered) from one line of the probe."""
+    data = json.loads(line)
+    views = {gid: GroupView(gid, str(g["state"]), int(g["members"]),
+                            {(str(t), int(p)): int(o) for t, p, o in g["committed"]})
+             for gid, g in data["groups"].items()}
+    return [str(gid) for gid in data["listed"]], views
+
+
+class GroupsWatch:
+    """Runs the probe process, keeps its last answer, starts it again when it dies."""
+
+    def __init__(self, bootstrap: str, config: dict[str, Any], interval_s: float = 1.0,
+                 timeout_s: float = 3.0, on_change: Callable[[], None] | None = None) -> None:
+        self.bootstrap, self.config = bootstrap, config
+        self.interval_s, self.timeout_s = interval_s, timeout_s
+        self._on_change = on_change or (lambda: None)
+        self._lock = threading.Lock()
+        self._groups: dict[str, GroupView] = {}
+        self.answered = threading.Event()
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._process: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kinspect-groups", daemon=True)
+        self._thread.start()
+
+    def view(self) -> dict[str, GroupView]:
+        with self._lock:
+            return dict(self._groups)
+
+    def stop(self) -> None:
+        self._stop.set()
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        import subprocess
+
+        while not self._stop.is_set():
+            self._process = process = subprocess.Popen(
+                [sys.executable, "-m", "kinspect.clients.groups", "--bootstrap", self.bootstrap,
+                 "--interval", str(self.interval_s), "--timeout", str(self.timeout_s),
+                 "--parent", str(os.getpid())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                text=True)
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(json.dumps(self.config))
+            process.stdin.close()
+            for line in process.stdout:
+                self._take(line)
+            process.wait()
+            if not self._stop.wait(RESTART_PAUSE_S):
+                self.restarts += 1
+
+    def _take(self, line: str) -> None:
+        try:
+            listed, views = parse_groups(line)
+        except (ValueError, KeyError, TypeError):
+            return
+        with self._lock:
+            # A listed group whose coordinator did not answer in time keeps its last view: lag
+            # is reported as last known rather than dropped mid-failover; a group no longer
+            # listed is gone.
+            self._groups = {gid: views[gid] if gid in views else self._groups[gid]
+                            for gid in listed if gid in views or gid in self._groups}
+        self.answered.set()
+        self._on_change()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kinspect-groups")
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--timeout", type=float, default=3.0)
+    parser.add_argument("--parent", type=int)
+    args = parser.parse_args(argv)
+    from kinspect.clients.kafka import client_config
+
+    extra = json.loads(sys.stdin.read() or "{}")
+    settings, _auth = client_config({"bootstrap.servers": args.bootstrap,
+                                     "socket.timeout.ms": int(args.timeout * 1000), **extra})
+    admin = AdminClient(settings)
+    while args.parent is None or os.getppid() == args.parent:
+        began = time.monotonic()
+        try:
+            print(json.dumps(read_groups(admin, args.timeout)), flush=True)
+        except (KafkaException, TimeoutError):
+            pass  # nothing this time: the caller keeps the last answer
+        except BrokenPipeError:
+            return 0
+        time.sleep(max(0.05, args.interval - (time.monotonic() - began)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -170,8 +170,8 @@ def stop_loads_on_lab() -> None:
         addresses |= {sasl.sasl_address(b) for b in state.brokers}
     aimed = [load for load in running_loads() if load.aims_at(addresses)]
     for load in aimed:
-        progress(f"stopping the load on {load.topic} (pid {load.pid}, run dir {load.run_dir}): "
-                 "it writes to this lab")
+        progress(f"stopping {load.what()} (pid {load.pid}, run dir {load.run_dir}): "
+                 "it uses this lab")
     for load in stop_loads(aimed):
         progress(f"the load in {load.run_dir} (pid {load.pid}) did not stop within 15 s")
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from kinspect.load.consumers.settings import CONSUMER_DIR
 from kinspect.paths import kinspect_home
 
 
@@ -25,6 +26,19 @@ class ActiveLoad:
     run_dir: str
     topic: str
     bootstrap: str
+
+    @property
+    def is_consumer_group(self) -> bool:
+        """A `consume run` registers its RUN_DIR/consumer folder; a load, its run dir."""
+        return Path(self.run_dir).name == CONSUMER_DIR
+
+    def what(self) -> str:
+        return f"the {'consumer group' if self.is_consumer_group else 'load'} on {self.topic}"
+
+    def stop_command(self) -> str:
+        if self.is_consumer_group:
+            return f"kinspect consume stop --run-dir {Path(self.run_dir).parent}"
+        return f"kinspect load stop --run-dir {self.run_dir}"
 
     def aims_at(self, addresses: Iterable[str]) -> bool:
         """Whether any of its bootstrap servers is one of these host:port addresses."""

@@ -288,8 +288,8 @@ def say_running_loads(bootstrap: str) -> None:
 
     for load in running_loads():
         if load.aims_at(bootstrap.split(",")):
-            print(f"the load on {load.topic} keeps running (pid {load.pid}); stop it with: "
-                  f"kinspect load stop --run-dir {load.run_dir}")
+            print(f"{load.what()} keeps running (pid {load.pid}); stop it with: "
+                  f"{load.stop_command()}")
 
 
 def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:

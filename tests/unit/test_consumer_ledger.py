@@ -111,3 +111,14 @@ def test_settings_survive_the_run_dir_without_their_secrets(tmp_path: Path) -> N
     assert "hunter2" not in (tmp_path / "consumer" / "settings.json").read_text()
     loaded = ConsumeSettings.load(tmp_path)
     assert loaded.commit == "auto" and loaded.extra["sasl.password"] != "hunter2"
+
+
+def test_a_registered_consumer_group_is_named_and_stopped_as_one() -> None:
+    from kinspect.load.active import ActiveLoad
+
+    group = ActiveLoad(1, "/runs/r1/consumer", "test1", "h:1")
+    load = ActiveLoad(2, "/runs/r1", "test1", "h:1")
+    assert group.what() == "the consumer group on test1"
+    assert group.stop_command() == "kinspect consume stop --run-dir /runs/r1"
+    assert load.what() == "the load on test1"
+    assert load.stop_command() == "kinspect load stop --run-dir /runs/r1"

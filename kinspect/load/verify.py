@@ -119,18 +119,27 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
         if leaderless:
             raise KinspectError(f"partition {topic}-{leaderless[0]} has no leader; heal the "
                                 "cluster (kinspect lab heal / start) before verifying")
-        ranges: dict[int, tuple[int, int]] = {}
-        for partition in sorted(info.partitions):
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                           timeout=15)
-            except KafkaException as exc:
-                raise KinspectError(f"cannot read offsets of {topic}-{partition}: "
-                                    f"{exc.args[0].str()}") from None
-            ranges[partition] = (low, high)
+        ranges = {partition: _watermarks(consumer, topic, partition)
+                  for partition in sorted(info.partitions)}
         return _read_all(consumer, topic, ranges, run_dir / into, timeout_s, progress)
     finally:
         consumer.close()
+
+
+def _watermarks(consumer: Consumer, topic: str, partition: int,
+                timeout_s: float = 30.0) -> tuple[int, int]:
+    """(log start, high watermark), asked again while a cluster just healed settles (a broker
+    handle being replaced answers "Broker handle destroyed" once)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+            return int(low), int(high)
+        except KafkaException as exc:
+            if time.monotonic() >= deadline:
+                raise KinspectError(f"cannot read offsets of {topic}-{partition}: "
+                                    f"{exc.args[0].str()}") from None
+            time.sleep(1.0)
 
 
 def _read_all(consumer: Consumer, topic: str, ranges: dict[int, tuple[int, int]],

@@ -104,6 +104,7 @@ def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, An
     row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
     row.update({key: report.get(key) for key in METRICS})  # the post-mortem's; more below
     row.update(group_metrics(report.get("consumers")))
+    row["generator_crashes"] = int((summary.get("crashed") or {}).get("generators", 0))
     row["faults_applied"] = len(log.disruptive())
     row["lost_blamed_on_target"] = lost_blamed_on_target(report, log)
     row["blamed_broker"] = blamed_broker(report)
@@ -125,7 +126,7 @@ def group_metrics(side: dict[str, Any] | None) -> dict[str, Any]:
     if not side:
         return {}
     output = side.get("output_counts") or {}
-    return {"never_processed": side["never_processed"],
+    return {"never_processed": side["never_processed"], "consumer_crashes": side["crashes"],
             "committed_unprocessed": side["committed_unprocessed"],
             "processed_twice": side["processed_twice"],
             "redelivered": side["redelivered_records"],

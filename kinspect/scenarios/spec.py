@@ -54,6 +54,8 @@ METRICS: dict[str, str] = {
     "lost_blamed_on_target": "share (0.0-1.0) of acked_lost the post-mortem attributes to the "
                              "broker the first disruptive step hit",
     "refused": "sends the client refused because its buffer was full (_QUEUE_FULL)",
+    "generator_crashes": "generators killed as planned ([load] crash_at_s): the client's fault",
+    "consumer_crashes": "[group]: consumers killed as planned (crash_after, crash_at_s)",
     "client_lost": "sent, never answered, and not in the final log: lost inside the client "
                    "when the generator died",
     "never_processed": "[group]: records the group committed past without processing them",

@@ -183,18 +183,19 @@ def load_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | Non
     text.append(f"failed {failed:,}", "bold red" if failed else "dim")
     by_error = stats.get("failed_by_error") or {}
     if by_error:
-        top = sorted(by_error.items(), key=lambda kv: -kv[1])[:2]
+        top = sorted(by_error.items(), key=lambda kv: -kv[1])[:1]
         text.append(" (" + ", ".join(f"{k} {v:,}" for k, v in top) + ")", "red")
+    # The panel has three lines: the group reading along, or the latency, on the third.
     if consumers:
         failed = consumers.get("failed", 0) + consumers.get("aborted", 0)
-        text.append(f"\nconsumed {consumers.get('received', 0):,}  processed "
-                    f"{consumers.get('processed', 0):,}")
+        text.append(f"  processed {consumers.get('processed', 0):,} of "
+                    f"{consumers.get('received', 0):,}")
         if failed:
-            text.append(f"  failed {failed:,}", "bold red")
+            text.append(f" failed {failed:,}", "bold red")
         if consumers.get("crashes"):
-            text.append(f"  crashed {consumers['crashes']}", "bold red")
-    else:
-        text.append(f"\nlatency p50 {stats.get('latency_p50_ms', 0):.0f} ms  "
+            text.append(f" crashed {consumers['crashes']}", "bold red")
+    elif not by_error:
+        text.append(f"  p50 {stats.get('latency_p50_ms', 0):.0f} ms  "
                     f"p99 {stats.get('latency_p99_ms', 0):.0f} ms", "dim")
     return text
 

@@ -106,10 +106,10 @@ class KinspectApp(ActingApp):
 
     def on_resize(self, event: Resize) -> None:
         """Small terminals favour partitions; tall ones give the event log more lines."""
-        self.main.query_one(EventLog).styles.height = max(7, event.size.height // 4)
-        # The groups panel yields to the partitions on a short screen: one group line at 24
-        # rows, up to six from 40.
+        # Partitions first: on a short screen (an 80x24 terminal) the event log and the
+        # groups panel shrink so that rows of the partition table stay in view.
         tall = event.size.height
+        self.main.query_one(EventLog).styles.height = max(7 if tall >= 30 else 5, tall // 4)
         self.main.query_one("#consumer-groups").styles.max_height = (
             8 if tall >= 40 else 5 if tall >= 30 else 3)
 

@@ -109,7 +109,7 @@ class KinspectApp(ActingApp):
         # Partitions first: on a short screen (an 80x24 terminal) the event log and the
         # groups panel shrink so that rows of the partition table stay in view.
         tall = event.size.height
-        self.main.query_one(EventLog).styles.height = max(7 if tall >= 30 else 5, tall // 4)
+        self.main.query_one(EventLog).styles.height = max(7, tall // 4) if tall >= 30 else 4
         self.main.query_one("#consumer-groups").styles.max_height = (
             8 if tall >= 40 else 5 if tall >= 30 else 3)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -128,10 +130,33 @@ class PartitionEditor(ModalScreen[list[str] | None]):
         self.dismiss(specs)
 
 
-class LoadForm(ModalScreen[LoadRequest | None]):
-    """The source material's producer by default: test1, acks=1, 10,000 msg/s, 100,000."""
+RequestT = TypeVar("RequestT")
+
+
+class RequestForm(ModalScreen[RequestT | None]):
+    """A form whose Start builds a request (or the one line saying what is wrong, shown in
+    its #hint) and whose Cancel or Escape dismisses it with None."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+
+    def _request(self) -> RequestT | str:
+        raise NotImplementedError
+
+    @on(Button.Pressed)
+    @on(Input.Submitted)
+    def submit(self, event: Button.Pressed | Input.Submitted) -> None:
+        if isinstance(event, Button.Pressed) and event.button.id == "cancel":
+            self.dismiss(None)
+            return
+        request = self._request()
+        if isinstance(request, str):
+            self.query_one("#hint", Static).update(Text(request, "bold red"))
+            return
+        self.dismiss(request)
+
+
+class LoadForm(RequestForm[LoadRequest]):
+    """The source material's producer by default: test1, acks=1, 10,000 msg/s, 100,000."""
     FIELDS = ("topic", "acks", "rate", "count", "producers")
 
     def __init__(self, topics: list[str], defaults: LoadRequest | None = None) -> None:
@@ -164,23 +189,9 @@ class LoadForm(ModalScreen[LoadRequest | None]):
             return f"no topic {values['topic']!r} on this cluster"
         return LoadRequest(**values)
 
-    @on(Button.Pressed)
-    @on(Input.Submitted)
-    def submit(self, event: Button.Pressed | Input.Submitted) -> None:
-        if isinstance(event, Button.Pressed) and event.button.id == "cancel":
-            self.dismiss(None)
-            return
-        request = self._request()
-        if isinstance(request, str):
-            self.query_one("#hint", Static).update(Text(request, "bold red"))
-            return
-        self.dismiss(request)
 
-
-class ConsumerForm(ModalScreen[ConsumerRequest | None]):
+class ConsumerForm(RequestForm[ConsumerRequest]):
     """A consumer group on the load's topic; the defaults are the safe consumer."""
-
-    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
     FIELDS = ("group", "commit", "crash_after", "fail_rate", "process_ms")
 
     def __init__(self, topic: str) -> None:
@@ -215,18 +226,6 @@ class ConsumerForm(ModalScreen[ConsumerRequest | None]):
         if not values["group"]:
             return "the group needs a name"
         return ConsumerRequest(self.defaults.topic, **values)
-
-    @on(Button.Pressed)
-    @on(Input.Submitted)
-    def submit(self, event: Button.Pressed | Input.Submitted) -> None:
-        if isinstance(event, Button.Pressed) and event.button.id == "cancel":
-            self.dismiss(None)
-            return
-        request = self._request()
-        if isinstance(request, str):
-            self.query_one("#hint", Static).update(Text(request, "bold red"))
-            return
-        self.dismiss(request)
 
 
 class HelpScreen(ModalScreen[None]):

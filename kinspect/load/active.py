@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kinspect.load.consumers.settings import CONSUMER_DIR
 from kinspect.paths import kinspect_home
 
 
@@ -26,19 +25,14 @@ class ActiveLoad:
     run_dir: str
     topic: str
     bootstrap: str
-
-    @property
-    def is_consumer_group(self) -> bool:
-        """A `consume run` registers its RUN_DIR/consumer folder; a load, its run dir."""
-        return Path(self.run_dir).name == CONSUMER_DIR
+    kind: str = "load"  # or "consumer group": what it is called and how it is stopped
+    stop_with: str = ""  # the command that stops it (registered by the runner itself)
 
     def what(self) -> str:
-        return f"the {'consumer group' if self.is_consumer_group else 'load'} on {self.topic}"
+        return f"the {self.kind} on {self.topic}"
 
     def stop_command(self) -> str:
-        if self.is_consumer_group:
-            return f"kinspect consume stop --run-dir {Path(self.run_dir).parent}"
-        return f"kinspect load stop --run-dir {self.run_dir}"
+        return self.stop_with or f"kinspect load stop --run-dir {self.run_dir}"
 
     def aims_at(self, addresses: Iterable[str]) -> bool:
         """Whether any of its bootstrap servers is one of these host:port addresses."""
@@ -50,9 +44,11 @@ def registry() -> Path:
 
 
 @contextlib.contextmanager
-def registered(run_dir: Path, topic: str, bootstrap: str) -> Iterator[None]:
-    """This process runs the load of run_dir for as long as the block lasts."""
-    entry = ActiveLoad(os.getpid(), str(run_dir.resolve()), topic, bootstrap)
+def registered(run_dir: Path, topic: str, bootstrap: str, kind: str = "load",
+               stop_with: str = "") -> Iterator[None]:
+    """This process runs the load of run_dir for as long as the block lasts (its pid file is
+    in run_dir, so `stop_load(run_dir)` stops it, whatever its kind)."""
+    entry = ActiveLoad(os.getpid(), str(run_dir.resolve()), topic, bootstrap, kind, stop_with)
     path = registry() / f"{entry.pid}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

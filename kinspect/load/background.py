@@ -51,22 +51,27 @@ class LoadStatus:
     consumers: Mapping[str, Any] | None = None  # the group reading along: counters, running
 
 
+def spawn(arguments: list[str], output: Path, what: str) -> None:
+    """`kinspect ARGUMENTS` as a process of its own (it outlives the screen), its output in
+    `output`; KinspectError with its last line when it refuses at once (bad input)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "kinspect", *arguments], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    time.sleep(0.5)
+    code = proc.poll()
+    if code is not None and code != 0:
+        lines = output.read_text().strip().splitlines()
+        raise KinspectError(lines[-1] if lines else f"{what} exited with {code}")
+
+
 def start_load(request: LoadRequest, origin: str = "tui") -> Path:
     """Start the load in a run dir of its own; its run dir, or KinspectError with the line the
     load command refused it with (a bad rate, an unknown topic)."""
     run_dir = new_run_dir()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / OUTPUT_FILE, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kinspect", "load", "run", *request.arguments(),
-             "--run-dir", str(run_dir), "--json", "--origin", origin],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-    time.sleep(0.5)
-    code = proc.poll()
-    if code is not None and code != 0:
-        lines = (run_dir / OUTPUT_FILE).read_text().strip().splitlines()
-        raise KinspectError(lines[-1] if lines else f"load exited with {code}")
+    spawn(["load", "run", *request.arguments(), "--run-dir", str(run_dir), "--json",
+           "--origin", origin], run_dir / OUTPUT_FILE, "load")
     return run_dir
 
 

@@ -20,7 +20,7 @@ from kinspect.errors import error_line
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.state import LabState, NodeState
 from kinspect.load.background import LoadRequest, LoadStatus
-from kinspect.load.consumers.background import ConsumerRequest, consumers_running
+from kinspect.load.consumers.background import ConsumerRequest
 from kinspect.model import ClusterSnapshot
 from kinspect.tui.console import Console
 from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said, Severity
@@ -205,7 +205,7 @@ class ActingApp(App[None]):
             self.notify("start a load with l first: the group reads its topic, and m judges "
                         "both sides", severity="warning")
             return
-        if consumers_running(run_dir):
+        if self.load.consumers and self.load.consumers.get("running"):  # the feed's word
             self._ask("Stop the consumer group?", str(run_dir),
                       lambda: self.stop_consumers(run_dir))
             return

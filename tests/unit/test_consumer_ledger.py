@@ -116,7 +116,8 @@ def test_settings_survive_the_run_dir_without_their_secrets(tmp_path: Path) -> N
 def test_a_registered_consumer_group_is_named_and_stopped_as_one() -> None:
     from kinspect.load.active import ActiveLoad
 
-    group = ActiveLoad(1, "/runs/r1/consumer", "test1", "h:1")
+    group = ActiveLoad(1, "/runs/r1/consumer", "test1", "h:1", "consumer group",
+                       "kinspect consume stop --run-dir /runs/r1")
     load = ActiveLoad(2, "/runs/r1", "test1", "h:1")
     assert group.what() == "the consumer group on test1"
     assert group.stop_command() == "kinspect consume stop --run-dir /runs/r1"

@@ -100,7 +100,8 @@ def run_consumers(settings: ConsumeSettings, run_dir: Path,
     settings.save(run_dir, secret_files)
     start = group_offsets(settings.bootstrap, settings.group, settings.topic, partitions,
                           settings.extra)
-    with registered(folder, settings.topic, settings.bootstrap):
+    with registered(folder, settings.topic, settings.bootstrap, "consumer group",
+                    f"kinspect consume stop --run-dir {run_dir.resolve()}"):
         elapsed, stopped, crashes = _run_workers(settings, run_dir, progress)
     end = group_offsets(settings.bootstrap, settings.group, settings.topic, partitions,
                         settings.extra)

@@ -5,17 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from kinspect.checks import option, writable_dir
 from kinspect.cli.common import progress
 from kinspect.errors import KinspectError
-from kinspect.lab import BACKENDS, dist, presets
+from kinspect.lab import BACKENDS, dist, presets, shaping
 from kinspect.lab.backend import LabBackend, UpOptions, status_json
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.netns import can_use_netns
+from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.paths import kinspect_home
+
+T = TypeVar("T")
 
 
 def register(commands: Any) -> None:
@@ -78,6 +82,49 @@ def register(commands: Any) -> None:
 
     heal = sub.add_parser("heal", help="remove all partitions")
     heal.set_defaults(handler=cmd_fault, fault=lambda args: Fault(FaultKind.HEAL))
+
+    slow = sub.add_parser(
+        "slow", help="make a node's link slow and lossy (netem, or tbf + iptables)",
+        description="Shape a node's link: --rate (tbf) and --loss (iptables statistic) work "
+        "on any kernel; --delay and --jitter need netem. A new shape replaces the old one. "
+        "Example: 'lab slow kafka2 --rate 256kbit --loss 5'.")
+    slow.add_argument("node", help="zk1, kafka1, kafka2, ...")
+    slow.add_argument("--delay", type=option(1, 60_000, integer=True), default=0,
+                      metavar="MS", help="added delay in ms, 1-60000 (needs netem)")
+    slow.add_argument("--jitter", type=option(1, 60_000, integer=True), default=0,
+                      metavar="MS", help="delay varies by this much, ms (needs netem)")
+    slow.add_argument("--rate", type=_checked(shaping.parse_rate), default=0, metavar="RATE",
+                      help="bandwidth: 200kbit, 1mbit, ... (tbf where netem is missing)")
+    slow.add_argument("--loss", type=_checked(shaping.parse_loss), default=0.0, metavar="PCT",
+                      help="random packet loss in percent (iptables statistic where netem is "
+                           "missing)")
+    slow.add_argument("--direction", choices=[d.value for d in Direction], default="both",
+                      help="what the node receives (in), sends (out), or both (default)")
+    slow.set_defaults(handler=cmd_fault, fault=_slow_fault)
+
+    unslow = sub.add_parser("unslow", help="links back to full speed (one node, or all)")
+    unslow.add_argument("node", nargs="?", help="only this node's link (default: every link)")
+    unslow.set_defaults(handler=cmd_fault,
+                        fault=lambda args: Fault(FaultKind.UNSLOW, args.node))
+
+
+def _checked(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse `type=` from a parser that raises KinspectError."""
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except KinspectError as exc:
+            raise argparse.ArgumentTypeError(str(exc).split(" ", 1)[1]) from None
+
+    convert.__name__ = "value"
+    return convert
+
+
+def _slow_fault(args: argparse.Namespace) -> Fault:
+    shape = LinkShape(delay_ms=args.delay, jitter_ms=args.jitter, rate_kbit=args.rate,
+                      loss_pct=args.loss, direction=Direction(args.direction))
+    shape.check()
+    return Fault(FaultKind.SLOW, args.node, shape=shape)
 
 
 def _up_arguments(p: argparse.ArgumentParser) -> None:
@@ -208,6 +255,10 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
     print(f"partitions: {groups}")
     if not faults:
         print(f"network faults: unavailable ({can_use_netns() or 'loopback network'})")
+    else:
+        slowed = "; ".join(f"{name} {shape['words']} ({shape['how']})"
+                           for name, shape in data["slowed"].items())
+        print(f"slow links: {slowed or 'none'}   link shaping: {lab.shaping_kit().words}")
     print("settings: " + ", ".join(f"{k}={v}" for k, v in data["broker_config"].items()))
     if data["sasl"]:
         print(f"sasl: SASL_PLAINTEXT at {data['sasl']['bootstrap']}, user "

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab import journal, presets, sasl, topology
+from kinspect.lab import journal, presets, sasl, shaping, topology
 from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.readiness import (
     clear_stale_registrations,
@@ -27,6 +27,7 @@ from kinspect.lab.readiness import (
     write_lab_mark,
 )
 from kinspect.lab.replicas import keep_replicas
+from kinspect.lab.shaping import Kit
 from kinspect.lab.state import LabState, NodeRecord, NodeState, lab_lock, load_state, save_state
 from kinspect.lab.topology import isolate_groups, node_names, parse_groups
 
@@ -191,7 +192,7 @@ class LabBackend(ABC):
             case FaultKind.HEAL:
                 return self._heal(state)
             case FaultKind.UNSLOW:
-                return self._unslow_links(state)
+                return self._unslow_links(state, fault.node)
         node = self._node(state, fault.node or "")  # every other kind names its node
         match fault.kind:
             case FaultKind.START:
@@ -323,41 +324,56 @@ class LabBackend(ABC):
     def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
         """Replace the node's rules: it drops everything to and from these addresses."""
 
-    def slow_unavailable(self) -> str | None:
-        """None when links can be slowed (netem) here, else the one-line reason."""
-        return f"the {self.name} lab cannot slow links"
+    def shaping_kit(self) -> Kit:
+        """What this lab's kernel can shape links with (probed once)."""
+        return Kit(False, False, False, False, problem=f"the {self.name} lab cannot slow links")
 
     def _slow_link(self, state: LabState, node: NodeRecord, fault: Fault) -> str:
-        """Delay everything a node sends (netem)."""
+        """Shape one node's link (replacing any shape it had): netem, or tbf + iptables."""
         self._check_network_faults(state)
-        reason = self.slow_unavailable()
-        if reason:
-            raise KinspectError(reason)
-        self._slow(state, node, fault.delay_ms, fault.jitter_ms)
-        state.extra["slowed"] = sorted({*state.extra.get("slowed", []), node.name})
+        assert fault.shape is not None  # Fault checks it
+        kit = self.shaping_kit()
+        commands = shaping.shape_commands(fault.shape, kit)  # the one-line refusal, if any
+        self._in_node(state, node, shaping.unshape_commands(), check=False)
+        try:
+            self._in_node(state, node, commands, check=True)
+        except KinspectError:
+            self._in_node(state, node, shaping.unshape_commands(), check=False)
+            raise
+        how = kit.mechanism(fault.shape)
+        slowed = state.slowed_links()
+        slowed[node.name] = {**fault.shape.as_dict(), "words": fault.shape.words, "how": how}
+        state.extra["slowed"] = slowed
         save_state(state, self.root)
-        detail = f"netem delay {fault.delay_ms} ms ± {fault.jitter_ms} ms on {node.name}"
+        detail = f"slow {node.name}: {fault.shape.words} ({how})"
         journal.record(FaultKind.SLOW, state.lab_id, node=node.name, root=self.root,
                        detail=detail)
-        return detail
+        return "slowed" + detail[4:]
 
-    def _unslow_links(self, state: LabState) -> str:
-        """Links back to full speed (nothing to do where nothing was slowed)."""
-        slowed = state.extra.pop("slowed", [])
-        if not slowed:
+    def _unslow_links(self, state: LabState, only: str | None) -> str:
+        """One node's link (or every slowed link) back to full speed."""
+        slowed = state.slowed_links()
+        if only is not None:
+            self._node(state, only)  # an unknown node is a one-line error
+            if only not in slowed:
+                return f"{only}'s link is not slowed"
+        names = [only] if only else sorted(slowed)
+        if not names:
             return "no link was slowed"
-        for name in slowed:
-            self._unslow(state, self._node(state, name))
-        save_state(state, self.root)
-        journal.record(FaultKind.UNSLOW, state.lab_id, detail="links at full speed",
-                       root=self.root)
-        return "links at full speed"
+        for name in names:
+            self._in_node(state, self._node(state, name), shaping.unshape_commands(),
+                          check=False)
+            del slowed[name]
+            state.extra["slowed"] = slowed
+            save_state(state, self.root)
+            journal.record(FaultKind.UNSLOW, state.lab_id, node=name, root=self.root,
+                           detail=f"unslow {name}: full speed")
+        return f"{', '.join(names)} at full speed"
 
-    def _slow(self, state: LabState, node: NodeRecord, delay_ms: int, jitter_ms: int) -> None:
-        raise KinspectError(f"the {self.name} lab cannot slow links")
-
-    def _unslow(self, state: LabState, node: NodeRecord) -> None:  # noqa: B027 - optional
-        """Undo _slow (nothing to do where nothing can be slowed)."""
+    def _in_node(self, state: LabState, node: NodeRecord, commands: list[list[str]],
+                 check: bool) -> None:
+        """Run commands in the node's network namespace (check: stop at the first failure)."""
+        raise KinspectError(f"the {self.name} lab cannot change a node's network")
 
     # ----- logs and lookups ------------------------------------------------------------
 
@@ -423,6 +439,7 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "zookeeper": state.zookeeper.address,
         "nodes": nodes,
         "groups": state.groups,
+        "slowed": state.slowed_links(),
         "sasl": ({"bootstrap": sasl.bootstrap(state), **{k: v for k, v in state.extra["sasl"].items()
                                                            if k != "port_offset"}}
                  if "sasl" in state.extra else None),

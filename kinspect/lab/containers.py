@@ -10,7 +10,6 @@ carries our lab's label is ever touched; someone else's container, whatever its 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import ipaddress
@@ -27,10 +26,11 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, engine, firewall, images
+from kinspect.lab import dist, engine, firewall, images, shaping
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import BROKER_HEAP, JVM_FLAGS, ZK_HEAP, node_dir, render_broker, render_zookeeper
+from kinspect.lab.shaping import Kit
 from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, load_state, save_state
 from kinspect.paths import lab_dir
 
@@ -63,6 +63,7 @@ class DockerBackend(LabBackend):
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or lab_dir()
+        self._kit: Kit | None = None
 
     @property
     def client(self) -> docker.DockerClient:
@@ -259,28 +260,34 @@ class DockerBackend(LabBackend):
         if code != 0:
             raise KinspectError(f"{node.name}: {text.splitlines()[-1] if text else f'exit {code}'}")
 
-    def slow_unavailable(self) -> str | None:
+    def shaping_kit(self) -> Kit:
         """Ask the kernel through a throwaway container, as the process lab asks a namespace."""
+        if self._kit is None:
+            self._kit = self._probe_kit()
+        return self._kit
+
+    def _probe_kit(self) -> Kit:
         kafka = dist.installed()
         try:
             tag = images.kafka_tag(kafka) if kafka else None
             if tag is None or not images.have(self.client, tag):
-                return "the docker lab's image is not built yet (kinspect lab images)"
-            self.client.containers.run(tag, firewall.NETEM_PROBE, cap_add=["NET_ADMIN"],
-                                       network_mode="none", remove=True, stderr=True)
-        except docker.errors.ContainerError as exc:
-            return firewall.netem_missing(exc.stderr.decode() if exc.stderr else str(exc))
-        except (KinspectError, APIError) as exc:
-            return str(exc)
-        return None
+                problem = "the docker lab's image is not built yet (kinspect lab images)"
+                return Kit(False, False, False, False, problem=problem)
+            output = self.client.containers.run(
+                tag, ["sh", "-c", shaping.PROBE_SCRIPT], cap_add=["NET_ADMIN"],
+                network_mode="none", remove=True, stderr=True)
+        except (docker.errors.ContainerError, KinspectError, APIError) as exc:
+            return Kit(False, False, False, False, problem=f"cannot probe link shaping: {exc}")
+        return shaping.kit_from_probe(output.decode(errors="replace"))
 
     @engine_errors
-    def _slow(self, state: LabState, node: NodeRecord, delay_ms: int, jitter_ms: int) -> None:
-        self._exec(state, node, [firewall.slow_command(delay_ms, jitter_ms)])
-
-    def _unslow(self, state: LabState, node: NodeRecord) -> None:
-        with contextlib.suppress(KinspectError):  # nothing was slowed on this node
-            self._exec(state, node, [firewall.unslow_command()])
+    def _in_node(self, state: LabState, node: NodeRecord, commands: list[list[str]],
+                 check: bool) -> None:
+        if check:
+            self._exec(state, node, commands)
+            return
+        script = "; ".join(shlex.join(command) + " 2>/dev/null" for command in commands)
+        self._container(state, node, "net").exec_run(["sh", "-c", script + "; true"])
 
     def broker_log_dir(self, node: str) -> Path | None:
         """Copy /kinspect/logs out of the node's container (running or not) and return the copy."""

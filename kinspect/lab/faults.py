@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kinspect.lab.shaping import LinkShape
+
 
 class FaultKind(StrEnum):
     """What a fault does; the values are the verbs of the CLI, the journal and the reports."""
@@ -61,7 +63,8 @@ class Fault:
     `node` is the node it hits (every kind but partition, heal and unslow); `scope` says what
     an isolated node loses; `groups` are a partition's groups as given (node names, a group
     per entry, blockade's semantics); `clients_with` puts this host's clients in a node's
-    groups; `delay_ms`/`jitter_ms` shape a slowed link.
+    groups; `shape` is how bad a slowed link is. An unslow with a node repairs that node's
+    link only; without one, every slowed link.
     """
 
     kind: FaultKind
@@ -69,21 +72,23 @@ class Fault:
     scope: Scope = Scope.ALL
     groups: tuple[tuple[str, ...], ...] = ()
     clients_with: str | None = None
-    delay_ms: int = 0
-    jitter_ms: int = 0
+    shape: LinkShape | None = None
 
     def __post_init__(self) -> None:
         if self.kind.needs_node and not self.node:
             raise ValueError(f"a {self.kind} fault needs a node")
         if self.kind is FaultKind.PARTITION and not self.groups:
             raise ValueError("a partition needs its groups")
+        if self.kind is FaultKind.SLOW and self.shape is None:
+            raise ValueError("a slow fault needs its shape")
 
     def undo(self) -> Fault | None:
         """The fault that repairs this one; None for a repair."""
         kind = UNDO.get(self.kind)
         if kind is None:
             return None
-        return Fault(kind, self.node if kind.needs_node else None)
+        keeps_node = kind.needs_node or kind is FaultKind.UNSLOW
+        return Fault(kind, self.node if keeps_node else None)
 
     def __str__(self) -> str:
         """As a user would type it: `kill kafka2`, `isolate kafka1 from zk`, `heal`."""
@@ -92,6 +97,6 @@ class Fault:
         text = f"{self.kind} {self.node or ''}".rstrip()
         if self.kind is FaultKind.ISOLATE:
             text += f" from {self.scope}"
-        if self.kind is FaultKind.SLOW:
-            text += f" by {self.delay_ms} ms ± {self.jitter_ms} ms"
+        if self.kind is FaultKind.SLOW and self.shape is not None:
+            text += f": {self.shape.words}"
         return text

@@ -3,12 +3,14 @@
 A node drops everything to and from the addresses it must not reach (blockade's semantics:
 silent drops, so peers see timeouts rather than refusals). The rules live in two chains of the
 node's own network namespace, hooked into INPUT and OUTPUT once, and are replaced as a whole on
-every partition or heal. Slow links are netem on the node's interface.
+every partition or heal. Slow links are lab/shaping.py's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from kinspect.lab import shaping
 
 CHAIN_IN = "KINSPECT-IN"
 CHAIN_OUT = "KINSPECT-OUT"
@@ -16,11 +18,12 @@ Command = list[str]
 
 
 def setup_commands() -> list[Command]:
-    """Empty fault chains, hooked in once when the node's namespace is made."""
+    """Empty fault chains (and the slow links' loss chains), hooked in once when the node's
+    namespace is made."""
     commands: list[Command] = []
     for chain, hook in ((CHAIN_IN, "INPUT"), (CHAIN_OUT, "OUTPUT")):
         commands += [["iptables", "-N", chain], ["iptables", "-A", hook, "-j", chain]]
-    return commands
+    return commands + shaping.setup_commands()
 
 
 def block_commands(unreachable: Iterable[str]) -> list[Command]:
@@ -30,22 +33,3 @@ def block_commands(unreachable: Iterable[str]) -> list[Command]:
         commands += [["iptables", "-A", CHAIN_IN, "-s", address, "-j", "DROP"],
                      ["iptables", "-A", CHAIN_OUT, "-d", address, "-j", "DROP"]]
     return commands
-
-
-def slow_command(delay_ms: int, jitter_ms: int, device: str = "eth0") -> Command:
-    """netem delay (and jitter) on everything the node sends."""
-    return ["tc", "qdisc", "replace", "dev", device, "root", "netem", "delay", f"{delay_ms}ms",
-            f"{jitter_ms}ms"]
-
-
-def unslow_command(device: str = "eth0") -> Command:
-    return ["tc", "qdisc", "del", "dev", device, "root"]
-
-
-NETEM_PROBE: Command = ["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"]
-
-
-def netem_missing(stderr: str) -> str:
-    """The one-line reason links cannot be slowed, from the probe's complaint."""
-    return ("this kernel has no netem (sch_netem), so links cannot be slowed: "
-            + (stderr.strip().splitlines() or ["tc failed"])[-1])

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import firewall
+from kinspect.lab import firewall, shaping
 
 BENCH_BLOCK = ipaddress.ip_network("198.18.0.0/15")
 
@@ -182,31 +182,39 @@ def leftovers(slot: Slot) -> list[str]:
     return found
 
 
-_NETEM: list[str | None] = []
+_KIT: list[shaping.Kit] = []
 
 
-def netem_available() -> str | None:
-    """None when the kernel can delay packets (sch_netem), else the one-line reason why not."""
-    if _NETEM:
-        return _NETEM[0]
+def shaping_kit() -> shaping.Kit:
+    """What this kernel can shape links with, probed once in a throwaway namespace."""
+    if _KIT:
+        return _KIT[0]
     reason = can_use_netns() or (None if shutil.which("tc") else "slow links need 'tc' (iproute2)")
-    if reason is None:
-        probe = f"ks-netem-{os.getpid()}"
+    if reason is not None:
+        kit = shaping.Kit(False, False, False, False, problem=reason)
+    else:
+        probe = f"ks-probe-{os.getpid()}"
         run(["ip", "netns", "add", probe], check=False)
         try:
-            proc = run(in_ns(probe, *firewall.NETEM_PROBE), check=False)
-            if proc.returncode != 0:
-                reason = firewall.netem_missing(proc.stderr)
+            kit = shaping.kit_from_probe(run(in_ns(probe, "sh", "-c", shaping.PROBE_SCRIPT),
+                                             check=False).stdout)
         finally:
             run(["ip", "netns", "delete", probe], check=False)
-    _NETEM.append(reason)
-    return reason
+    _KIT.append(kit)
+    return kit
 
 
-def slow_node(slot: Slot, node: str, delay_ms: int, jitter_ms: int) -> None:
-    """netem delay (and jitter) on everything the node sends."""
-    run(in_ns(slot.netns(node), *firewall.slow_command(delay_ms, jitter_ms)))
+def run_in_node(slot: Slot, node: str, commands: list[list[str]], check: bool = True) -> None:
+    """Commands in the node's namespace, in order (check: the first failure is raised)."""
+    for command in commands:
+        run(in_ns(slot.netns(node), *command), check=check)
 
 
-def unslow_node(slot: Slot, node: str) -> None:
-    run(in_ns(slot.netns(node), *firewall.unslow_command()), check=False)
+def node_shaping(slot: Slot, node: str) -> list[str]:
+    """What link shaping is left in a node's namespace (tests and `lab down` checks)."""
+    ns = slot.netns(node)
+    if ns not in namespaces():
+        return []
+    return shaping.left_behind(run(in_ns(ns, "tc", "qdisc", "show"), check=False).stdout,
+                               run(in_ns(ns, "ip", "-o", "link"), check=False).stdout,
+                               run(in_ns(ns, "iptables", "-S"), check=False).stdout)

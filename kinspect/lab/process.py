@@ -19,6 +19,7 @@ from kinspect.lab import dist, netns
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import java_command, node_dir, process_state, write_config
 from kinspect.lab.readiness import port_open
+from kinspect.lab.shaping import Kit
 from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, load_state, save_state
 from kinspect.paths import lab_dir
 
@@ -166,16 +167,15 @@ class ProcessBackend(LabBackend):
         assert state.slot is not None
         netns.apply_blocks(netns.Slot(state.slot), node.name, addresses)
 
-    def slow_unavailable(self) -> str | None:
-        return netns.netem_available()
+    def shaping_kit(self) -> Kit:
+        return netns.shaping_kit()
 
-    def _slow(self, state: LabState, node: NodeRecord, delay_ms: int, jitter_ms: int) -> None:
-        assert state.slot is not None
-        netns.slow_node(netns.Slot(state.slot), node.name, delay_ms, jitter_ms)
-
-    def _unslow(self, state: LabState, node: NodeRecord) -> None:
-        if state.slot is not None:
-            netns.unslow_node(netns.Slot(state.slot), node.name)
+    def _in_node(self, state: LabState, node: NodeRecord, commands: list[list[str]],
+                 check: bool) -> None:
+        if state.slot is None:
+            raise KinspectError("network faults need root (or the docker backend); "
+                                "this lab runs on loopback")
+        netns.run_in_node(netns.Slot(state.slot), node.name, commands, check)
 
     def broker_log_dir(self, node: str) -> Path | None:
         path = node_dir(self.root, node) / "logs"

@@ -84,6 +84,13 @@ class LabState:
         pairs = blocked_pairs([n.name for n in self.nodes], self.groups, self.clients_with)
         return sorted(next(iter(pair - {node})) for pair in pairs if node in pair)
 
+    def slowed_links(self) -> dict[str, dict[str, Any]]:
+        """Slowed node -> its shape (`words`, `how`, the numbers), as `lab slow` left it."""
+        slowed = self.extra.get("slowed") or {}
+        if isinstance(slowed, list):  # a lab made before shapes were recorded
+            return {name: {"words": "slowed", "how": "netem"} for name in slowed}
+        return {str(name): dict(shape) for name, shape in slowed.items()}
+
     @property
     def brokers(self) -> list[NodeRecord]:
         return [n for n in self.nodes if n.role == "broker"]

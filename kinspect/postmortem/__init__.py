@@ -182,6 +182,7 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     events = tl.merge(inputs.timeline, inputs.faults, log_events, inputs.topic, start, end)
     leaders = tl.epoch_leaders(events)
+    slow = tl.slow_links(events)
     total = rep.totals(groups)
     partitions = rep.partition_rows(groups, epochs, log_stats, inputs.final_log_partitions)
     lost_ranges, more = rep.ranges_by_producer(ranges)
@@ -220,6 +221,11 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
         "unavailable_ms": max((w["ms"] for w in unavailable + no_leader), default=0),
         "unavailable_total_ms": sum(w["ms"] for w in unavailable),
         "no_leader_ms": sum(w["ms"] for w in no_leader),
+        "slow_links": slow,
+        # from a link slowed to its broker leaving an ISR (the first such broker)
+        "slowed_left_isr_ms": next((s["left_isr_ms"] for s in slow
+                                    if s["left_isr_ms"] is not None), None),
+        "isr_min": tl.smallest_isr(events),
         "first_ack_after_fault_ms": _after(bounds["first_ack_after_fault_ts"], fault),
         "first_kept_ack_after_fault_ms": _after(bounds["first_kept_ack_after_fault_ts"], fault),
         "run": {"first_send_ts": run_window(inputs)[0], "first_ack_ts": first_ack,

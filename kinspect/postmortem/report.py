@@ -232,6 +232,7 @@ def markdown(report: dict[str, Any]) -> str:
             shown = ", ".join(f"{lo}-{hi}" if lo != hi else str(lo) for lo, hi in ranges[:MD_RANGES])
             more = report["lost_ranges_more"].get(producer, 0) + max(0, len(ranges) - MD_RANGES)
             lines.append(f"- {producer}: {shown}" + (f" and {more:,} more ranges" if more else ""))
+    lines += slow_link_markdown(report.get("slow_links") or [])
     lines += ["", "## Unavailability", ""]
     if report["unavailable"]:
         lines += [f"- {w['partition']}: {clock(w['start'])} → {clock(w['end'])} ({w['ms'] / 1000:.1f} s, "
@@ -249,6 +250,26 @@ def markdown(report: dict[str, Any]) -> str:
     if report["notes"]:
         lines += ["", "## Notes", "", *[f"- {n}" for n in report["notes"]]]
     return "\n".join(lines) + "\n"
+
+
+def slow_link_markdown(links: list[dict[str, Any]]) -> list[str]:
+    """One line per slowed link: the shape, and what the ISR did about it."""
+    if not links:
+        return []
+    lines = ["", "## Slow links", ""]
+    for link in links:
+        text = f"- {link['node']}: {link.get('shape') or 'slowed'} from {clock(link['slowed_ts'])}"
+        if link["left_isr_ts"] is not None:
+            text += (f"; left the ISR at {clock(link['left_isr_ts'])}, "
+                     f"{link['left_isr_ms'] / 1000:.1f} s later")
+        else:
+            text += "; never left the ISR"
+        if link["unslowed_ts"] is not None:
+            text += f"; full speed again at {clock(link['unslowed_ts'])}"
+        if link["rejoined_ts"] is not None:
+            text += f"; back in the ISR at {clock(link['rejoined_ts'])}"
+        lines.append(text)
+    return lines
 
 
 def consumer_markdown(side: dict[str, Any] | None) -> list[str]:

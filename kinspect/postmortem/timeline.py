@@ -47,7 +47,7 @@ def fault_events(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"ts": int(f["ts"]), "kind": "fault", "partition": None,
                     "broker": broker_id_of(node), "severity": "error" if action in DISRUPTIVE else "info",
                     "detail": f"fault: {what}" + (f" ({detail})" if detail and detail != what else ""),
-                    "source": "faults", "action": action, "node": node})
+                    "source": "faults", "action": action, "node": node, "note": detail})
     return out
 
 
@@ -224,3 +224,67 @@ def report_entries(events: list[dict[str, Any]], fault_ts: int | None,
         entry["delta_ms"] = e["ts"] - fault_ts if fault_ts is not None else None
         out.append(entry)
     return out, max(0, len(events) - cap)
+
+
+SHRANK = ("log_isr_shrink", "isr_shrank")
+EXPANDED = ("log_isr_expand", "isr_expanded")
+
+
+def _moved(e: dict[str, Any]) -> set[int]:
+    """The replicas an ISR entry removed or added."""
+    old, new = e.get("old_isr"), e.get("new_isr", e.get("isr"))
+    if old is not None and new is not None:
+        return set(map(int, old)) ^ set(map(int, new))
+    return {int(e["replica"])} if e.get("replica") is not None else set()
+
+
+def slow_links(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tie the ISR to the slowed links: each shrink that dropped a broker whose link was slowed
+    says so in its detail, and each slowed broker gets one line: when its link was slowed,
+    when it left an ISR (and how long that took), when the link was restored and when it
+    rejoined. Events are changed in place; the lines are returned (time order)."""
+    slowed: dict[int, dict[str, Any]] = {}  # broker -> its open line
+    lines: list[dict[str, Any]] = []
+    for e in events:
+        if e.get("kind") == "fault" and e.get("action") in ("slow", "unslow"):
+            broker = broker_id_of(e.get("node"))
+            if e["action"] == "slow" and broker is not None:
+                line = slowed.get(broker)
+                if line is not None and line["unslowed_ts"] is not None:
+                    line = None  # slowed again after a repair: a new line
+                line = line or {"node": e["node"], "broker": broker,
+                                              "slowed_ts": e["ts"], "left_isr_ts": None,
+                                              "left_isr_ms": None, "unslowed_ts": None,
+                                              "rejoined_ts": None}
+                line["shape"] = str(e.get("note") or "").partition(": ")[2]
+                if slowed.get(broker) is not line:
+                    lines.append(line)
+                slowed[broker] = line
+            elif e["action"] == "unslow":
+                for line in slowed.values():
+                    if e.get("node") in (None, line["node"]):
+                        line["unslowed_ts"] = e["ts"]
+        elif e.get("kind") in SHRANK:
+            for broker in sorted(_moved(e) & set(slowed)):
+                line = slowed[broker]
+                if line["unslowed_ts"] is not None:
+                    continue
+                e["slowed"] = sorted({*e.get("slowed", []), broker})
+                e["detail"] = f"{e['detail']} (broker {broker}'s link slowed " \
+                              f"{(e['ts'] - line['slowed_ts']) / 1000:.1f} s before)"
+                if line["left_isr_ts"] is None:
+                    line["left_isr_ts"] = e["ts"]
+                    line["left_isr_ms"] = e["ts"] - line["slowed_ts"]
+        elif e.get("kind") in EXPANDED:
+            for broker in _moved(e) & set(slowed):
+                line = slowed[broker]
+                if line["left_isr_ts"] is not None and line["rejoined_ts"] is None:
+                    line["rejoined_ts"] = e["ts"]
+    return lines
+
+
+def smallest_isr(events: list[dict[str, Any]]) -> int | None:
+    """The fewest in-sync replicas any ISR change of the run left (None: no change seen)."""
+    sizes = [len(isr) for e in events if e.get("kind") in (*SHRANK, *EXPANDED)
+             if (isr := e.get("new_isr", e.get("isr"))) is not None]
+    return min(sizes, default=None)

@@ -165,10 +165,21 @@ def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:
             "expectation": scenario.expectation_text(), "expectation_met": None}
 
 
+def unshapeable(scenario: Scenario) -> str | None:
+    """Why this lab's kernel cannot make a link the plan slows (None: it can, or none is)."""
+    shapes = [step.shape for step in scenario.steps if step.shape is not None]
+    if not shapes and "netem" not in scenario.needs:
+        return None
+    kit = open_backend().shaping_kit()
+    if "netem" in scenario.needs and not kit.netem:
+        return kit.unavailable or "this kernel has no netem (sch_netem)"
+    return next((why for shape in shapes if (why := kit.refuse(shape)) is not None), None)
+
+
 def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
                  spark: Any = None) -> dict[str, Any]:
     """Run it; return the result row (also written to RUN_DIR/scenario.json)."""
-    if "netem" in scenario.needs and (why := open_backend().slow_unavailable()) is not None:
+    if (why := unshapeable(scenario)) is not None:
         row = skipped_row(scenario, why)
         _save(run_dir, row)
         return row

@@ -19,6 +19,7 @@ from kinspect.checks import number, topic_name
 from kinspect.errors import KinspectError
 from kinspect.lab import presets
 from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.lab.topology import ZOOKEEPER_NODE, broker_id_of, broker_node
 from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.runsettings import LoadSettings
@@ -50,6 +51,8 @@ METRICS: dict[str, str] = {
     "no_leader_ms": "time without a leader, all no-leader windows added up",
     "unavailable_ms": "the longest single window without a successful acknowledgement",
     "unavailable_total_ms": "all such windows added up",
+    "slowed_left_isr_ms": "from a link slowed to its broker leaving the ISR (the first one)",
+    "isr_min": "the fewest in-sync replicas any ISR change of the run left",
     "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* slow)",
     "lost_blamed_on_target": "share (0.0-1.0) of acked_lost the post-mortem attributes to the "
                              "broker the first disruptive step hit",
@@ -91,8 +94,7 @@ class FaultStep:
     after_s: float | None = None
     for_s: float | None = None  # then undo it (kill -> start, isolate -> heal, ...)
     remember: str | None = None  # name the nodes hit, for a later target "@name"
-    delay_ms: int = 0  # slow: netem delay and jitter
-    jitter_ms: int = 0
+    shape: LinkShape | None = None  # slow: how bad the link gets
 
     def faults(self, nodes: list[str]) -> list[Fault]:
         """The lab's faults this step means for the nodes its target resolved to: one per
@@ -101,8 +103,7 @@ class FaultStep:
         if not kind.needs_node:
             return [Fault(kind)]
         hit = nodes[:1] if kind is FaultKind.ISOLATE else nodes
-        return [Fault(kind, node, scope, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms)
-                for node in hit]
+        return [Fault(kind, node, scope, shape=self.shape) for node in hit]
 
 
 @dataclass(frozen=True)
@@ -226,8 +227,7 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
     where = f"fault step {index + 1}"
     if not isinstance(raw, dict):
         raise _fail(path, f"{where} must be a table")
-    _only(raw, {"do", "target", "at", "after_s", "for_s", "as", "delay_ms", "jitter_ms"},
-          where, path)
+    _only(raw, {"do", "target", "at", "after_s", "for_s", "as", *_SHAPE_KEYS}, where, path)
     do = raw.get("do")
     if do not in ACTIONS:
         raise _fail(path, f"{where}: do must be one of {', '.join(ACTIONS)}, not {do!r}")
@@ -253,9 +253,37 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
                                      and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", remember)):
         raise _fail(path, f"{where}: as must be a name like old_leader, not {remember!r}")
     return FaultStep(do=do, target=target, at=at, after_s=after, for_s=raw.get("for_s"),
-                     remember=remember,
-                     delay_ms=_whole(raw, "delay_ms", 0, 0, 60_000, where, path),
-                     jitter_ms=_whole(raw, "jitter_ms", 0, 0, 60_000, where, path))
+                     remember=remember, shape=_shape(raw, do, where, path))
+
+
+_SHAPE_KEYS = ("delay_ms", "jitter_ms", "rate_kbit", "loss_pct", "direction")
+
+
+def _shape(raw: Mapping[str, Any], do: str, where: str, path: Path) -> LinkShape | None:
+    """A slow step's link shape (`lab slow`'s options in the scenario files' words)."""
+    given = [key for key in _SHAPE_KEYS if key in raw]
+    if do != "slow":
+        if given:
+            raise _fail(path, f"{where}: {given[0]} shapes a slow link; only do = \"slow\" "
+                              "takes it")
+        return None
+    loss = raw.get("loss_pct", 0)
+    if isinstance(loss, bool) or not isinstance(loss, int | float):
+        raise _fail(path, f"{where}: loss_pct must be a number (a percentage)")
+    direction = raw.get("direction", "both")
+    if direction not in tuple(Direction):
+        raise _fail(path, f"{where}: direction must be in, out or both, not {direction!r}")
+    shape = LinkShape(delay_ms=_whole(raw, "delay_ms", 0, 0, 60_000, where, path),
+                      jitter_ms=_whole(raw, "jitter_ms", 0, 0, 60_000, where, path),
+                      rate_kbit=_whole(raw, "rate_kbit", 0, 0, 10_000_000, where, path),
+                      loss_pct=float(loss), direction=Direction(direction))
+    try:
+        shape.check()
+    except KinspectError as exc:
+        words = str(exc).replace("--delay", "delay_ms").replace("--rate", "rate_kbit")
+        words = words.replace("--loss", "loss_pct").replace("--jitter", "jitter_ms")
+        raise _fail(path, f"{where}: {words}") from None
+    return shape
 
 
 def _number(text: str) -> int | float:

@@ -18,6 +18,7 @@ from textual.screen import Screen
 
 from kinspect.errors import error_line
 from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.lab.state import LabState, NodeState
 from kinspect.load.background import LoadRequest, LoadStatus
 from kinspect.load.consumers.background import ConsumerRequest
@@ -33,6 +34,9 @@ from kinspect.tui.modals import (
     ScenarioPicker,
 )
 from kinspect.tui.widgets import BrokerTable
+
+# The w key's link: the slow-follower scenario's (a follower falls out of the ISR).
+TUI_SLOW = LinkShape(rate_kbit=256, loss_pct=5, direction=Direction.IN)
 
 
 class ActingApp(App[None]):
@@ -153,6 +157,25 @@ class ActingApp(App[None]):
                 self.apply_fault(Fault(FaultKind.ISOLATE, node, Scope(scope)))
 
         self.push_screen(IsolateScreen(node), chosen)
+
+    def action_slow(self) -> None:
+        """Slow the selected broker's link (what it receives), or restore it if slowed."""
+        if self._refused():
+            return
+        target = self._target()
+        if target is None:
+            return
+        broker_id, node = target
+        slowed = self.lab.slowed_links().get(node) if self.lab else None
+        if slowed:
+            self._ask(f"Restore broker {broker_id}'s link ({node})?",
+                      f"Now: {slowed.get('words', 'slowed')}. Back to full speed.",
+                      lambda: self.apply_fault(Fault(FaultKind.UNSLOW, node)))
+            return
+        self._ask(f"Slow broker {broker_id}'s link ({node})?",
+                  f"{TUI_SLOW.words}: as a follower it falls behind and, once its leader's "
+                  "log runs ahead, leaves the ISR. Press w again to restore it.",
+                  lambda: self.apply_fault(Fault(FaultKind.SLOW, node, shape=TUI_SLOW)))
 
     def action_partition(self) -> None:
         if self._refused() or self.lab is None:

@@ -88,6 +88,9 @@ def lab_state_text(node: NodeRecord | None, lab: LabState | None) -> Text:
     blocked = lab.cut_off_from(node.name) if lab.groups else []
     if blocked:
         text.append(" cut off from " + ",".join(blocked), "bold magenta")
+    slowed = lab.slowed_links().get(node.name)
+    if slowed:
+        text.append(f" slow link: {slowed.get('words', '')}", "bold yellow")
     return text
 
 

@@ -73,6 +73,10 @@ SCENARIOS = {
     "name": scenario_file(a=('name = "acks1-isolate-leader"', 'name = "Acks One!"')),
     "count": scenario_file(a=("count = 100000", "count = -5")),
     "delay": scenario_file(a=("for_s = 15", 'for_s = 15\ndelay_ms = "slow"')),
+    "slowdir": scenario_file(a=("for_s = 15", 'for_s = 15\n\n[[fault]]\nafter_s = 1\ndo = "slow"'
+                                             '\ndirection = "up"\nrate_kbit = 10')),
+    "slowbare": scenario_file(a=("for_s = 15", 'for_s = 15\n\n[[fault]]\nafter_s = 1\n'
+                                              'do = "slow"')),
     "nottoml": "this is [ not toml",
 }
 
@@ -247,6 +251,12 @@ NO_LAB: list[Case] = [
     Case(("lab", "kill", "kafka1"), "no lab is running"),
     Case(("lab", "partition"), "required: GROUP"),
     Case(("lab", "isolate", "kafka1", "--from", "moon"), "invalid choice"),
+    Case(("lab", "slow", "kafka2"), "a slow link needs --delay, --rate or --loss"),
+    Case(("lab", "slow", "kafka2", "--rate", "fast"), "--rate: wants e.g. 200kbit or 1mbit"),
+    Case(("lab", "slow", "kafka2", "--rate", "1tbit"), "--rate: wants e.g. 200kbit"),
+    Case(("lab", "slow", "kafka2", "--loss", "200"), "--loss: must be above 0 and at most 100"),
+    Case(("lab", "slow", "kafka2", "--rate", "1m", "--jitter", "5"), "give --delay too"),
+    Case(("lab", "slow", "kafka2", "--rate", "1m", "--direction", "up"), "invalid choice"),
     Case(("lab", "heal"), "no lab is running"),
     Case(("lab", "status"), "no lab is running"),
     Case(("lab", "frobnicate"), "invalid choice"),
@@ -270,7 +280,9 @@ NO_LAB: list[Case] = [
     Case(("scenario", "run", "{sc_as}"), "as must be a name like old_leader"),
     Case(("scenario", "run", "{sc_name}"), "must be lower-case letters"),
     Case(("scenario", "run", "{sc_count}"), "--count must be a whole number"),
-    Case(("scenario", "run", "{sc_delay}"), "delay_ms must be a whole number"),
+    Case(("scenario", "run", "{sc_delay}"), 'delay_ms shapes a slow link; only do = "slow"'),
+    Case(("scenario", "run", "{sc_slowdir}"), "direction must be in, out or both, not 'up'"),
+    Case(("scenario", "run", "{sc_slowbare}"), "needs delay_ms, rate_kbit or loss_pct"),
     Case(("scenario", "run", "{sc_nottoml}"), "not valid TOML"),
     Case(("scenario", "run", "acks1-kill-leader", "--run-dir", "{file}"), "is a file"),
     Case(("scenario", "run", "acks1-kill-leader", "--run-dir", "{idle}"), "is not empty"),

@@ -129,3 +129,40 @@ def test_isolate_leader_from_zookeeper_only(lab: dict[str, Any], zk: KazooClient
         kinspect("lab", "heal")
     back = wait_until(lambda: full_isr(zk), 120, f"{victim} back in the ISR after heal")
     assert leader in back["isr"]
+
+
+def test_slow_follower_leaves_the_isr_and_rejoins_at_full_speed(lab: dict[str, Any],
+                                                                zk: KazooClient) -> None:
+    """A follower whose link is slower than the writes (acks=1: the leader's log runs ahead)
+    leaves the ISR within replica.lag.time.max.ms plus a margin, and rejoins once unslowed."""
+    ensure_topic(lab, zk)
+    wait_until(lambda: full_isr(zk), 90, "a full ISR")
+    state = partition_state(zk, TOPIC, 0)
+    follower = next(b for b in state["isr"] if b != state["leader"])
+    victim = node_for_broker(lab, follower)
+    said = kinspect("lab", "slow", victim, "--rate", "256kbit", "--loss", "5",
+                    "--direction", "in").stdout
+    assert said.startswith(f"slowed {victim}: rate 256 kbit + 5 % loss, inbound (")
+    assert "tbf" in said or "netem" in said  # and it says which
+    slowed = kinspect("lab", "status", "--json").stdout
+    assert f'"{victim}": {{' in slowed
+    lag_s = float(lab["broker_config"]["replica.lag.time.max.ms"]) / 1000
+    producer = Producer({"bootstrap.servers": lab["bootstrap"], "acks": "1", "linger.ms": 20})
+    started = time.monotonic()
+    try:
+        def writing_until_it_left() -> bool:
+            for i in range(4000):  # ~800 KB a round: far more than 256 kbit/s carries
+                producer.produce(TOPIC, value=b"s" * 200)
+                if i % 500 == 0:
+                    producer.poll(0)
+            producer.flush(30)
+            return follower not in partition_state(zk, TOPIC, 0)["isr"]
+
+        wait_until(writing_until_it_left, lag_s + 20, f"{victim} out of the ISR")
+        print(f"{victim} left the ISR {time.monotonic() - started:.1f} s after its link was "
+              f"slowed (replica.lag.time.max.ms {lag_s:.0f} s)")
+    finally:
+        kinspect("lab", "unslow", victim)
+    assert "slow links: none" in kinspect("lab", "status").stdout
+    back = wait_until(lambda: full_isr(zk), 120, f"{victim} back in the ISR at full speed")
+    assert follower in back["isr"]

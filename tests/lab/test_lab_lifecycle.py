@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kinspect.lab import netns
+from kinspect.lab import netns, shaping
 from kinspect.lab.topics import create_topics
 from kinspect.load.ledger import read_ledger
 from tests.conftest import Lab
@@ -45,6 +45,7 @@ def test_down_leaves_nothing_behind(lab: dict[str, Any], lab_session: Lab, lab_b
     assert leftovers(lab_backend, lab["lab_id"], state["slot"]), "the running lab owns things"
     runner, workers = start_endless_load(lab, tmp_path)
     kinspect("lab", "partition", "kafka1", "kafka2,kafka3,zk1")
+    kinspect("lab", "slow", "kafka2", "--rate", "256kbit", "--loss", "5")  # qdiscs, ifb, rules
     down = kinspect("lab", "down")
     # the load aimed at the lab was stopped first, its ledger finished, no worker left
     assert "stopping the load on lab-down" in down.stderr
@@ -57,6 +58,8 @@ def test_down_leaves_nothing_behind(lab: dict[str, Any], lab_session: Lab, lab_b
     rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
     block = {"process": "198.18", "docker": "198.19"}[lab_backend]
     assert f"{block}.{state['slot']}." not in rules
+    assert shaping.CHAIN_IN not in rules and shaping.IFB not in subprocess.run(
+        ["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert "nothing to do" in kinspect("lab", "down").stdout
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
 
 
@@ -13,7 +14,8 @@ def test_every_disruptive_fault_has_the_repair_the_plan_undoes_it_with() -> None
     assert Fault(FaultKind.STOP, "kafka2").undo() == Fault(FaultKind.START, "kafka2")
     assert Fault(FaultKind.PAUSE, "kafka1").undo() == Fault(FaultKind.RESUME, "kafka1")
     assert Fault(FaultKind.ISOLATE, "kafka1", Scope.ZK).undo() == Fault(FaultKind.HEAL)
-    assert Fault(FaultKind.SLOW, "kafka3", delay_ms=300).undo() == Fault(FaultKind.UNSLOW)
+    slow = Fault(FaultKind.SLOW, "kafka3", shape=LinkShape(rate_kbit=256))
+    assert slow.undo() == Fault(FaultKind.UNSLOW, "kafka3")  # that link only
     repairs = (FaultKind.START, FaultKind.RESUME, FaultKind.HEAL, FaultKind.UNSLOW)
     assert all(Fault(k, None if not k.needs_node else "kafka1").undo() is None for k in repairs)
     assert {k for k in FaultKind if k.disruptive} == {
@@ -26,6 +28,8 @@ def test_a_fault_without_what_it_needs_is_refused() -> None:
         Fault(FaultKind.KILL)
     with pytest.raises(ValueError, match="groups"):
         Fault(FaultKind.PARTITION)
+    with pytest.raises(ValueError, match="shape"):
+        Fault(FaultKind.SLOW, "kafka1")
 
 
 @pytest.mark.parametrize(("do", "kind", "scope"), [
@@ -41,6 +45,11 @@ def test_a_steps_word_becomes_the_labs_fault(do: str, kind: FaultKind, scope: Sc
 def test_heal_and_unslow_act_once_on_the_whole_lab() -> None:
     assert FaultStep(do="heal", target="all", after_s=0).faults(["kafka1", "kafka2"]) == [
         Fault(FaultKind.HEAL)]
-    assert FaultStep(do="slow", after_s=0, delay_ms=250, jitter_ms=50).faults(["kafka1"]) == [
-        Fault(FaultKind.SLOW, "kafka1", delay_ms=250, jitter_ms=50)]
+    shape = LinkShape(rate_kbit=256, loss_pct=5, direction=Direction.IN)
+    assert FaultStep(do="slow", after_s=0, shape=shape).faults(["kafka1", "kafka2"]) == [
+        Fault(FaultKind.SLOW, "kafka1", shape=shape), Fault(FaultKind.SLOW, "kafka2", shape=shape)]
+    assert FaultStep(do="unslow", target="all", after_s=0).faults(["kafka1"]) == [
+        Fault(FaultKind.UNSLOW)]
+    assert str(Fault(FaultKind.SLOW, "kafka1", shape=shape)) == \
+        "slow kafka1: rate 256 kbit + 5 % loss, inbound"
     assert str(Fault(FaultKind.ISOLATE, "kafka1", Scope.ZK)) == "isolate kafka1 from zk"

@@ -17,7 +17,8 @@ SOURCE_SEVEN = {"acks0-kill-leader", "acks1-kill-leader", "acks1-kill-leader-10p
                 "acksall-kill-leader-10p", "acks1-isolate-leader", "acksall-isolate-leader",
                 "acks1-isolate-leader-zk", "acksall-isolate-leader-zk"}
 OTHERS = {"unclean-election", "unclean-election-off", "min-isr-two-down", "short-retries",
-          "duplicates", "duplicates-idempotent", "offsets-rf1", "slow-network"}
+          "duplicates", "duplicates-idempotent", "offsets-rf1", "slow-network",
+          "slow-follower", "slow-network-unclean", "slow-network-min-isr-2"}
 
 
 def test_catalog_has_every_named_scenario_with_2018_settings() -> None:
@@ -46,7 +47,11 @@ def test_catalog_has_every_named_scenario_with_2018_settings() -> None:
         "acksall-isolate-leader-zk": "acked_lost == 0 and acked > 0 and faults_applied >= 1"}
     assert scenarios["unclean-election"].topic_config["unclean.leader.election.enable"] == "true"
     assert scenarios["unclean-election-off"].topic_config["unclean.leader.election.enable"] == "false"
-    assert scenarios["slow-network"].needs == ("netem",)
+    # The slow-network family runs on any kernel: rate and loss, never netem's delay.
+    slow = [s for s in scenarios.values() if s.name.startswith("slow-")]
+    assert len(slow) == 4 and all(not s.needs for s in slow)
+    shapes = [step.shape for s in slow for step in s.steps if step.shape is not None]
+    assert len(shapes) == 4 and all(sh.rate_kbit and not sh.delay_ms for sh in shapes)
 
 
 def minimal(**extra: object) -> dict[str, object]:

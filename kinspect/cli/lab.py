@@ -258,7 +258,8 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
     else:
         slowed = "; ".join(f"{name} {shape['words']} ({shape['how']})"
                            for name, shape in data["slowed"].items())
-        print(f"slow links: {slowed or 'none'}   link shaping: {lab.shaping_kit().words}")
+        print(f"slow links: {slowed or 'none'}")
+        print(f"link shaping: {lab.shaping_kit().words}")
     print("settings: " + ", ".join(f"{k}={v}" for k, v in data["broker_config"].items()))
     if data["sasl"]:
         print(f"sasl: SASL_PLAINTEXT at {data['sasl']['bootstrap']}, user "

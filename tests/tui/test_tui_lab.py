@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +15,7 @@ from kinspect.lab.topics import create_topics
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import LiveFeed
-from kinspect.tui.widgets import PartitionTable
+from kinspect.tui.widgets import BrokerTable, PartitionTable
 from tests.helpers import kinspect, partition_state
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -121,6 +122,42 @@ def test_pausing_a_follower_shows_it_leave_the_isr(lab: dict[str, Any], zk: Kazo
         asyncio.run(scenario())
     finally:
         kinspect("lab", "resume", f"kafka{follower}", check=False)
+
+
+def test_the_slow_key_slows_a_followers_link_and_restores_it(lab: dict[str, Any], zk: KazooClient,
+                                                            test1: dict[str, Any]) -> None:
+    state = partition_state(zk, "test1", 0)
+    follower = next(r for r in state["isr"] if r != state["leader"])
+    node = f"kafka{follower}"
+
+    def shown() -> str:
+        table = app.screen_stack[0].query_one(BrokerTable)
+        return str(table.get_cell(str(follower), "lab").plain)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(160, 40)) as pilot:
+            await until(pilot, lambda: app.lab is not None and shown().startswith("running"), 20,
+                        "the broker table")
+            await pilot.press(str(follower), "w")
+            await pilot.pause(0.3)
+            assert type(app.screen).__name__ == "ConfirmScreen"
+            await pilot.press("y")
+            await until(pilot, lambda: "slow link: rate 256 kbit + 5 % loss, inbound" in shown(),
+                        20, "the slowed link on screen")
+            status = json.loads(kinspect("lab", "status", "--json").stdout)
+            assert status["slowed"][node]["how"].startswith(("tbf", "netem"))
+            await pilot.press("w")  # again: restore
+            await pilot.pause(0.3)
+            assert type(app.screen).__name__ == "ConfirmScreen"
+            await pilot.press("y")
+            await until(pilot, lambda: "slow link" not in shown(), 20, "the link restored")
+            assert json.loads(kinspect("lab", "status", "--json").stdout)["slowed"] == {}
+
+    app = live_app(lab)
+    try:
+        asyncio.run(scenario())
+    finally:
+        kinspect("lab", "unslow", check=False)
 
 
 def test_read_only_refuses_fault_keys(lab: dict[str, Any], test1: dict[str, Any]) -> None:

@@ -95,4 +95,5 @@ def test_the_probe_and_the_leftover_check_read_the_tools_output() -> None:
     rules = f"-N {shaping.CHAIN_IN}\n-A {shaping.CHAIN_IN} -i eth0 -m statistic -j DROP\n"
     links = f"5: {shaping.IFB}: <BROADCAST,NOARP,UP,LOWER_UP> mtu 1500\n"
     assert len(shaping.left_behind(qdiscs, links, rules)) == 4
-    assert shaping.left_behind("qdisc noqueue 0: dev lo root refcnt 2\n", "", f"-N {shaping.CHAIN_IN}\n") == []
+    clean = ("qdisc noqueue 0: dev lo root refcnt 2\n", "", f"-N {shaping.CHAIN_IN}\n")
+    assert shaping.left_behind(*clean) == []

@@ -265,13 +265,15 @@ def slow_links(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     if e.get("node") in (None, line["node"]):
                         line["unslowed_ts"] = e["ts"]
         elif e.get("kind") in SHRANK:
-            for broker in sorted(_moved(e) & set(slowed)):
+            hit = [b for b in sorted(_moved(e) & set(slowed))
+                   if slowed[b]["unslowed_ts"] is None]
+            if hit:
+                e["slowed"] = hit
+                e["detail"] += " (slowed link: " + ", ".join(
+                    f"broker {b} for {(e['ts'] - slowed[b]['slowed_ts']) / 1000:.1f} s"
+                    for b in hit) + ")"
+            for broker in hit:
                 line = slowed[broker]
-                if line["unslowed_ts"] is not None:
-                    continue
-                e["slowed"] = sorted({*e.get("slowed", []), broker})
-                e["detail"] = f"{e['detail']} (broker {broker}'s link slowed " \
-                              f"{(e['ts'] - line['slowed_ts']) / 1000:.1f} s before)"
                 if line["left_isr_ts"] is None:
                     line["left_isr_ts"] = e["ts"]
                     line["left_isr_ms"] = e["ts"] - line["slowed_ts"]

@@ -28,7 +28,7 @@ def test_a_shrink_of_a_slowed_broker_is_timed_and_said() -> None:
                       "shape": "rate 256 kbit + 5 % loss, inbound (tbf + iptables, netem not "
                                "in this kernel)"}]
     shrinks = [e for e in events if e["kind"] == "isr_shrank"]
-    assert shrinks[0]["detail"].endswith("(broker 2's link slowed 10.5 s before)")
+    assert shrinks[0]["detail"].endswith("(slowed link: broker 2 for 10.5 s)")
     assert "slowed" not in shrinks[1]
     assert tl.smallest_isr(events) == 1
     text = "\n".join(slow_link_markdown(lines))

@@ -98,8 +98,11 @@ class FaultStep:
 
     def faults(self, nodes: list[str]) -> list[Fault]:
         """The lab's faults this step means for the nodes its target resolved to: one per
-        node; an isolation cuts the first; heal and unslow act on the whole lab once."""
+        node; an isolation cuts the first; heal acts on the whole lab once, and so does
+        unslow unless it names its nodes (a node, a role, or @name)."""
         kind, scope = STEP_FAULTS[self.do]
+        if kind is FaultKind.UNSLOW and self.target != "all":
+            return [Fault(kind, node) for node in nodes]
         if not kind.needs_node:
             return [Fault(kind)]
         hit = nodes[:1] if kind is FaultKind.ISOLATE else nodes
@@ -231,7 +234,7 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
     do = raw.get("do")
     if do not in ACTIONS:
         raise _fail(path, f"{where}: do must be one of {', '.join(ACTIONS)}, not {do!r}")
-    target = str(raw.get("target", "all" if do == "heal" else "leader"))
+    target = str(raw.get("target", "all" if do in ("heal", "unslow") else "leader"))
     if not (target in ROLE_TARGETS or target.startswith("@")
             or broker_id_of(target) is not None or target == ZOOKEEPER_NODE):
         raise _fail(path, f"{where}: target {target!r} is not a role ({', '.join(ROLE_TARGETS)}),"

@@ -50,6 +50,8 @@ def test_heal_and_unslow_act_once_on_the_whole_lab() -> None:
         Fault(FaultKind.SLOW, "kafka1", shape=shape), Fault(FaultKind.SLOW, "kafka2", shape=shape)]
     assert FaultStep(do="unslow", target="all", after_s=0).faults(["kafka1"]) == [
         Fault(FaultKind.UNSLOW)]
+    assert FaultStep(do="unslow", target="@slowed", after_s=0).faults(["kafka1", "kafka3"]) == [
+        Fault(FaultKind.UNSLOW, "kafka1"), Fault(FaultKind.UNSLOW, "kafka3")]  # those links only
     assert str(Fault(FaultKind.SLOW, "kafka1", shape=shape)) == \
         "slow kafka1: rate 256 kbit + 5 % loss, inbound"
     assert str(Fault(FaultKind.ISOLATE, "kafka1", Scope.ZK)) == "isolate kafka1 from zk"

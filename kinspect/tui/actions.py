@@ -33,8 +33,8 @@ ACTIONS: tuple[UiAction, ...] = (
              "broker", fault=True),
     UiAction("isolate", "i", "isolate", "cut the selected broker off from ZooKeeper, the "
              "other brokers, or all", "broker", fault=True),
-    UiAction("slow", "w", "slow link", "make the selected broker's link slow and lossy "
-             "(rate limit + loss), or restore it", "broker", fault=True, footer=False),
+    UiAction("slow", "w", "slow link", "slow the selected broker's link (rate + loss), "
+             "or restore it", "broker", fault=True, footer=False),
     UiAction("partition", "x", "partition", "build network partition groups from any nodes",
              "cluster", fault=True, footer=False),
     UiAction("heal", "h", "heal", "remove every network partition", "cluster", fault=True),

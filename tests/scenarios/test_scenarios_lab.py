@@ -100,3 +100,23 @@ def test_idempotence_removes_the_duplicates_retries_make(lab_session: Any,
     row = run("duplicates-idempotent", tmp_path / "idempotent")
     assert row["duplicates"] == 0 and row["acked_lost"] == 0, row
     assert row["acked"] > 0 and row["expectation_met"] is True
+
+
+def test_slow_links_shrink_the_isr_and_an_unclean_leader_loses_what_the_old_one_had(
+        lab_session: Any, tmp_path: Path) -> None:
+    """The slow-network family runs on any kernel (tbf + iptables where netem is missing):
+    both followers' links slowed, the ISR shrinks to the leader, the leader dies, a stale
+    follower leads. kcat and DuckDB recount the loss; the report ties the shrink to the links."""
+    row = run("slow-network-unclean", tmp_path)
+    assert row["status"] == "ran" and row["expectation_met"] is True, row
+    assert row["isr_min"] == 1 and 0 < row["slowed_left_isr_ms"] <= 25_000, row
+    assert [f["do"] for f in row["faults"]][:2] == ["slow", "kill"]
+    report = json.loads((tmp_path / "postmortem" / "report.json").read_text())
+    recount = duckdb_recount(tmp_path, kcat_ids(lab_session.status()["bootstrap"], "test1",
+                                                report["run_id"]))
+    assert recount["acked_lost"] == report["acked_lost"] > 0
+    links = report["slow_links"]
+    assert len(links) == 2, links
+    assert all(link["left_isr_ts"] is not None and link["unslowed_ts"] is not None
+               for link in links), links
+    assert any("(slowed link: broker" in e["detail"] for e in report["timeline"])

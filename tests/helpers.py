@@ -50,3 +50,19 @@ def partition_state(zk: KazooClient, topic: str, partition: int) -> dict[str, An
 
 def node_for_broker(status: dict[str, Any], broker_id: int) -> str:
     return next(n["name"] for n in status["nodes"] if n.get("broker_id") == broker_id)
+
+
+def shaping_in_node(status: dict[str, Any], node: str) -> list[str]:
+    """Link shaping present in a lab node's network namespace, read with tc, ip and iptables
+    themselves (in the namespace, or in the docker node's `-net` container)."""
+    from kinspect.lab import shaping
+
+    record = next(n for n in status["nodes"] if n["name"] == node)
+    prefix = (["ip", "netns", "exec", record["netns"]] if record.get("netns")
+              else ["docker", "exec", f"{record['container']}-net"])
+
+    def out(*cmd: str) -> str:
+        return subprocess.run([*prefix, *cmd], capture_output=True, text=True, timeout=30).stdout
+
+    return shaping.left_behind(out("tc", "qdisc", "show"), out("ip", "-o", "link"),
+                               out("iptables", "-S"))

@@ -326,7 +326,7 @@ class LabBackend(ABC):
 
     def shaping_kit(self) -> Kit:
         """What this lab's kernel can shape links with (probed once)."""
-        return Kit(False, False, False, False, problem=f"the {self.name} lab cannot slow links")
+        return Kit.broken(f"the {self.name} lab cannot slow links")
 
     def _slow_link(self, state: LabState, node: NodeRecord, fault: Fault) -> str:
         """Shape one node's link (replacing any shape it had): netem, or tbf + iptables."""
@@ -345,10 +345,10 @@ class LabBackend(ABC):
         slowed[node.name] = {**fault.shape.as_dict(), "words": fault.shape.words, "how": how}
         state.extra["slowed"] = slowed
         save_state(state, self.root)
-        detail = f"slow {node.name}: {fault.shape.words} ({how})"
+        what = f"{node.name}: {fault.shape.words} ({how})"
         journal.record(FaultKind.SLOW, state.lab_id, node=node.name, root=self.root,
-                       detail=detail)
-        return "slowed" + detail[4:]
+                       detail=f"slow {what}")
+        return f"slowed {what}"
 
     def _unslow_links(self, state: LabState, only: str | None) -> str:
         """One node's link (or every slowed link) back to full speed."""

@@ -271,13 +271,12 @@ class DockerBackend(LabBackend):
         try:
             tag = images.kafka_tag(kafka) if kafka else None
             if tag is None or not images.have(self.client, tag):
-                problem = "the docker lab's image is not built yet (kinspect lab images)"
-                return Kit(False, False, False, False, problem=problem)
+                return Kit.broken("the docker lab's image is not built yet (kinspect lab images)")
             output = self.client.containers.run(
                 tag, ["sh", "-c", shaping.PROBE_SCRIPT], cap_add=["NET_ADMIN"],
                 network_mode="none", remove=True, stderr=True)
         except (docker.errors.ContainerError, KinspectError, APIError) as exc:
-            return Kit(False, False, False, False, problem=f"cannot probe link shaping: {exc}")
+            return Kit.broken(f"cannot probe link shaping: {exc}")
         return shaping.kit_from_probe(output.decode(errors="replace"))
 
     @engine_errors

@@ -191,7 +191,7 @@ def shaping_kit() -> shaping.Kit:
         return _KIT[0]
     reason = can_use_netns() or (None if shutil.which("tc") else "slow links need 'tc' (iproute2)")
     if reason is not None:
-        kit = shaping.Kit(False, False, False, False, problem=reason)
+        kit = shaping.Kit.broken(reason)
     else:
         probe = f"ks-probe-{os.getpid()}"
         run(["ip", "netns", "add", probe], check=False)
@@ -208,13 +208,3 @@ def run_in_node(slot: Slot, node: str, commands: list[list[str]], check: bool = 
     """Commands in the node's namespace, in order (check: the first failure is raised)."""
     for command in commands:
         run(in_ns(slot.netns(node), *command), check=check)
-
-
-def node_shaping(slot: Slot, node: str) -> list[str]:
-    """What link shaping is left in a node's namespace (tests and `lab down` checks)."""
-    ns = slot.netns(node)
-    if ns not in namespaces():
-        return []
-    return shaping.left_behind(run(in_ns(ns, "tc", "qdisc", "show"), check=False).stdout,
-                               run(in_ns(ns, "ip", "-o", "link"), check=False).stdout,
-                               run(in_ns(ns, "iptables", "-S"), check=False).stdout)

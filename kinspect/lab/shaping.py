@@ -119,6 +119,11 @@ class Kit:
     statistic: bool
     problem: str | None = None  # the probe itself could not run
 
+    @classmethod
+    def broken(cls, problem: str) -> Kit:
+        """No kit at all, and why (no probe could run, or this lab cannot shape links)."""
+        return cls(netem=False, tbf=False, ifb=False, statistic=False, problem=problem)
+
     @property
     def unavailable(self) -> str | None:
         """None when rate and loss can be shaped here, else the one-line reason."""

@@ -61,6 +61,10 @@ class ActingApp(App[None]):
     # ----- fault keys ------------------------------------------------------------------
 
     def _target(self) -> tuple[int, str] | None:
+        """The selected lab broker (id, node) a broker key acts on; None (said) when this
+        console may not act or no lab broker is selected."""
+        if self._refused():
+            return None
         broker_id = self.main.query_one(BrokerTable).selected_broker
         node = None
         if broker_id is not None and self.lab is not None:
@@ -114,10 +118,7 @@ class ActingApp(App[None]):
 
     def _broker_fault(self, verb: str, detail: str, kind: Callable[[str], FaultKind]) -> None:
         """Ask about the selected broker, then apply the fault `kind(node)` names."""
-        if self._refused():
-            return
-        target = self._target()
-        if target is None:
+        if (target := self._target()) is None:
             return
         broker_id, node = target
         self._ask(f"{verb} broker {broker_id} ({node})?", detail,
@@ -145,10 +146,7 @@ class ActingApp(App[None]):
                            "pressing again resumes it.", kind)
 
     def action_isolate(self) -> None:
-        if self._refused():
-            return
-        target = self._target()
-        if target is None:
+        if (target := self._target()) is None:
             return
         node = target[1]
 
@@ -160,10 +158,7 @@ class ActingApp(App[None]):
 
     def action_slow(self) -> None:
         """Slow the selected broker's link (what it receives), or restore it if slowed."""
-        if self._refused():
-            return
-        target = self._target()
-        if target is None:
+        if (target := self._target()) is None:
             return
         broker_id, node = target
         slowed = self.lab.slowed_links().get(node) if self.lab else None

@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 from kazoo.client import KazooClient
 
 from kinspect.lab import dist
-from tests.helpers import kinspect, node_for_broker, partition_state, wait_until
+from tests.helpers import kinspect, node_for_broker, partition_state, shaping_in_node, wait_until
 
 pytestmark = pytest.mark.lab
 
@@ -146,6 +146,7 @@ def test_slow_follower_leaves_the_isr_and_rejoins_at_full_speed(lab: dict[str, A
     assert "tbf" in said or "netem" in said  # and it says which
     slowed = kinspect("lab", "status", "--json").stdout
     assert f'"{victim}": {{' in slowed
+    assert len(shaping_in_node(lab, victim)) >= 3  # the root and ifb qdiscs, the ingress hook
     lag_s = float(lab["broker_config"]["replica.lag.time.max.ms"]) / 1000
     producer = Producer({"bootstrap.servers": lab["bootstrap"], "acks": "1", "linger.ms": 20})
     started = time.monotonic()
@@ -164,5 +165,6 @@ def test_slow_follower_leaves_the_isr_and_rejoins_at_full_speed(lab: dict[str, A
     finally:
         kinspect("lab", "unslow", victim)
     assert "slow links: none" in kinspect("lab", "status").stdout
+    assert shaping_in_node(lab, victim) == []  # no qdisc, ifb device or loss rule left
     back = wait_until(lambda: full_isr(zk), 120, f"{victim} back in the ISR at full speed")
     assert follower in back["isr"]

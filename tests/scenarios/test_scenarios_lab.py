@@ -7,6 +7,7 @@ the other lab tests (see conftest). The rest of the catalog runs in `make matrix
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -120,3 +121,25 @@ def test_slow_links_shrink_the_isr_and_an_unclean_leader_loses_what_the_old_one_
     assert all(link["left_isr_ts"] is not None and link["unslowed_ts"] is not None
                for link in links), links
     assert any("(slowed link: broker" in e["detail"] for e in report["timeline"])
+    # Kafka's own word: for each slowed broker, the leader's first server.log line that
+    # dropped it from the ISR, at the time the report gives (the observer sees it later)
+    shrinks = kafka_isr_shrinks(tmp_path / "broker-logs", "test1-0")
+    for link in links:
+        dropped = next(ts for ts, removed in shrinks if link["broker"] in removed)
+        assert abs(link["left_isr_ts"] - dropped) <= 1_000, (link, shrinks)
+
+
+def kafka_isr_shrinks(logs: Path, partition: str) -> list[tuple[int, set[int]]]:
+    """(ms, brokers dropped) for each "Shrinking ISR from A to B" line the brokers logged."""
+    found = []
+    pattern = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] INFO \[Partition "
+                         + re.escape(partition) + r" broker=\d+\] Shrinking ISR from ([\d,]+) to "
+                         r"([\d,]*)\.")
+    for log in sorted(logs.glob("*/server.log*")):
+        for line in log.read_text(errors="replace").splitlines():
+            if match := pattern.match(line):
+                ms = int(time.mktime(time.strptime(match[1], "%Y-%m-%d %H:%M:%S")) * 1000)
+                old = {int(b) for b in match[3].split(",")}
+                new = {int(b) for b in match[4].split(",") if b}
+                found.append((ms + int(match[2]), old - new))
+    return sorted(found, key=lambda item: item[0])

@@ -12,22 +12,26 @@ from kinspect.model.snapshot import (
     GroupInfo,
     GroupPartition,
     PartitionInfo,
+    ReplicaLog,
     TopicInfo,
 )
 from kinspect.model.views import (
     BrokerView,
     ConfigValue,
+    EpochEnd,
     GroupView,
     Offsets,
     PartitionMeta,
     PartitionStateZ,
+    ReplicaEnd,
     ZkView,
 )
 
 __all__ = [
     "BrokerInfo", "BrokerView", "ClusterSnapshot", "ClusterWarning", "ConfigValue",
-    "ControllerInfo", "Event", "EventKind", "GroupInfo", "GroupPartition", "GroupView",
-    "HealthReport", "HwStallTracker", "Offsets", "PartitionInfo",
-    "PartitionMeta", "PartitionStateZ", "TopicInfo", "ZkView", "build_snapshot", "classify",
+    "ControllerInfo", "EpochEnd", "Event", "EventKind", "GroupInfo", "GroupPartition", "GroupView",
+    "HealthReport", "HwStallTracker", "Offsets", "PartitionInfo", "PartitionMeta",
+    "PartitionStateZ", "ReplicaEnd", "ReplicaLog", "TopicInfo", "ZkView", "build_snapshot",
+    "classify",
     "diff", "snapshot_from_json", "snapshot_to_json",
 ]

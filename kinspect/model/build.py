@@ -16,9 +16,10 @@ from kinspect.model.snapshot import (
     GroupInfo,
     GroupPartition,
     PartitionInfo,
+    ReplicaLog,
     TopicInfo,
 )
-from kinspect.model.views import BrokerView, ConfigValue, ZkView
+from kinspect.model.views import BrokerView, ConfigValue, EpochEnd, ReplicaEnd, ZkView
 from kinspect.model.warnings import cluster_warnings
 
 DEFAULT_MIN_ISR = 1
@@ -49,6 +50,29 @@ def _disagree(leader: int | None, b_leader: int | None, broker: BrokerView | Non
     return leader != b_leader
 
 
+def _replica_logs(replicas: tuple[int, ...], leader: int | None, epoch: int | None,
+                  ends: dict[int, ReplicaEnd], epoch_ends: dict[int, EpochEnd]
+                  ) -> tuple[ReplicaLog, ...]:
+    """Each replica's log end, its lag behind the leader's, and what it holds that the leader
+    does not (a zombie leader's acknowledged writes, doomed unless it leads again)."""
+    if not ends:
+        return ()
+    lead = ends.get(leader) if leader is not None else None
+    out = []
+    for broker in replicas:
+        end = ends.get(broker)
+        if end is None:
+            out.append(ReplicaLog(broker, None, None, None))
+            continue
+        lag = max(0, lead.log_end - end.log_end) if lead is not None else None
+        diverged = 0
+        stale = end.epoch is not None and epoch is not None and end.epoch < epoch
+        if stale and end.epoch in epoch_ends:
+            diverged = max(0, end.log_end - epoch_ends[end.epoch].end_offset)
+        out.append(ReplicaLog(broker, end.log_end, end.epoch, lag, diverged))
+    return tuple(out)
+
+
 def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
                 config: dict[str, ConfigValue]) -> list[PartitionInfo]:
     ids: set[int] = set()
@@ -75,12 +99,17 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
         else:
             leader, isr, disagree = b_leader, b_isr or (), False
             epoch = offsets.leader_epoch if offsets else None
+        ends = broker.replica_ends.get(key, {}) if broker else {}
+        epoch_ends = broker.epoch_ends.get(key, {}) if broker else {}
         out.append(PartitionInfo(
             topic=topic, partition=pid, leader=leader, leader_epoch=epoch,
             replicas=tuple(replicas), isr=tuple(isr),
             high_watermark=offsets.high_watermark if offsets else None,
             log_start=offsets.log_start if offsets else None, min_isr=min_isr,
-            broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree))
+            broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree,
+            replica_logs=_replica_logs(tuple(replicas), leader, epoch, ends, epoch_ends),
+            epoch_ends=tuple(sorted((asked, e.found, e.end_offset)
+                                    for asked, e in epoch_ends.items()))))
     return out
 
 

@@ -12,6 +12,7 @@ from kinspect.model.snapshot import (
     GroupInfo,
     GroupPartition,
     PartitionInfo,
+    ReplicaLog,
     TopicInfo,
 )
 from kinspect.model.views import ConfigValue
@@ -28,6 +29,10 @@ def _partition(p: PartitionInfo) -> dict[str, Any]:
         "min_isr": p.min_isr,
         "broker_view": {"leader": p.broker_leader,
                         "isr": list(p.broker_isr) if p.broker_isr is not None else None},
+        "replica_logs": [{"broker": r.broker, "log_end": r.log_end, "epoch": r.epoch,
+                          "lag": r.lag, "diverged": r.diverged} for r in p.replica_logs],
+        "epoch_ends": [{"epoch": asked, "found": found, "end_offset": end}
+                       for asked, found, end in p.epoch_ends],
     }
 
 
@@ -68,7 +73,12 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
             high_watermark=p["high_watermark"], log_start=p["log_start"],
             min_isr=p.get("min_isr", 1), broker_leader=p["broker_view"]["leader"],
             broker_isr=tuple(p["broker_view"]["isr"]) if p["broker_view"]["isr"] is not None
-            else None, views_disagree=p["views_disagree"]) for p in t["partitions"])
+            else None, views_disagree=p["views_disagree"],
+            replica_logs=tuple(ReplicaLog(r["broker"], r["log_end"], r["epoch"], r["lag"],
+                                          r.get("diverged", 0))
+                               for r in p.get("replica_logs", [])),
+            epoch_ends=tuple((e["epoch"], e["found"], e["end_offset"])
+                             for e in p.get("epoch_ends", []))) for p in t["partitions"])
         topics.append(TopicInfo(t["name"], t["replication_factor"], config, parts))
     c = d["controller"]
     return ClusterSnapshot(

@@ -23,6 +23,18 @@ class BrokerInfo:
 
 
 @dataclass(frozen=True)
+class ReplicaLog:
+    """One replica's own log end, asked of its broker: a follower falling behind shows here, and
+    so does a cut-off leader whose log runs ahead of the new leader's."""
+
+    broker: int
+    log_end: int | None  # None: the broker did not answer
+    epoch: int | None  # the leader epoch the broker believes the partition is at
+    lag: int | None  # the leader's log end minus this one (None: either is unknown)
+    diverged: int = 0  # records past where its epoch ends in the current leader's log
+
+
+@dataclass(frozen=True)
 class PartitionInfo:
     topic: str
     partition: int
@@ -36,6 +48,9 @@ class PartitionInfo:
     broker_leader: int | None
     broker_isr: tuple[int, ...] | None
     views_disagree: bool
+    replica_logs: tuple[ReplicaLog, ...] = ()
+    # (asked epoch, newest epoch the current leader's log has at or before it, where it ends)
+    epoch_ends: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def name(self) -> str:
@@ -65,6 +80,24 @@ class PartitionInfo:
     @property
     def missing(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.isr)
+
+    def replica_log(self, broker: int) -> ReplicaLog | None:
+        return next((r for r in self.replica_logs if r.broker == broker), None)
+
+    @property
+    def diverged(self) -> tuple[ReplicaLog, ...]:
+        """Replicas holding records the current leader's log does not: truncated when they rejoin."""
+        return tuple(r for r in self.replica_logs if r.diverged > 0)
+
+    def survives(self, epoch: int, offset: int) -> bool | None:
+        """Whether a record written at (epoch, offset) is in the current leader's log, as far as
+        the epochs asked tell (None: that epoch was not asked)."""
+        if self.leader_epoch is not None and epoch >= self.leader_epoch:
+            return True
+        for asked, found, end in self.epoch_ends:
+            if asked == epoch:
+                return found == epoch and offset < end
+        return None
 
     @property
     def severity(self) -> str:

@@ -49,6 +49,26 @@ class Offsets:
 
 
 @dataclass(frozen=True)
+class ReplicaEnd:
+    """One replica's own log, as its broker answered (ListOffsets with the debugging replica id)."""
+
+    log_end: int
+    epoch: int | None  # the leader epoch this broker believes the partition is at
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    """Where an epoch ends in the current leader's log (OffsetsForLeaderEpoch).
+
+    `found` is the newest epoch at or before the asked one that the leader's log has; when it is
+    not the asked epoch, nothing of the asked epoch is in the leader's log.
+    """
+
+    found: int
+    end_offset: int
+
+
+@dataclass(frozen=True)
 class GroupView:
     """A consumer group as the group coordinator describes it, and its committed offsets."""
 
@@ -69,3 +89,7 @@ class BrokerView:
     offsets: dict[tuple[str, int], Offsets]
     polled_at_ms: int | None = None  # when the poll that produced this view started
     groups: dict[str, GroupView] = field(default_factory=dict)
+    # Per partition: each replica's own log end (broker id → answer), and where older epochs end
+    # in the current leader's log (asked epoch → answer). Empty when brokers were not asked.
+    replica_ends: dict[tuple[str, int], dict[int, ReplicaEnd]] = field(default_factory=dict)
+    epoch_ends: dict[tuple[str, int], dict[int, EpochEnd]] = field(default_factory=dict)

@@ -1,19 +1,44 @@
-"""Ask one broker what *it* believes: a minimal Kafka MetadataRequest v1 over a plain socket.
+"""Ask one broker what *it* holds and believes, over kafka-python's connection and protocol.
 
-librdkafka merges metadata from whichever broker it likes, so a leader cut off from ZooKeeper
-that still believes it leads (the zombie the workshop wants to show) is invisible through it.
-Asking every broker directly shows each one's claim. Version 1 is tiny and every broker since
-0.10 answers it.
+librdkafka merges metadata from whichever broker it likes and asks offsets of leaders only, so
+two things the workshop wants to show are invisible through it: a leader cut off from
+ZooKeeper that still believes it leads (each broker's own metadata), and each replica's own log
+end (ListOffsets with the debugging replica id -2, which a follower answers from its own log).
+kafka-python's `BrokerConnection` speaks PLAINTEXT, TLS and SASL (PLAIN, SCRAM) and its request
+classes cover every version we use, so no protocol code is ours. A `BrokerLink` keeps one
+connection per broker between polls: a TLS or SASL handshake per poll would cost more than the
+questions.
 """
 
 from __future__ import annotations
 
+import selectors
 import socket
-import struct
+import threading
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-API_METADATA = 3
-CLIENT_ID = b"kinspect-probe"
+from kafka.conn import BrokerConnection
+from kafka.errors import KafkaError
+from kafka.protocol.list_offsets import ListOffsetsRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+
+from kinspect.errors import KinspectError
+from kinspect.model import EpochEnd, ReplicaEnd
+
+CLIENT_ID = "kinspect-probe"
+DEBUGGING_REPLICA_ID = -2  # ListOffsets: answered from the broker's own log, leader or not
+CONSUMER_REPLICA_ID = -1
+LATEST = -1
+NO_EPOCH = -1
+# The newest versions kafka-python and every broker since 2.1 share: v4 of ListOffsets has the
+# leader epoch in its answer, v3 of OffsetsForLeaderEpoch takes a replica id.
+METADATA, LIST_OFFSETS, EPOCHS = MetadataRequest[1], ListOffsetsRequest[4], OffsetForLeaderEpochRequest[3]
+
+TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -30,84 +55,173 @@ class MetadataAnswer:
     broker_id: int | None  # None when we asked an address and do not know its id
     controller_id: int
     brokers: dict[int, str]
-    partitions: dict[tuple[str, int], BrokerClaim]
+    partitions: dict[TopicPartition, BrokerClaim]
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return int(value)
-
-    def string(self) -> str | None:
-        length = self.take(">h")
-        if length < 0:
-            return None
-        text = self.data[self.pos : self.pos + length].decode()
-        self.pos += length
-        return text
-
-    def int_array(self) -> tuple[int, ...]:
-        count = self.take(">i")
-        values = struct.unpack_from(f">{max(count, 0)}i", self.data, self.pos)
-        self.pos += 4 * max(count, 0)
-        return tuple(values)
+# librdkafka settings (what profiles and -X give) → kafka-python's BrokerConnection settings.
+_SETTINGS = {
+    "sasl.username": "sasl_plain_username", "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile", "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile", "ssl.key.password": "ssl_password",
+}
+_IGNORED = ("bootstrap.servers", "client.id", "socket.timeout.ms", "logger", "error_cb")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def _request(correlation_id: int) -> bytes:
-    header = struct.pack(">hhih", API_METADATA, 1, correlation_id, len(CLIENT_ID)) + CLIENT_ID
-    body = struct.pack(">i", -1)  # null topic array: every topic
-    payload = header + body
-    return struct.pack(">i", len(payload)) + payload
+def connection_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """kafka-python settings for a librdkafka config; KinspectError names what it cannot do."""
+    out: dict[str, Any] = {"security_protocol": "PLAINTEXT"}
+    for key, value in (config or {}).items():
+        if key in _IGNORED:
+            continue
+        if key == "security.protocol":
+            out["security_protocol"] = str(value).upper()
+        elif key in ("sasl.mechanism", "sasl.mechanisms"):
+            mechanism = str(value).upper()
+            if mechanism not in _MECHANISMS:
+                raise KinspectError(f"asking brokers directly: sasl.mechanism {value} is not "
+                                    f"supported (one of {', '.join(_MECHANISMS)})")
+            out["sasl_mechanism"] = mechanism
+        elif key in _SETTINGS:
+            out[_SETTINGS[key]] = value
+        elif key == "ssl.endpoint.identification.algorithm":
+            out["ssl_check_hostname"] = str(value).lower() == "https"
+        elif key == "enable.ssl.certificate.verification" and str(value).lower() == "false":
+            out["ssl_check_hostname"] = False
+            out["ssl_context"] = _unverified_context()
+    return out
 
 
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks, remaining = [], size
-    while remaining:
-        chunk = sock.recv(min(remaining, 1 << 20))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+def _unverified_context() -> Any:
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
-def parse_metadata_v1(data: bytes) -> MetadataAnswer:
-    """Parse a MetadataResponse v1 body (after the correlation id)."""
-    reader = _Reader(data)
-    brokers: dict[int, str] = {}
-    for _ in range(reader.take(">i")):
-        node = reader.take(">i")
-        host = reader.string() or ""
-        port = reader.take(">i")
-        reader.string()  # rack
-        brokers[node] = f"{host}:{port}"
-    controller = reader.take(">i")
-    partitions: dict[tuple[str, int], BrokerClaim] = {}
-    for _ in range(reader.take(">i")):
-        reader.take(">h")  # topic error
-        topic = reader.string() or ""
-        reader.take(">b")  # is_internal
-        for _ in range(reader.take(">i")):
-            reader.take(">h")  # partition error
-            partition = reader.take(">i")
-            leader = reader.take(">i")
-            replicas = reader.int_array()
-            isr = reader.int_array()
-            partitions[(topic, partition)] = BrokerClaim(leader, replicas, isr)
-    return MetadataAnswer(None, controller, brokers, partitions)
+class BrokerLink:
+    """One broker's connection, reconnected when it breaks; `ask` is one request, bounded."""
+
+    def __init__(self, address: str, settings: Mapping[str, Any] | None = None,
+                 broker_id: int | None = None) -> None:
+        self.address, self.broker_id = address, broker_id
+        self.settings = dict(settings or {})
+        self._conn: BrokerConnection | None = None
+        self._lock = threading.Lock()
+
+    def _connect(self, timeout_s: float) -> BrokerConnection:
+        if self._conn is not None and self._conn.connected():
+            return self._conn
+        self.close()
+        host, _, port = self.address.rpartition(":")
+        conn = BrokerConnection(host, int(port), socket.AF_UNSPEC, client_id=CLIENT_ID,
+                                request_timeout_ms=int(timeout_s * 1000),
+                                api_version_auto_timeout_ms=int(timeout_s * 1000),
+                                reconnect_backoff_ms=0, node_id=self.broker_id or 0,
+                                **self.settings)
+        try:
+            connected = conn.connect_blocking(timeout=timeout_s)
+        except KafkaError as exc:  # e.g. a refused login: said as a failed connection
+            conn.close()
+            raise ConnectionError(f"{self.address}: {exc}") from None
+        if not connected:
+            conn.close()
+            raise ConnectionError(f"{self.address}: cannot connect")
+        self._conn = conn
+        return conn
+
+    def ask(self, request: Any, timeout_s: float = 1.0) -> Any:
+        """Send one request and wait for its answer; OSError/ConnectionError when none comes."""
+        with self._lock:
+            deadline = time.monotonic() + timeout_s
+            conn = self._connect(timeout_s)
+            future = conn.send(request, blocking=True)
+            with selectors.DefaultSelector() as selector:
+                selector.register(conn._sock, selectors.EVENT_READ)
+                while not future.is_done:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        self.close()
+                        raise TimeoutError(f"{self.address}: no answer in {timeout_s:.1f} s")
+                    selector.select(min(left, 0.2))
+                    for response, done in conn.recv():
+                        done.success(response)
+            if future.failed():
+                self.close()
+                raise ConnectionError(f"{self.address}: {future.exception}")
+            return future.value
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
-def ask_metadata(address: str, timeout: float = 2.0, broker_id: int | None = None) -> MetadataAnswer:
-    """One round trip to one broker; raises OSError or ConnectionError when it cannot answer."""
-    host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        sock.sendall(_request(correlation_id=1))
-        (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-        payload = _recv_exactly(sock, size)
-    answer = parse_metadata_v1(payload[4:])
-    return MetadataAnswer(broker_id, answer.controller_id, answer.brokers, answer.partitions)
+def claims_from(response: Any) -> MetadataAnswer:
+    """A MetadataResponse (v1) as each partition's claim."""
+    brokers = {b[0]: f"{b[1]}:{b[2]}" for b in response.brokers}
+    partitions: dict[TopicPartition, BrokerClaim] = {}
+    for _error, topic, _internal, parts in response.topics:
+        for _perror, partition, leader, replicas, isr in parts:
+            partitions[(topic, partition)] = BrokerClaim(leader, tuple(replicas), tuple(isr))
+    return MetadataAnswer(None, response.controller_id, brokers, partitions)
+
+
+def _by_topic(keys: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for topic, partition in keys:
+        out.setdefault(topic, []).append(partition)
+    return out
+
+
+def ask_claims(link: BrokerLink, timeout_s: float = 1.0) -> MetadataAnswer:
+    answer = claims_from(link.ask(METADATA(topics=None), timeout_s))
+    return MetadataAnswer(link.broker_id, answer.controller_id, answer.brokers, answer.partitions)
+
+
+def ask_log_ends(link: BrokerLink, keys: Iterable[TopicPartition], timeout_s: float = 1.0
+                 ) -> dict[TopicPartition, ReplicaEnd]:
+    """This broker's own log end for each partition it hosts (leader or follower)."""
+    topics = [(topic, [(p, NO_EPOCH, LATEST) for p in parts])
+              for topic, parts in _by_topic(keys).items()]
+    if not topics:
+        return {}
+    response = link.ask(LIST_OFFSETS(replica_id=DEBUGGING_REPLICA_ID, isolation_level=0,
+                                      topics=topics), timeout_s)
+    out: dict[TopicPartition, ReplicaEnd] = {}
+    for topic, parts in response.topics:
+        for partition, error, _ts, offset, epoch in parts:
+            if error == 0 and offset >= 0:
+                out[(topic, partition)] = ReplicaEnd(offset, epoch if epoch >= 0 else None)
+    return out
+
+
+def ask_epoch_ends(link: BrokerLink, asks: Mapping[TopicPartition, Iterable[int]],
+                   timeout_s: float = 1.0) -> dict[TopicPartition, dict[int, EpochEnd]]:
+    """Where each asked epoch ends in this broker's log (ask the leader: it answers as one)."""
+    pending = {key: sorted(set(epochs)) for key, epochs in asks.items() if epochs}
+    out: dict[TopicPartition, dict[int, EpochEnd]] = {}
+    while pending:  # a partition at most once per request: one epoch of each per round
+        round_ = {key: epochs.pop(0) for key, epochs in pending.items()}
+        pending = {key: epochs for key, epochs in pending.items() if epochs}
+        topics = [(topic, [(p, NO_EPOCH, round_[(topic, p)]) for p in parts])
+                  for topic, parts in _by_topic(round_).items()]
+        response = link.ask(EPOCHS(replica_id=CONSUMER_REPLICA_ID, topics=topics), timeout_s)
+        for topic, parts in response.topics:
+            for error, partition, found, end in parts:
+                key = (topic, partition)
+                if error == 0 and end >= 0 and key in round_:
+                    out.setdefault(key, {})[round_[key]] = EpochEnd(found, end)
+    return out
+
+
+def ask_metadata(address: str, timeout: float = 2.0, broker_id: int | None = None,
+                 config: Mapping[str, Any] | None = None) -> MetadataAnswer:
+    """One broker's own metadata, on a connection of its own (for one-shot callers)."""
+    link = BrokerLink(address, connection_settings(config), broker_id)
+    try:
+        return ask_claims(link, timeout)
+    finally:
+        link.close()

@@ -64,7 +64,7 @@ def _replica_logs(replicas: tuple[int, ...], leader: int | None, epoch: int | No
         if end is None:
             out.append(ReplicaLog(broker, None, None, None))
             continue
-        lag = max(0, lead.log_end - end.log_end) if lead is not None else None
+        lag = lead.log_end - end.log_end if lead is not None else None
         diverged = 0
         stale = end.epoch is not None and epoch is not None and end.epoch < epoch
         if stale and end.epoch in epoch_ends:

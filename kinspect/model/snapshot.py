@@ -30,7 +30,7 @@ class ReplicaLog:
     broker: int
     log_end: int | None  # None: the broker did not answer
     epoch: int | None  # the leader epoch the broker believes the partition is at
-    lag: int | None  # the leader's log end minus this one (None: either is unknown)
+    lag: int | None  # the leader's log end minus this one; < 0: ahead of it (None: unknown)
     diverged: int = 0  # records past where its epoch ends in the current leader's log
 
 
@@ -81,6 +81,15 @@ class PartitionInfo:
     def missing(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.isr)
 
+    @property
+    def epoch_start(self) -> int | None:
+        """Where the current leader's epoch starts in its log (None: not asked): what an older
+        leader acknowledged at or past it is not in the current leader's log."""
+        if self.leader_epoch == 0:
+            return 0
+        before = None if self.leader_epoch is None else self.leader_epoch - 1
+        return next((end for asked, _found, end in self.epoch_ends if asked == before), None)
+
     def replica_log(self, broker: int) -> ReplicaLog | None:
         return next((r for r in self.replica_logs if r.broker == broker), None)
 
@@ -88,16 +97,6 @@ class PartitionInfo:
     def diverged(self) -> tuple[ReplicaLog, ...]:
         """Replicas holding records the current leader's log does not: truncated when they rejoin."""
         return tuple(r for r in self.replica_logs if r.diverged > 0)
-
-    def survives(self, epoch: int, offset: int) -> bool | None:
-        """Whether a record written at (epoch, offset) is in the current leader's log, as far as
-        the epochs asked tell (None: that epoch was not asked)."""
-        if self.leader_epoch is not None and epoch >= self.leader_epoch:
-            return True
-        for asked, found, end in self.epoch_ends:
-            if asked == epoch:
-                return found == epoch and offset < end
-        return None
 
     @property
     def severity(self) -> str:

@@ -2,16 +2,18 @@
 
 One poll at a time on a thread of its own (the next poll starts when the last one finished, so
 a slow cluster never stacks requests), every call bounded by a timeout. A failed poll is a state
-("error: ..."), never an exception that escapes. Each broker is also asked directly what it
-believes (see clients/wire.py), which is how a zombie leader shows.
+("error: ..."), never an exception that escapes. Each broker is also asked directly (see
+clients/wire.py) what it believes, which is how a zombie leader shows, and how far its own log
+of each partition reaches, which is how a follower falling behind and a cut-off leader running
+ahead of the new one show. Where a replica is at an older epoch than the leader, the leader is
+asked where that epoch ends in its log: what lies past it is doomed.
 """
 
 from __future__ import annotations
 
-import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -25,11 +27,24 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from kinspect.clients.groups import GroupsWatch
 from kinspect.clients.kafka import AUTH_FAILED, client_config
-from kinspect.clients.wire import BrokerClaim, ask_metadata
-from kinspect.model import BrokerView, ConfigValue, Offsets, PartitionMeta
+from kinspect.clients.wire import (
+    BrokerClaim,
+    BrokerLink,
+    ask_claims,
+    ask_epoch_ends,
+    ask_log_ends,
+    connection_settings,
+)
+from kinspect.errors import KinspectError
+from kinspect.model import BrokerView, ConfigValue, EpochEnd, Offsets, PartitionMeta, ReplicaEnd
 
 DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
 CONFIG_EVERY_N_POLLS = 10
+
+Key = tuple[str, int]
+Claims = dict[int, dict[Key, BrokerClaim]]
+# Who leads each partition at which epoch, as decided (ZooKeeper); None: take the brokers' word.
+Decided = Callable[[], Mapping[Key, tuple[int, int]] | None]
 
 
 def _result(future: Future[Any], timeout: float) -> Any:
@@ -59,7 +74,15 @@ class AdminSource:
         self._lock = threading.Lock()
         self._view = BrokerView(state="unknown", error=None, brokers={}, controller_id=None,
                                 partitions={}, configs={}, offsets={})
-        self._claims: dict[int, dict[tuple[str, int], BrokerClaim]] = {}
+        self._claims: Claims = {}
+        self._links: dict[int, BrokerLink] = {}
+        try:
+            self._link_settings: dict[str, Any] | None = connection_settings(config)
+            self.probe_problem: str | None = None
+        except KinspectError as exc:  # e.g. GSSAPI: the rest of kinspect still works
+            self._link_settings, self.probe_problem = None, str(exc)
+        self.decided: Decided = lambda: None
+        self._watched: frozenset[Key] = frozenset()
         self._configs: dict[str, dict[str, ConfigValue]] = {}
         self._polls = 0
         self._stop = threading.Event()
@@ -82,12 +105,20 @@ class AdminSource:
             self.groups.stop()
         if self._thread:
             self._thread.join(timeout=self.timeout_s * 3)
+        for link in self._links.values():
+            link.close()
 
     def view(self) -> BrokerView:
         with self._lock:
             return self._view
 
-    def claims(self) -> dict[int, dict[tuple[str, int], BrokerClaim]]:
+    def watch_partitions(self, keys: Iterable[Key]) -> None:
+        """Partitions whose current epoch's start in the leader's log matters (a running load's:
+        its acknowledgements past that start at an older epoch are doomed); asked every poll."""
+        with self._lock:
+            self._watched = frozenset(keys)
+
+    def claims(self) -> Claims:
         """Each reachable broker's own metadata: who it thinks leads what."""
         with self._lock:
             return dict(self._claims)
@@ -119,7 +150,7 @@ class AdminSource:
             self.poll_once()
             self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - began)))
 
-    def _poll(self) -> tuple[BrokerView, dict[int, dict[tuple[str, int], BrokerClaim]]]:
+    def _poll(self) -> tuple[BrokerView, Claims]:
         polled_at = time.time_ns() // 1_000_000
         metadata = self._admin.list_topics(timeout=self.timeout_s)
         brokers = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
@@ -135,10 +166,15 @@ class AdminSource:
             self._configs = self._describe_configs(list(metadata.topics))
         self._polls += 1
         offsets = self._offsets(list(partitions))
-        claims = self._probe(brokers) if self.probe_brokers else {}
+        claims: Claims = {}
+        ends: dict[Key, dict[int, ReplicaEnd]] = {}
+        epoch_ends: dict[Key, dict[int, EpochEnd]] = {}
+        if self.probe_brokers and self._link_settings is not None:
+            claims, ends = self._probe(brokers)
+            epoch_ends = self._epoch_ends(partitions, ends)
         view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
                           partitions=partitions, configs=dict(self._configs), offsets=offsets,
-                          polled_at_ms=polled_at)
+                          polled_at_ms=polled_at, replica_ends=ends, epoch_ends=epoch_ends)
         return view, claims
 
     def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, ConfigValue]]:
@@ -188,18 +224,69 @@ class AdminSource:
                              leader_epoch=latest[key][1] if key in latest else None)
                 for key in keys}
 
-    def _probe(self, brokers: dict[int, str]) -> dict[int, dict[tuple[str, int], BrokerClaim]]:
-        """Ask every broker in parallel; a frozen or cut-off one just does not answer in time."""
-        targets = {**self.known_brokers, **brokers}
+    def _link(self, broker: int, address: str) -> BrokerLink:
+        link = self._links.get(broker)
+        if link is None or link.address != address:
+            if link is not None:
+                link.close()
+            link = self._links[broker] = BrokerLink(address, self._link_settings, broker)
+        return link
 
-        def ask(item: tuple[int, str]) -> tuple[int, dict[tuple[str, int], BrokerClaim] | None]:
+    def _probe(self, brokers: dict[int, str]) -> tuple[Claims, dict[Key, dict[int, ReplicaEnd]]]:
+        """Ask every broker in parallel for its metadata and its own log ends; a frozen or
+        cut-off one just does not answer in time."""
+        targets = {**self.known_brokers, **brokers}
+        timeout = min(1.0, self.timeout_s)
+
+        def ask(item: tuple[int, str]) -> tuple[int, dict[Key, BrokerClaim] | None,
+                                                dict[Key, ReplicaEnd]]:
             broker, address = item
+            link = self._link(broker, address)
             try:
-                answer = ask_metadata(address, timeout=min(1.0, self.timeout_s), broker_id=broker)
-            except (OSError, ConnectionError, ValueError, struct.error):
-                return broker, None
-            return broker, answer.partitions
+                claims = ask_claims(link, timeout).partitions
+            except (OSError, ConnectionError, ValueError, EOFError):
+                return broker, None, {}
+            hosted = [key for key, claim in claims.items() if broker in claim.replicas]
+            try:
+                return broker, claims, ask_log_ends(link, hosted, timeout)
+            except (OSError, ConnectionError, ValueError, EOFError):
+                return broker, claims, {}
 
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
             answers = list(pool.map(ask, sorted(targets.items())))
-        return {broker: claim for broker, claim in answers if claim is not None}
+        ends: dict[Key, dict[int, ReplicaEnd]] = {}
+        for broker, _claims, logs in answers:
+            for key, end in logs.items():
+                ends.setdefault(key, {})[broker] = end
+        return {b: c for b, c, _ in answers if c is not None}, ends
+
+    def _epoch_ends(self, partitions: Mapping[Key, PartitionMeta],
+                    ends: Mapping[Key, Mapping[int, ReplicaEnd]]) -> dict[Key, dict[int, EpochEnd]]:
+        """Ask each current leader where the older epochs that matter end in its log: those of
+        replicas behind its epoch (a cut-off leader's log), and, for watched partitions, the
+        epoch before its own (where its epoch starts)."""
+        decided = self.decided() or {k: (m.leader, -1) for k, m in partitions.items()}
+        with self._lock:
+            watched = self._watched
+        asks: dict[int, dict[Key, set[int]]] = {}
+        for key, (leader, epoch) in decided.items():
+            if leader < 0:
+                continue
+            lead = ends.get(key, {}).get(leader)
+            current = max(epoch, lead.epoch if lead and lead.epoch is not None else -1)
+            older = {e.epoch for e in ends.get(key, {}).values()
+                     if e.epoch is not None and e.epoch < current}
+            if key in watched and current > 0:
+                older.add(current - 1)  # its end is where the current epoch starts
+            if older:
+                asks.setdefault(leader, {})[key] = older
+        out: dict[Key, dict[int, EpochEnd]] = {}
+        for leader, wanted in asks.items():
+            link = self._links.get(leader)
+            if link is None:
+                continue
+            try:
+                out.update(ask_epoch_ends(link, wanted, min(1.0, self.timeout_s)))
+            except (OSError, ConnectionError, ValueError, EOFError):
+                continue
+        return out

@@ -51,6 +51,7 @@ class Observer:
                       if bootstrap else None)
         if self.admin:
             self.admin.known_brokers = dict(self.expected)
+            self.admin.decided = self._decided
         self._timeline: IO[str] | None = None
         if run_dir is not None:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -59,6 +60,13 @@ class Observer:
         self.build_ms = 0.0
         self.last_error: str | None = None
         self._build_lock = threading.Lock()
+
+    def _decided(self) -> dict[tuple[str, int], tuple[int, int]] | None:
+        """Leader and epoch of each partition as the controller decided (ZooKeeper)."""
+        if self.zk is None:
+            return None
+        return {key: (state.leader, state.leader_epoch)
+                for key, state in self.zk.view().partitions.items()}
 
     def subscribe(self, subscriber: Subscriber) -> None:
         with self._lock:

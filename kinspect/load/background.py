@@ -18,9 +18,11 @@ from typing import Any
 from kinspect.errors import KinspectError
 from kinspect.load.consumers.settings import consumer_dir
 from kinspect.load.consumers.stats import STATS_DIR, read_consumer_stats
+from kinspect.load.liveloss import LiveLoss
 from kinspect.load.rundir import SETTINGS_FILE, load_running, new_run_dir
 from kinspect.load.runner import stop_load
 from kinspect.load.runstats import aggregate, read_stats
+from kinspect.load.trend import RateSample
 
 __all__ = ["LoadRequest", "LoadStatus", "load_status", "start_load", "stop_load"]
 
@@ -49,6 +51,8 @@ class LoadStatus:
     settings: Mapping[str, Any]
     stats: Mapping[str, Any]
     consumers: Mapping[str, Any] | None = None  # the group reading along: counters, running
+    live: LiveLoss | None = None  # acknowledgements judged against the leaders now (the feed's)
+    trend: tuple[RateSample, ...] = ()  # acked/failed per second, faults marked (the feed's)
 
 
 def spawn(arguments: list[str], output: Path, what: str) -> None:

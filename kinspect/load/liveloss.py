@@ -11,9 +11,10 @@ Delivery reports do not say which leader acknowledged a write, but the offsets d
 producer's acknowledgements of one partition climb while one leader serves it and drop when
 it moves to the next leader's shorter log. So each producer's acknowledgements, in the order
 they came, fall into runs, one per leader it wrote to. The current leader's run is the last
-one when it starts at or past the epoch start and stays below the leader's log end (a
-producer still writing to the cut-off leader climbs past it). Every other run's
-acknowledgements at or past the epoch start are doomed. The count is the post-mortem's
+one when it starts at or past the epoch start and every write in it acknowledged before the
+leader's log end was measured lies below that end (a producer still writing to the cut-off
+leader climbs past it). Every other run's acknowledgements at or past the epoch start are
+doomed. The count is the post-mortem's
 acked-but-lost, known while it happens; they agree when the run is over (README: tolerance).
 
 `LedgerTail` reads each ledger chunk once, as the producers write them (every 500 ms).
@@ -33,7 +34,7 @@ from kinspect.load.ledger import ledger_dir
 from kinspect.model import ClusterSnapshot, PartitionInfo
 
 Key = tuple[str, int, int]  # topic, partition, producer
-COLUMNS = ["topic", "partition", "producer", "offset", "status"]
+COLUMNS = ["topic", "partition", "producer", "offset", "ack_ts", "status"]
 
 
 @dataclass(frozen=True)
@@ -64,24 +65,40 @@ class LiveLoss:
 
 @dataclass
 class _Acks:
-    """One producer's acknowledged offsets of one partition, in the order they came."""
+    """One producer's acknowledged offsets of one partition, in the order they came, and when."""
 
-    parts: list[np.ndarray] = field(default_factory=list)
+    offset_parts: list[np.ndarray] = field(default_factory=list)
+    ts_parts: list[np.ndarray] = field(default_factory=list)
 
-    def offsets(self) -> np.ndarray:
-        if len(self.parts) != 1:
-            self.parts = [np.concatenate(self.parts) if self.parts else np.empty(0, np.int64)]
-        return self.parts[0]
+    def add(self, offsets: np.ndarray, ack_ts: np.ndarray) -> None:
+        self.offset_parts.append(offsets)
+        self.ts_parts.append(ack_ts)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.offset_parts) != 1:
+            self.offset_parts = [_joined(self.offset_parts)]
+            self.ts_parts = [_joined(self.ts_parts)]
+        return self.offset_parts[0], self.ts_parts[0]
 
 
-def doomed_in_runs(offsets: np.ndarray, start: int, leader_end: int | None) -> int:
-    """Acks at or past `start` in every run but the current leader's (see the module doc)."""
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+def doomed_in_runs(offsets: np.ndarray, ack_ts: np.ndarray, start: int,
+                   leader_end: int | None, measured_at: int | None) -> int:
+    """Acks at or past `start` in every run but the current leader's (see the module doc).
+
+    `leader_end` is the leader's log end as measured at `measured_at` (ms) or later: a write
+    the leader acknowledged before then lies below it."""
     if offsets.size == 0:
         return 0
     cuts = np.flatnonzero(np.diff(offsets) < 0) + 1
     last = int(cuts[-1]) if cuts.size else 0
-    tail = offsets[last:]
-    current = tail[0] >= start and (leader_end is None or int(tail.max()) < leader_end)
+    tail, tail_ts = offsets[last:], ack_ts[last:]
+    current = bool(tail[0] >= start)
+    if current and leader_end is not None and measured_at is not None:
+        current = not bool(np.any((tail >= leader_end) & (tail_ts <= measured_at)))
     judged = offsets[:last] if current else offsets
     return int(np.count_nonzero(judged >= start))
 
@@ -122,6 +139,7 @@ class LedgerTail:
         partitions = acked["partition"].to_numpy()
         producers = acked["producer"].to_numpy()
         offsets = acked["offset"].to_numpy().astype(np.int64)
+        ack_ts = acked["ack_ts"].fill_null(0).to_numpy().astype(np.int64)
         for topic in np.unique(topics):
             in_topic = topics == topic
             for partition in np.unique(partitions[in_topic]):
@@ -129,7 +147,7 @@ class LedgerTail:
                 for producer in np.unique(producers[in_partition]):
                     chosen = in_partition & (producers == producer)
                     key = (str(topic), int(partition), int(producer))
-                    self._acks.setdefault(key, _Acks()).parts.append(offsets[chosen])
+                    self._acks.setdefault(key, _Acks()).add(offsets[chosen], ack_ts[chosen])
         return int(acked.num_rows)
 
     def partitions(self) -> set[tuple[str, int]]:
@@ -146,10 +164,12 @@ class LedgerTail:
         for (topic, partition, _producer), acks in self._acks.items():
             p = parts.get((topic, partition))
             start = p.epoch_start if p is not None else None
+            offsets, ack_ts = acks.arrays()
             if p is None or start is None:
-                pending += acks.offsets().size
+                pending += offsets.size
                 continue
-            count = doomed_in_runs(acks.offsets(), start, _leader_end(p))
+            count = doomed_in_runs(offsets, ack_ts, start, _leader_end(p),
+                                   snapshot.replica_logs_at)
             counts[(topic, partition)] = counts.get((topic, partition), 0) + count
         doomed = []
         for (topic, partition), count in sorted(counts.items()):

@@ -169,5 +169,6 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         zookeeper_state=zk.session_state if zk else None,
         admin_state=broker.state if broker else "absent",
         admin_error=broker.error if broker else None,
-        brokers=brokers, topics=tuple(topics), warnings=(), limitations=tuple(limitations))
+        brokers=brokers, topics=tuple(topics), warnings=(), limitations=tuple(limitations),
+        replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None)
     return ClusterSnapshot(**{**snapshot.__dict__, "warnings": cluster_warnings(snapshot)})

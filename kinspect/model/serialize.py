@@ -39,6 +39,7 @@ def _partition(p: PartitionInfo) -> dict[str, Any]:
 def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
     return {
         "taken_at": s.taken_at,
+        "replica_logs_at": s.replica_logs_at,
         "controller": {"id": s.controller.id, "epoch": s.controller.epoch,
                        "broker_reported_id": s.controller.broker_reported_id},
         "zookeeper": {"state": s.zookeeper_state} if s.sees_zookeeper else None,
@@ -82,7 +83,7 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
         topics.append(TopicInfo(t["name"], t["replication_factor"], config, parts))
     c = d["controller"]
     return ClusterSnapshot(
-        taken_at=d["taken_at"],
+        taken_at=d["taken_at"], replica_logs_at=d.get("replica_logs_at"),
         controller=ControllerInfo(c["id"], c["epoch"], c.get("broker_reported_id")),
         zookeeper_state=(d.get("zookeeper") or {}).get("state"),
         admin_state=(d.get("admin") or {}).get("state", "ok"),

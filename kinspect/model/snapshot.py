@@ -170,6 +170,7 @@ class ClusterSnapshot:
     warnings: tuple[ClusterWarning, ...]
     limitations: tuple[str, ...]
     groups: tuple[GroupInfo, ...] = ()
+    replica_logs_at: int | None = None  # when the poll that asked each broker its log ends began
 
     @property
     def sees_zookeeper(self) -> bool:

@@ -20,7 +20,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import consume, demo, health, lab, load, observe, postmortem, scenario
+    from kinspect.cli import (
+        consume,
+        demo,
+        health,
+        lab,
+        load,
+        observe,
+        postmortem,
+        replay,
+        scenario,
+    )
 
     parser = _Parser(
         prog="kinspect", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -29,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  kinspect demo [--backend docker]    lab up, demo topics, the TUI\n"
                "  kinspect scenario run NAME          a classic data-loss experiment (see list)\n"
                "  kinspect health --profile prod      on call: exit 0/1/2/3\n"
+               "  kinspect replay RUN_DIR [--at T]    play a recorded session or run back\n"
                "  kinspect COMMAND --help             every option of a command")
     parser.add_argument("--version", action="version", version=f"kinspect {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -40,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     consume.register(commands)
     postmortem.register(commands)
     scenario.register(commands)
+    replay.register(commands)
     return parser
 
 

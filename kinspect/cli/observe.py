@@ -24,7 +24,8 @@ def register(commands: Any) -> None:
 
     watch = commands.add_parser("watch", help="a live stream of events until Ctrl-C")
     watch.add_argument("--jsonl", action="store_true", help="one JSON object per event")
-    watch.add_argument("--run-dir", type=Path, help="also append events to RUN_DIR/timeline.jsonl")
+    watch.add_argument("--run-dir", type=Path, help="also append events to RUN_DIR/timeline.jsonl "
+                       "and record the snapshots in RUN_DIR/recording/ (kinspect replay)")
     watch.add_argument("--interval", type=option(0.2, 300), help="AdminClient poll seconds (default: the "
                        "profile's refresh_s, else 1; 0.2 to 300)")
     add_cluster_arguments(watch)
@@ -86,6 +87,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
                       flush=True)
 
     observer.subscribe(show)
+    recorder = None
+    if args.run_dir is not None:
+        from kinspect.sources.recording import RECORDING_DIR, Recorder
+
+        recorder = Recorder(args.run_dir / RECORDING_DIR, title="kinspect watch")
+        observer.subscribe(recorder.snapshot)
     observer.start()
     # Both set explicitly: a process started in the background by a shell inherits SIGINT
     # ignored, and Ctrl-C (or a test's SIGINT) must still end the watch cleanly.
@@ -101,5 +108,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     print(f"kinspect: {problem}", file=sys.stderr, flush=True)
     finally:
         observer.stop()
+        if recorder is not None:
+            recorder.close()
     sys.stdout.flush()
     return 0

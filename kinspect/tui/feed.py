@@ -3,22 +3,29 @@
 `LiveFeed` runs the observer (ZooKeeper watches + AdminClient polls) and a once-a-second poll of
 the lab state, fault journal, load counters and what is failing (the observer's snapshot
 builder, the AdminClient, reading the lab): a failure is a message, never swallowed.
+Every live session is recorded (kinspect/tui/session_recording.py), a load started here attached.
 `RecordedFeed` replays one fixed model: it is the stand-in used by snapshot tests and
 screenshots of layouts, named so, never live data.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from kinspect.lab.state import LabState
 from kinspect.load.background import LoadStatus, load_status
 from kinspect.model import ClusterSnapshot, Event
+from kinspect.paths import kinspect_home
+
+if TYPE_CHECKING:
+    from kinspect.tui.session_recording import SessionRecording
 
 
 class SnapshotArrived(Message):
@@ -121,15 +128,22 @@ class LiveFeed(Feed):
     def __init__(self, bootstrap: str, zookeeper: str | None, lab_backed: bool,
                  expected: Mapping[int, str] | None = None, title: str = "cluster",
                  admin_config: dict[str, str] | None = None,
-                 zk_auth: list[tuple[str, str]] | None = None) -> None:
+                 zk_auth: list[tuple[str, str]] | None = None,
+                 session_dir: Path | None = None, record: bool = True) -> None:
         self.bootstrap, self.zookeeper = bootstrap, zookeeper
         self.admin_config, self.zk_auth = dict(admin_config or {}), zk_auth
         self.lab_backed, self.expected, self.title = lab_backed, dict(expected or {}), title
         self._stop = threading.Event()
         self._load_dir: Path | None = None
+        self.session_dir = session_dir or (kinspect_home() / "sessions" / (
+            time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"))
+        self.record = record
+        self.recording: SessionRecording | None = None
 
     def watch_load(self, run_dir: Path | None) -> None:
         self._load_dir = run_dir
+        if self.recording is not None:
+            self.recording.attach_run(run_dir)
 
     def start(self, post: Post) -> None:
         from kinspect.errors import KinspectError, error_line
@@ -140,6 +154,15 @@ class LiveFeed(Feed):
                             admin_config=self.admin_config, zk_auth=self.zk_auth)
 
         mailbox = Mailbox()
+        if self.record:  # the recorder sees every snapshot and everything posted
+            from kinspect.tui.session_recording import SessionRecording
+
+            self.recording = SessionRecording.open(self.session_dir, self.title, post)
+            if self.recording is not None:
+                observer.subscribe(self.recording.snapshot)
+                post = self.recording.post
+                if self._load_dir is not None:
+                    self.recording.attach_run(self._load_dir)
 
         def deliver(snapshot: ClusterSnapshot, events: list[Event]) -> None:
             if mailbox.put(snapshot, events):
@@ -150,6 +173,8 @@ class LiveFeed(Feed):
             observer.start()
         except KinspectError as exc:
             observer.stop()
+            if self.recording is not None:
+                self.recording.close()
             post(FeedFailed(str(exc)))
             return
         since = now_ms()
@@ -173,6 +198,8 @@ class LiveFeed(Feed):
                     post(ProblemsChanged(problems))
         finally:
             observer.stop()  # here, in the feed's thread: it joins threads and closes sockets
+            if self.recording is not None:  # after the observer: its last snapshot is kept
+                self.recording.close()
 
     def stop(self) -> None:
         """Called from the event loop (on unmount): only asks; the feed's thread stops the rest."""

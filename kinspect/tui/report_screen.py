@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -40,6 +41,7 @@ class ReportScreen(ModalScreen[None]):
     """Read-only view of report.json; the files themselves stay in the run dir."""
 
     BINDINGS = [Binding("escape,q", "dismiss(None)", "close")]
+    # Enter on a timeline entry: the run's replay at that moment (kinspect/tui/replay.py).
 
     def __init__(self, report: Mapping[str, Any], out_dir: Path) -> None:
         super().__init__()
@@ -59,14 +61,23 @@ class ReportScreen(ModalScreen[None]):
                 yield Sparkline([float(r.get("acked", 0)) for r in series], classes="acked")
                 yield Label(Text("failed per second", "red"))
                 yield Sparkline([float(r.get("failed", 0)) for r in series], classes="failed")
-            table: DataTable[str] = DataTable(classes="timeline")
+            table: DataTable[str] = DataTable(classes="timeline", cursor_type="row")
             table.add_columns("time", "Δ fault", "kind", "partition", "detail", "seen by")
-            for entry in report.get("timeline", [])[:200]:
+            for i, entry in enumerate(report.get("timeline", [])[:200]):
                 delta = entry.get("delta_ms")
                 table.add_row(clock_text(int(entry.get("ts", 0))),
                               "" if delta is None else f"{delta / 1000:+.1f} s",
                               str(entry.get("kind", "")), str(entry.get("partition") or ""),
                               str(entry.get("detail", ""))[:80],
-                              ", ".join(entry.get("sources") or [str(entry.get("source", ""))]))
+                              ", ".join(entry.get("sources") or [str(entry.get("source", ""))]),
+                              key=f"{i}:{int(entry.get('ts', 0))}")
             yield table
-            yield Static(Text(f"report.md, report.json, timeline.png in {self.out_dir}", "dim"))
+            yield Static(Text(f"report.md, report.json, timeline.png in {self.out_dir}; Enter on "
+                              "an entry replays the run from there", "dim"))
+
+    @on(DataTable.RowSelected, ".timeline")
+    def replay_entry(self, event: DataTable.RowSelected) -> None:
+        from kinspect.tui.replay import open_replay
+
+        run_dir = Path(str(self.report.get("run_dir") or self.out_dir.parent))
+        open_replay(self.app, run_dir, int(str(event.row_key.value).split(":")[1]))

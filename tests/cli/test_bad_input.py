@@ -25,6 +25,7 @@ import pytest
 
 from kinspect.scenarios.catalog import CATALOG_DIR
 from tests.postmortem.rundirs import scenario_a
+from tests.unit.recording_story import record_story
 
 TOPIC = "kinspect-bad-input"  # made on the session lab by the lab cases' fixture
 B = ("--bootstrap", "127.0.0.1:1")  # a cluster is named, so the check under test is reached
@@ -301,6 +302,21 @@ NO_LAB: list[Case] = [
     Case(("ui", "--bootstrap", "x"), "--bootstrap wants host:port"),
     Case(("ui",), "no lab is running"),
     Case(("ui", "--profile", "nope", "--config", "{new}"), "no config file"),
+    # replay: the recording is read and --at checked against it before the screen opens
+    Case(("replay",), "required: DIR"),
+    Case(("replay", "{new}"), "does not exist"),
+    Case(("replay", "{file}"), "is a file, not a directory"),
+    Case(("replay", "{empty}"), "is not a recording"),
+    Case(("replay", "{good}"), "is not a recording"),
+    Case(("replay", "{badrec}"), "holds no readable recording"),
+    Case(("replay", "{pointer}"), "whose recording is gone"),
+    Case(("replay", "{rec}", "--at", "soon"), "--at 'soon' is not seconds from the start"),
+    Case(("replay", "{rec}", "--at", "9999"), "--at '9999' is outside the recording"),
+    Case(("replay", "{rec}", "--at", "-3"), "--at '-3' is not seconds"),
+    Case(("replay", "{rec}", "--at", "25:00"), "is outside the recording"),
+    Case(("replay", "{rec}", "--speed", "0"), "--speed: must be a number between 0.25 and 16"),
+    Case(("replay", "{rec}", "--speed", "nan"), "--speed: must be a number"),
+    Case(("replay", "{rec}", "--speed", "32"), "--speed: must be a number"),
 ]
 
 PROFILES = """
@@ -348,10 +364,17 @@ def make_sandbox(root: Path) -> dict[str, str]:
     (unverified / "final_log").rmdir()
     (root / "doc.md").write_text("# a document without the matrix markers\n")
     (root / "profiles.toml").write_text(PROFILES)
+    record_story(root / "rec" / "recording", steps=10)
+    (root / "badrec" / "recording").mkdir(parents=True)
+    (root / "badrec" / "recording" / "seg-0000000000001.jsonl.gz").write_bytes(b"not gzip")
+    (root / "pointer").mkdir()
+    (root / "pointer" / "recording.json").write_text(json.dumps(
+        {"session": str(root / "gone"), "from_ms": 1, "to_ms": None}))
     paths = {"file": root / "a-file", "empty": root / "empty", "new": root / "new" / "run",
              "idle": root / "idle", "used": root / "used", "garbled": root / "garbled",
              "good": good, "badsettings": bad, "unverified": unverified, "doc": root / "doc.md",
-             "profiles": root / "profiles.toml", "home": root / "home"}
+             "profiles": root / "profiles.toml", "home": root / "home", "rec": root / "rec",
+             "badrec": root / "badrec", "pointer": root / "pointer"}
     for name, text in SCENARIOS.items():
         path = root / f"sc-{name}.toml"
         path.write_text(text)
@@ -426,7 +449,7 @@ def test_the_table_is_large_and_covers_every_command() -> None:
     commands = {c.args[0] for c in NO_LAB} | {c.args[0] for c in WITH_LAB}
     assert len(NO_LAB) + len(WITH_LAB) >= 100
     assert commands >= {"load", "verify", "postmortem", "watch", "snapshot", "health", "lab",
-                        "scenario", "demo", "ui"}
+                        "scenario", "demo", "ui", "replay"}
     assert len({c.id for c in NO_LAB}) == len(NO_LAB), "two cases with the same id"
 
 

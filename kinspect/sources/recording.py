@@ -1,0 +1,346 @@
+"""Recording a session: snapshots' changes, events and the lab's journal, compact and crash-safe.
+
+A recording is a folder of segments, `seg-<ms>.jsonl.gz`. Each segment is one gzip stream of
+JSON lines and starts with a keyframe (the full `snapshot_to_json`, the lab, load and problems
+in force), so a seek decodes one segment, never the whole session. Between keyframes a record
+holds only what changed: partitions whose state changed, brokers, controller, warnings, groups.
+The stream is sync-flushed to the OS every second, so a killed session replays up to its last
+second (a reader stops at the last complete line). The lab and load are opaque JSON here: this
+layer may not know their types.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import threading
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+from kinspect.errors import error_line
+from kinspect.model import (
+    BrokerInfo,
+    ClusterSnapshot,
+    ClusterWarning,
+    ConfigValue,
+    ControllerInfo,
+    Event,
+    EventKind,
+    GroupInfo,
+    GroupPartition,
+    PartitionInfo,
+    ReplicaLog,
+    TopicInfo,
+    snapshot_to_json,
+)
+from kinspect.model.events import Severity
+
+RECORDING_DIR = "recording"  # in a run dir or a session dir
+POINTER_FILE = "recording.json"  # in a run dir: which session recorded it, and when
+META_FILE = "meta.json"
+SEGMENT_GLOB = "seg-*.jsonl.gz"
+KEYFRAME_S = 30.0
+FLUSH_S = 1.0
+Json = dict[str, Any]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ----- the delta codec: compact rows, exact round trip ------------------------------------
+
+
+def partition_row(p: PartitionInfo) -> list[Any]:
+    return [p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
+            p.high_watermark, p.log_start, p.min_isr, p.broker_leader,
+            None if p.broker_isr is None else list(p.broker_isr), p.views_disagree,
+            [[r.broker, r.log_end, r.epoch, r.lag, r.diverged] for r in p.replica_logs],
+            [list(e) for e in p.epoch_ends]]
+
+
+def partition_from_row(topic: str, r: list[Any]) -> PartitionInfo:
+    return PartitionInfo(topic, r[0], r[1], r[2], tuple(r[3]), tuple(r[4]), r[5], r[6], r[7],
+                         r[8], None if r[9] is None else tuple(r[9]), r[10],
+                         tuple(ReplicaLog(*x) for x in r[11]),
+                         tuple((e[0], e[1], e[2]) for e in r[12]))
+
+
+def _topic_row(t: TopicInfo) -> list[Any]:
+    return [t.name, t.replication_factor, [[k, v.value, v.source] for k, v in t.config],
+            [partition_row(p) for p in t.partitions]]
+
+
+def _topic_from_row(r: list[Any]) -> TopicInfo:
+    return TopicInfo(r[0], r[1], tuple((k, ConfigValue(v, s)) for k, v, s in r[2]),
+                     tuple(partition_from_row(r[0], p) for p in r[3]))
+
+
+def _groups(groups: Sequence[GroupInfo]) -> list[Any]:
+    return [[g.group_id, g.state, g.members,
+             [[p.topic, p.partition, p.committed, p.high_watermark] for p in g.partitions]]
+            for g in groups]
+
+
+def _shape(t: TopicInfo) -> tuple[Any, ...]:
+    return t.replication_factor, t.config, tuple(p.partition for p in t.partitions)
+
+
+def snapshot_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
+    """What `apply_delta(old, ·)` needs to give exactly `new`; unchanged parts are left out."""
+    d: Json = {"at": new.taken_at}
+    if new.controller != old.controller:
+        c = new.controller
+        d["c"] = [c.id, c.epoch, c.broker_reported_id]
+    if new.zookeeper_state != old.zookeeper_state:
+        d["zk"] = new.zookeeper_state
+    if (new.admin_state, new.admin_error) != (old.admin_state, old.admin_error):
+        d["ad"] = [new.admin_state, new.admin_error]
+    if new.brokers != old.brokers:
+        d["b"] = [[b.id, b.address, b.registered, b.expected] for b in new.brokers]
+    if new.warnings != old.warnings:
+        d["w"] = [[w.kind, w.message, w.topic, w.broker, w.severity] for w in new.warnings]
+    if new.limitations != old.limitations:
+        d["l"] = list(new.limitations)
+    if new.groups != old.groups:
+        d["g"] = _groups(new.groups)
+    before = {t.name: t for t in old.topics}
+    if [t.name for t in new.topics] != [t.name for t in old.topics]:
+        d["o"] = [t.name for t in new.topics]
+    for t in new.topics:
+        was = before.get(t.name)
+        if was is None or _shape(was) != _shape(t):
+            d.setdefault("T", []).append(_topic_row(t))
+        elif was.partitions != t.partitions:
+            rows = [partition_row(p) for p, q in zip(t.partitions, was.partitions, strict=True)
+                    if p != q]
+            d.setdefault("p", {})[t.name] = rows
+    return d
+
+
+def apply_delta(old: ClusterSnapshot, d: Json) -> ClusterSnapshot:
+    topics = {t.name: t for t in old.topics}
+    for row in d.get("T", []):
+        topics[row[0]] = _topic_from_row(row)
+    for name, rows in d.get("p", {}).items():
+        t = topics[name]
+        index = {p.partition: i for i, p in enumerate(t.partitions)}
+        parts = list(t.partitions)
+        for r in rows:
+            parts[index[r[0]]] = partition_from_row(name, r)
+        topics[name] = replace(t, partitions=tuple(parts))
+    order = d.get("o", [t.name for t in old.topics])
+    changes: Json = {"taken_at": d["at"], "topics": tuple(topics[n] for n in order)}
+    if "c" in d:
+        changes["controller"] = ControllerInfo(*d["c"])
+    if "zk" in d:
+        changes["zookeeper_state"] = d["zk"]
+    if "ad" in d:
+        changes["admin_state"], changes["admin_error"] = d["ad"]
+    if "b" in d:
+        changes["brokers"] = tuple(BrokerInfo(*b) for b in d["b"])
+    if "w" in d:
+        changes["warnings"] = tuple(ClusterWarning(*w) for w in d["w"])
+    if "l" in d:
+        changes["limitations"] = tuple(d["l"])
+    if "g" in d:
+        changes["groups"] = tuple(GroupInfo(g, s, m, tuple(GroupPartition(*p) for p in ps))
+                                  for g, s, m, ps in d["g"])
+    return replace(old, **changes)
+
+
+EVENT_KEYS = ("ts", "kind", "partition", "broker", "severity", "detail")
+
+
+def event_from_json(e: Mapping[str, Any]) -> Event:
+    return Event(e["ts"], EventKind(e["kind"]), e["detail"], e["partition"], e["broker"],
+                 Severity(e["severity"]), {k: v for k, v in e.items() if k not in EVENT_KEYS})
+
+
+# ----- the writer -----------------------------------------------------------------------
+
+
+class Segment:
+    """One gzip stream being appended to; `sync` makes everything written so far readable."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[bytes] = open(path, "xb")  # noqa: SIM115
+        self._z = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip header and trailer
+
+    def write(self, record: Json) -> None:
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        self._file.write(self._z.compress(line.encode()))
+
+    def sync(self) -> None:
+        self._file.write(self._z.flush(zlib.Z_SYNC_FLUSH))
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.write(self._z.flush(zlib.Z_FINISH))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+
+
+_STOP = object()
+
+
+class Recorder:
+    """Records into `root` from any thread: callers only enqueue; one thread of its own diffs,
+    compresses and writes, so neither the observer nor the feed waits on the disk.
+
+    `attach_run(run_dir)` marks a run's window: the run dir gets `recording.json` (this
+    session's recording and `from_ms`) at once, and when the run is detached or the recorder
+    closes, a copy of the segments its window touches (`run_dir/recording/`) and its `to_ms`.
+    """
+
+    def __init__(self, root: Path, keyframe_s: float = KEYFRAME_S, flush_s: float = FLUSH_S,
+                 title: str = "") -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.root, self.keyframe_ms, self.flush_s = root, int(keyframe_s * 1000), flush_s
+        self.error: str | None = None  # the disk failed: recording stopped, said once
+        self._meta: Json = {"version": 1, "title": title, "started_at_ms": now_ms(),
+                            "keyframe_s": keyframe_s}
+        _write_json(root / META_FILE, self._meta)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._segment: Segment | None = None
+        self._segment_start = 0
+        self._segments: list[tuple[int, Path]] = []
+        self._last_t = 0
+        self._snapshot: ClusterSnapshot | None = None
+        self._state: Json = {"lab": None, "load": None, "problems": []}
+        self._pending_faults: list[Json] = []
+        self._run: tuple[Path, int] | None = None
+        self._thread = threading.Thread(target=self._run_loop, name="kinspect-recorder",
+                                        daemon=True)
+        self._thread.start()
+
+    # Called from other threads: enqueue only.
+
+    def snapshot(self, snapshot: ClusterSnapshot, events: list[Event]) -> None:
+        """An observer subscriber."""
+        self._queue.put(("snap", snapshot, list(events)))
+
+    def lab(self, lab: Json | None, faults: Sequence[Json], load: Json | None,
+            t: int | None = None) -> None:
+        self._queue.put(("state", t or now_ms(), {"lab": lab, "load": load}, list(faults)))
+
+    def problems(self, problems: Sequence[str], t: int | None = None) -> None:
+        self._queue.put(("state", t or now_ms(), {"problems": list(problems)}, []))
+
+    def attach_run(self, run_dir: Path | None, t: int | None = None) -> None:
+        self._queue.put(("run", t or now_ms(), run_dir))
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write out everything queued, finish the stream and the attached run's copy."""
+        self._queue.put(_STOP)
+        self._thread.join(timeout)
+
+    # The recorder's own thread.
+
+    def _run_loop(self) -> None:
+        next_sync = time.monotonic() + self.flush_s
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.01, next_sync - time.monotonic()))
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                break
+            try:
+                if item is not None and self.error is None:
+                    self._handle(item)
+                if time.monotonic() >= next_sync:
+                    next_sync = time.monotonic() + self.flush_s
+                    if self._segment and self.error is None:
+                        self._segment.sync()
+            except (OSError, ValueError, TypeError) as exc:  # said by the feed, never a crash
+                self.error = f"recording stopped: {error_line(exc)}"
+        self._finish()
+
+    def _stamp(self, t: int) -> int:
+        """Records' times never go back (a snapshot built before a later-stamped lab poll)."""
+        self._last_t = max(self._last_t, t)
+        return self._last_t
+
+    def _handle(self, item: tuple[Any, ...]) -> None:
+        kind = item[0]
+        if kind == "snap":
+            _, snapshot, events = item
+            t = self._stamp(snapshot.taken_at)
+            evs = [e.to_json() for e in events]
+            if self._segment is None or t - self._segment_start >= self.keyframe_ms:
+                self._open_segment(t, snapshot, evs)
+            else:
+                assert self._snapshot is not None
+                self._segment.write({"t": t, "k": "snap", **({"ev": evs} if evs else {}),
+                                     "d": snapshot_delta(self._snapshot, snapshot)})
+            self._snapshot = snapshot
+        elif kind == "state":
+            _, t, changes, faults = item
+            changed = {k: v for k, v in changes.items() if v != self._state[k]}
+            self._state.update(changed)
+            if self._segment is None:
+                self._pending_faults += faults
+            elif changed or faults:
+                self._segment.write({"t": self._stamp(t), "k": "state", **changed,
+                                     **({"faults": faults} if faults else {})})
+        elif kind == "run":
+            _, t, run_dir = item
+            self._detach(t)
+            if run_dir is not None:
+                self._run = (run_dir, t)
+                _write_json(run_dir / POINTER_FILE, {"session": str(self.root), "from_ms": t,
+                                                     "to_ms": None})
+
+    def _open_segment(self, t: int, snapshot: ClusterSnapshot, events: list[Json]) -> None:
+        if self._segment is not None:
+            self._segment.close()
+        path = self.root / f"seg-{t:013d}.jsonl.gz"
+        self._segment, self._segment_start = Segment(path), t
+        self._segments.append((t, path))
+        self._segment.write({"t": t, "k": "key", "ev": events, "s": snapshot_to_json(snapshot),
+                             **self._state, "faults": self._pending_faults})
+        self._pending_faults = []
+        self._segment.sync()  # a keyframe is readable at once: the segment can be copied
+
+    def _detach(self, t: int) -> None:
+        """The attached run ends at t: copy the segments its window touches into it."""
+        if self._run is None:
+            return
+        run_dir, start = self._run
+        self._run = None
+        if self._segment is not None:
+            self._segment.sync()
+        copy = run_dir / RECORDING_DIR
+        copy.mkdir(exist_ok=True)
+        ends = [s for s, _ in self._segments[1:]] + [t + 1]
+        for (begin, path), end in zip(self._segments, ends, strict=True):
+            if begin <= t and end > start:
+                shutil.copyfile(path, copy / path.name)
+        _write_json(copy / META_FILE, {**self._meta, "copied_from": str(self.root)})
+        _write_json(run_dir / POINTER_FILE, {"session": str(self.root), "from_ms": start,
+                                             "to_ms": t})
+
+    def _finish(self) -> None:
+        try:
+            if self._segment is not None:
+                self._segment.close()
+            self._detach(max(self._last_t, now_ms()))
+            _write_json(self.root / META_FILE, {**self._meta, "ended_at_ms": now_ms()})
+        except OSError as exc:
+            self.error = f"recording stopped: {error_line(exc)}"
+
+
+def _write_json(path: Path, data: Json) -> None:
+    """Atomic replace: a reader never sees half a pointer."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)

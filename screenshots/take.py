@@ -3,8 +3,9 @@
     kinspect demo --no-ui && .venv/bin/python screenshots/take.py
 
 Keys are pressed as a person would: start load with `l`, isolate test1's leader with `i`,
-watch the zombie leader and the election, heal with `h`, start a slow consumer group with `g`
-and watch its lag grow.
+watch the followers fall behind and the zombie leader's log run ahead of the new leader's,
+with the acknowledgements it will lose counted live in the load panel; heal with `h`, start a
+slow consumer group with `g` and watch its lag grow.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from kinspect.tui.console import LabConsole
 from kinspect.tui.feed import LiveFeed
 
 HERE = Path(__file__).parent
-SIZE = (120, 34)
+SIZE = (160, 45)
 
 
 async def until(pilot: Any, probe: Callable[[], bool], timeout: float, what: str) -> None:
@@ -38,6 +39,19 @@ async def until(pilot: Any, probe: Callable[[], bool], timeout: float, what: str
 
 def test1(app: KinspectApp) -> Any:
     return app.snapshot.partition("test1", 0) if app.snapshot else None
+
+
+def behind(app: KinspectApp) -> bool:
+    """A follower's own log end trails the leader's on screen."""
+    p = test1(app)
+    return p is not None and any((r.lag or 0) > 0 for r in p.replica_logs)
+
+
+def doomed(app: KinspectApp) -> bool:
+    """The cut-off leader's log runs ahead of the new one's, and the load panel counts the
+    acknowledgements that will vanish (a couple of seconds of them, so the figure is big)."""
+    p, live = test1(app), app.load.live if app.load else None
+    return bool(p and p.diverged and live and live.doomed_total > 20_000)
 
 
 def lagging(app: KinspectApp) -> bool:
@@ -68,11 +82,11 @@ async def take() -> None:
         await pilot.press(str(leader), "i")
         await pilot.pause(0.5)
         await pilot.press("down", "down", "enter")  # from everything (clients still reach it)
-        await until(pilot, lambda: test1(app).views_disagree or test1(app).leader != leader,
-                    30, "the zombie leader")
+        await until(pilot, lambda: behind(app) or test1(app).leader != leader, 30,
+                    "the followers falling behind the cut-off leader")
         app.save_screenshot(str(HERE / "2-leader-cut-off.svg"))
         await until(pilot, lambda: test1(app).leader not in (None, leader), 60, "a new leader")
-        await pilot.pause(4)
+        await until(pilot, lambda: doomed(app), 60, "the live loss figure")
         app.save_screenshot(str(HERE / "3-new-leader.svg"))
         await pilot.press("h")
         await until(pilot, lambda: not test1(app).missing, 90, "the ISR to heal")

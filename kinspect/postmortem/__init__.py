@@ -10,6 +10,7 @@ from typing import Any
 from kinspect.checks import writable_dir
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import POSTMORTEM_DIR
+from kinspect.load.timeline import read_live_loss
 from kinspect.postmortem import report as rep
 from kinspect.postmortem import timeline as tl
 from kinspect.postmortem.brokerlogs import read_broker_logs
@@ -207,6 +208,8 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
         "in_log_ids": total["in_log_ids"], "foreign_records": sum(p["foreign"] for p in partitions),
         "other_runs_records": sum(p["other_runs"] for p in partitions),
         "acked_lost": total["acked_lost"], "unacked_present": total["unacked_present"],
+        # what the live figure said when the producers were done (None: not observed)
+        "live_lost": (read_live_loss(inputs.run_dir) or {}).get("doomed"),
         "unknown_present": total["unknown_present"], "not_in_ledger": total["not_in_ledger"],
         # sent, never answered, and not in the log: lost inside the client (a dead generator)
         "client_lost": total["unknown"] - total["unknown_present"],

@@ -210,6 +210,8 @@ def markdown(report: dict[str, Any]) -> str:
     for key in ("sent", "acked", "failed", "refused", "unknown", "client_lost", "in_log",
                 "acked_lost", "unacked_present", "duplicates", "reordered"):
         lines.append(f"| {key.replace('_', ' ')} | {report.get(key) or 0:,} |")
+    if report.get("live_lost") is not None:
+        lines.append(f"| acked lost, as judged live | {report['live_lost']:,} |")
     lines += consumer_markdown(report.get("consumers"))
     lines += ["", "## Per partition", "", "| partition | acked | in log | acked lost | unacked present "
               "| duplicates | reordered | lost by epoch |", "|---:|---:|---:|---:|---:|---:|---:|---|"]

@@ -43,6 +43,8 @@ METRICS: dict[str, str] = {
     "acked": "messages the producer saw acknowledged",
     "in_log": "messages in the final log",
     "acked_lost": "acknowledged, and not in the final log",
+    "live_lost": "acknowledged by a leader that was no longer the leader, as judged live at the "
+                 "end of the load (load/liveloss.py); the post-mortem's acked_lost, known early",
     "unacked_present": "never acknowledged, and in the final log anyway",
     "duplicates": "extra copies of messages in the final log",
     "failed": "sends the producer was told failed",

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 COLUMNS = (("scenario", "scenario"), ("acked", "acked"), ("in_log", "in log"),
-           ("acked_lost", "acked lost"), ("unacked_present", "unacked present"),
+           ("acked_lost", "acked lost"), ("live_lost", "live figure"),
+           ("unacked_present", "unacked present"),
            ("duplicates", "duplicates"), ("failed", "failed"), ("failover_ms", "failover"),
            ("unavailable_ms", "unavailable"), ("beyond_brokers", "client / consumers"),
            ("expectation_met", "expected?"))

@@ -75,7 +75,10 @@ def load_panel_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any]
     text.append(f"acked {stats.get('acked', 0):,} · ")
     text.append(f"failed {failed:,}", "bold red" if failed else "dim")
     text.append(f" · {stats.get('rate', 0):,.0f}/s\n")
-    text.append_text(doomed_text(live))
+    if str(settings.get("acks")) == "0":  # no broker answered: no offset to judge
+        text.append("acks=0: no broker acknowledged anything", "dim")
+    else:
+        text.append_text(doomed_text(live))
     text.append("\n")
     text.append_text(trend_text(trend, width))
     text.append("\n")

@@ -47,11 +47,14 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(lab_session: Any,
                                                          tmp_path: Path) -> None:
     row = run("acks1-isolate-leader", tmp_path)
     assert row["acked_lost"] > 0 and row["expectation_met"] is True, row
+    # the load panel's live figure, as it stood when the producers were done, was the loss
+    assert row["live_lost"] == row["acked_lost"], row
     assert row["in_log"] < row["acked"]
     assert row["failover_ms"] is not None and row["failover_ms"] > 0
     check_blame(tmp_path, row, lab_session.status()["bootstrap"])
 
 
+@pytest.mark.extended
 def test_a_run_after_a_scenario_reports_only_its_own_faults(lab_session: Any,
                                                             tmp_path: Path) -> None:
     """The TUI's l, k, m after a scenario, by the CLI (the same finish_run): the report's
@@ -80,6 +83,7 @@ def test_a_run_after_a_scenario_reports_only_its_own_faults(lab_session: Any,
     assert report["in_log"] + report["acked_lost"] >= report["acked"]
 
 
+@pytest.mark.extended
 def test_idempotence_removes_the_duplicates_retries_make(lab_session: Any,
                                                         tmp_path: Path) -> None:
     # Without idempotence a leader kill duplicates the batches in flight, unless the kill fell

@@ -1,8 +1,13 @@
-"""TUI responsiveness with 2,000 partitions: refresh latency and key response under churn.
+"""TUI responsiveness at 10,000 partitions: the line-rendered view beside the old DataTable.
 
-Refresh latency: from the snapshot's build (taken_at) to the table updated on screen.
-Key response: wall time of a key press until Textual has processed it and repainted (Pilot),
-idle and while a broker dies and 2,000 partitions change leaders and ISRs at once.
+Default: a synthetic stand-in feeds the real app (bench/churn.py: real ClusterSnapshots of
+10,000 partitions, a whole-cluster failover in which every partition changes leader and ISR
+each snapshot); what is measured is the TUI, both views in the same run, one after the other.
+Key → screen: a key sent to the app until Textual has run its action and repainted
+(call_after_refresh). Event-loop stall: how late a 50 ms sleep wakes (LoopWatch).
+
+`python -m bench.tui --lab` keeps the older real-lab mode: 2,000 partitions on a lab (run it
+under `flock /tmp/kinspect-lab.lock`), a broker killed, Pilot's key figures.
 """
 
 from __future__ import annotations
@@ -12,14 +17,22 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
-from bench.lab import bench_lab, describe
+from textual import events
+from textual.widget import Widget
+
+from bench.churn import ChurnFeed
+from bench.datatable_view import PartitionTable
+from bench.lab import bench_lab, describe, percentile
 from bench.observer import BIG_PARTITIONS, _create_big_topic
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
 from kinspect.tui.feed import LiveFeed, SnapshotArrived
-from kinspect.tui.widgets import PartitionTable
+from kinspect.tui.partition_view import PartitionView
+
+SYNTHETIC_PARTITIONS = 10_000
+IDLE_KEYS, FAILOVER_S, KEY_GAP_S, KEY_TIMEOUT_S = 30, 20.0, 0.2, 30.0
 
 
 async def presses(pilot: Any, keys: list[str]) -> list[float]:
@@ -93,7 +106,7 @@ async def measure(lab: dict[str, Any]) -> dict[str, Any]:
     app = TimedApp(feed, LabConsole(), no_confirm=True)
     async with app.run_test(size=(160, 50)) as pilot:
         deadline = time.monotonic() + 60
-        while app.query_one(PartitionTable).row_count < BIG_PARTITIONS:
+        while app.query_one("#partitions").row_count < BIG_PARTITIONS:  # type: ignore[attr-defined]
             if time.monotonic() > deadline:
                 raise SystemExit("bench: the table never showed 2,000 partitions")
             await pilot.pause(0.2)
@@ -127,7 +140,7 @@ async def measure(lab: dict[str, Any]) -> dict[str, Any]:
             "idle_draws": len(steady_lag), "idle_events": idle_events, "unsettled": app.unsettled()}
 
 
-def main(argv: list[str] | None = None) -> int:
+def lab_main() -> int:
     with bench_lab() as lab:
         _create_big_topic(lab["bootstrap"])
         result = asyncio.run(measure(lab))
@@ -146,6 +159,136 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- snapshot → screen, during the failover: {describe(result['churn_lag'])}")
     print(f"- table update per snapshot during the failover: {describe(result['churn_render'])}")
     return 0
+
+
+
+class KeyTimed:
+    """Mixed into a view: after each cursor move, note when the screen has been repainted."""
+
+    painted: asyncio.Future[float] | None = None
+
+    def _after_move(self) -> None:
+        def stamp() -> None:
+            if KeyTimed.painted is not None and not KeyTimed.painted.done():
+                KeyTimed.painted.set_result(time.perf_counter())
+        self.call_after_refresh(stamp)  # type: ignore[attr-defined]
+
+
+class TimedLineView(PartitionView, KeyTimed):
+    def action_cursor_down(self) -> None:
+        super().action_cursor_down()
+        self._after_move()
+
+    def action_cursor_up(self) -> None:
+        super().action_cursor_up()
+        self._after_move()
+
+
+class TimedTableView(PartitionTable, KeyTimed):
+    def action_cursor_down(self) -> None:
+        super().action_cursor_down()
+        self._after_move()
+
+    def action_cursor_up(self) -> None:
+        super().action_cursor_up()
+        self._after_move()
+
+
+class LineApp(TimedApp):
+    PARTITION_VIEW: ClassVar[type[Widget]] = TimedLineView
+
+
+class TableApp(TimedApp):
+    PARTITION_VIEW: ClassVar[type[Widget]] = TimedTableView
+
+
+async def key_to_screen(app: KinspectApp, key: str) -> float:
+    """ms from a key sent to the app (as a terminal would) until it is on screen."""
+    loop = asyncio.get_running_loop()
+    KeyTimed.painted = loop.create_future()
+    started = time.perf_counter()
+    app.post_message(events.Key(key, None))
+    try:
+        done = await asyncio.wait_for(KeyTimed.painted, KEY_TIMEOUT_S)
+    except TimeoutError:
+        return KEY_TIMEOUT_S * 1000
+    return (done - started) * 1000
+
+
+async def keys_for(app: KinspectApp, seconds: float | None, count: int) -> list[float]:
+    out: list[float] = []
+    deadline = time.monotonic() + (seconds or 1e9)
+    while len(out) < count and time.monotonic() < deadline:
+        out.append(await key_to_screen(app, "down" if len(out) % 2 == 0 else "up"))
+        await asyncio.sleep(KEY_GAP_S)
+    return out
+
+
+async def synthetic(app_class: type[TimedApp], partitions: int) -> dict[str, Any]:
+    feed = ChurnFeed(partitions)
+    app = app_class(feed, LabConsole(), no_confirm=True)
+    started = time.perf_counter()
+    async with app.run_test(size=(160, 50)) as pilot:
+        while app.snapshot is None or not app.render_log:
+            await pilot.pause(0.1)
+        first_s = time.perf_counter() - started
+        await pilot.pause(2)
+        watch = LoopWatch()
+        app.render_log.clear()
+        watch.start()
+        idle = await keys_for(app, None, IDLE_KEYS)
+        idle_stall = watch.stop()
+        idle_render = [r for _, r in app.render_log] or [0.0]
+        feed.failing.set()
+        await pilot.pause(1)  # the first failover snapshots are on their way
+        app.render_log.clear()
+        watch.start()
+        churn = await keys_for(app, FAILOVER_S, 10_000)
+        churn_stall = watch.stop()
+        churn_render = [r for _, r in app.render_log] or [0.0]
+        churn_lag = [lag for lag, _ in app.render_log] or [0.0]
+        feed.failing.clear()
+    return {"first_s": first_s, "idle_keys": idle, "idle_stall": idle_stall,
+            "idle_render": idle_render, "churn_keys": churn, "churn_stall": churn_stall,
+            "churn_render": churn_render, "churn_lag": churn_lag,
+            "built_ms": feed.built_ms or [0.0]}
+
+
+def row(label: str, values: list[float]) -> str:
+    return (f"| {label} | {percentile(values, 50):,.0f} | {percentile(values, 99):,.0f} | "
+            f"{max(values):,.0f} |")
+
+
+def synthetic_main(partitions: int = SYNTHETIC_PARTITIONS) -> int:
+    results = {}
+    for name, app_class in (("line view", LineApp), ("DataTable", TableApp)):
+        print(f"bench: {name}, {partitions:,} partitions (synthetic stand-in) …", file=sys.stderr)
+        results[name] = asyncio.run(synthetic(app_class, partitions))
+    print(f"\n## TUI with {partitions:,} partitions, synthetic stand-in for the cluster (ms)")
+    print("A thread builds real ClusterSnapshots (bench/churn.py); the failover moves every "
+          "partition's leader and ISR each snapshot, every 0.25 s. The TUI is what is measured.")
+    for name, result in results.items():
+        print(f"\n### {name}: first snapshot on screen after {result['first_s']:.1f} s; "
+              f"{len(result['churn_render'])} snapshots drawn during the failover")
+        print("| ms | p50 | p99 | max |\n|---|---:|---:|---:|")
+        print(row("key → screen, idle", result["idle_keys"]))
+        print(row("key → screen, during the failover", result["churn_keys"]))
+        print(row("event-loop stall, idle", result["idle_stall"]))
+        print(row("event-loop stall during the failover", result["churn_stall"]))
+        print(row("draw per snapshot, idle", result["idle_render"]))
+        print(row("draw per snapshot during the failover", result["churn_render"]))
+        print(row("snapshot built → on screen, failover", result["churn_lag"]))
+        print(row("stand-in: building one snapshot (its thread)", result["built_ms"]))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--lab" in args:
+        return lab_main()
+    partitions = int(args[args.index("--partitions") + 1]) if "--partitions" in args \
+        else SYNTHETIC_PARTITIONS
+    return synthetic_main(partitions)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 """A recorded model for layout tests: the zombie-leader moment of the workshop, frozen.
 
 kafka3 led test1-0 and orders-2, then lost ZooKeeper: the controller moved leadership to
-kafka1 (epoch 3) while kafka3 still claims it. Not live data: a fixed stand-in so the SVG
-snapshots only change when the layout does.
+kafka1 (epoch 3) while kafka3 still claims it, and kept taking acks=1 writes: its log of
+test1-0 runs 8,120 records past where epoch 2 ends in the new leader's log (diverged). Each
+replica's log is recorded, and __consumer_offsets has 50 partitions, as a real cluster's does.
+Not live data: a fixed stand-in so the SVG snapshots only change when the layout does.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kinspect.lab.state import LabState, NodeRecord
-from kinspect.model import Event
+from kinspect.model import ClusterSnapshot, Event, PartitionInfo, ReplicaLog
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import RecordedFeed
@@ -37,11 +41,37 @@ def recorded_events() -> list[Event]:
     ]
 
 
+def _logs(p: PartitionInfo) -> tuple[ReplicaLog, ...]:
+    """Followers a few records behind the leader; kafka3 ahead on test1-0, diverged."""
+    leader_end = 100 + 7 * p.partition
+    logs = []
+    for i, broker in enumerate(p.replicas):
+        if p.topic == "test1" and broker == 3:
+            logs.append(ReplicaLog(3, 8_220, 2, -8_120, diverged=8_120))
+            continue
+        behind = 0 if broker == p.leader else (3 * i * (p.partition + 1)) % 1_300
+        logs.append(ReplicaLog(broker, leader_end - behind, p.leader_epoch, behind))
+    return tuple(logs)
+
+
+def recorded_snapshot() -> ClusterSnapshot:
+    snapshot = demo_snapshot(isolated_leader=True, taken_at=T0)
+    topics = []
+    for topic in snapshot.topics:
+        parts = topic.partitions
+        if topic.name == "__consumer_offsets":
+            parts = tuple(replace(parts[0], partition=n, replicas=((n % 3) + 1,),
+                                  isr=((n % 3) + 1,), leader=(n % 3) + 1) for n in range(50))
+        parts = tuple(replace(p, replica_logs=_logs(p)) for p in parts)
+        topics.append(replace(topic, partitions=parts))
+    return replace(snapshot, topics=tuple(topics))
+
+
 def recorded_app(read_only: bool = False) -> KinspectApp:
     faults = [{"ts": T0 - 12_000, "action": "partition", "node": None,
                "groups": [["kafka1", "kafka2", "kafka3"], ["kafka1", "kafka2", "zk1"]],
                "detail": "", "lab_id": "recorded"}]
-    feed = RecordedFeed(demo_snapshot(isolated_leader=True, taken_at=T0), recorded_lab(),
+    feed = RecordedFeed(recorded_snapshot(), recorded_lab(),
                         recorded_events(), faults, title="lab (demo preset, process)")
     console = ReadOnlyConsole("recorded cluster") if read_only else LabConsole()
     return KinspectApp(feed, console, clock=lambda: FROZEN_NOW)

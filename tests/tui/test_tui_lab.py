@@ -15,11 +15,11 @@ from kinspect.lab.topics import create_topics
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import LiveFeed
-from kinspect.tui.widgets import BrokerTable, PartitionTable
+from kinspect.tui.partition_view import PartitionView
+from kinspect.tui.widgets import BrokerTable
 from tests.helpers import kinspect, partition_state
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
-ROW = "test1\x000"
 
 
 def live_app(lab: dict[str, Any], read_only: bool = False) -> KinspectApp:
@@ -32,7 +32,7 @@ def live_app(lab: dict[str, Any], read_only: bool = False) -> KinspectApp:
 
 
 def cell(app: KinspectApp, column: str) -> str:
-    return app.screen_stack[0].query_one(PartitionTable).get_cell(ROW, column).plain  # type: ignore[no-any-return]
+    return app.screen_stack[0].query_one(PartitionView).cell("test1", 0, column)
 
 
 async def until(pilot: Any, probe: Callable[[], bool], timeout: float, what: str) -> None:
@@ -132,7 +132,7 @@ def test_the_slow_key_slows_a_followers_link_and_restores_it(lab: dict[str, Any]
 
     def shown() -> str:
         table = app.screen_stack[0].query_one(BrokerTable)
-        return str(table.get_cell(str(follower), "lab").plain)
+        return str(table.get_cell(str(follower), "lab").plain).strip()
 
     async def scenario() -> None:
         async with app.run_test(size=(160, 40)) as pilot:

@@ -39,6 +39,24 @@ def test_main_screen_wide(snap_compare: Any) -> None:
     assert snap_compare(recorded_app(), terminal_size=(160, 45))
 
 
+def test_main_screen_120(snap_compare: Any) -> None:
+    """Brokers sized to their content, warnings wrapped beside them, the diverged replica."""
+    assert snap_compare(recorded_app(), terminal_size=(120, 40))
+
+
+def test_main_screen_220(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=(220, 50))
+
+
+def test_all_topics_open(snap_compare: Any) -> None:
+    """`a` opens __consumer_offsets too: its 50 rows come after the user topics."""
+    assert snap_compare(recorded_app(), terminal_size=(160, 45), press=["a"])
+
+
+def test_warnings_in_full(snap_compare: Any) -> None:
+    assert snap_compare(recorded_app(), terminal_size=(120, 40), press=["W"])
+
+
 def test_unhealthy_only(snap_compare: Any) -> None:
     assert snap_compare(recorded_app(), terminal_size=SIZE, press=["u"])
 

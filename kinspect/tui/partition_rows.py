@@ -1,0 +1,154 @@
+"""The partition view's rows, from a snapshot: topic summaries and the partitions under them.
+
+Pure and cheap: one pass over the partitions per snapshot (summaries), one list per filter or
+open/close change (rows). Nothing is rendered here; the view draws only the rows on screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from operator import attrgetter
+
+from kinspect.model import ClusterSnapshot, PartitionInfo, TopicInfo
+
+_BY_PARTITION = attrgetter("partition")
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    """One line per topic: how many partitions and how many of them are in trouble."""
+
+    topic: str
+    partitions: int
+    offline: int
+    under_min_isr: int
+    under_replicated: int
+    diverged: int
+    high_watermark: int  # the sum of the known ones
+    shown: int = 0  # partitions passing the filter (the row counts those when filtering)
+    open: bool = True
+
+    @property
+    def internal(self) -> bool:
+        return self.topic.startswith("__")
+
+
+Row = TopicSummary | PartitionInfo
+RowKey = tuple[str, int]  # (topic, partition); partition -1 is the topic's summary row
+
+
+def row_key(row: Row) -> RowKey:
+    return (row.topic, -1) if isinstance(row, TopicSummary) else (row.topic, row.partition)
+
+
+def summarize(topic: TopicInfo) -> TopicSummary:
+    """The counts behind a topic row: the same definitions as PartitionInfo's flags, inlined
+    because this runs over every partition of every snapshot."""
+    offline = under_min = urp = diverged = hw = 0
+    for p in topic.partitions:
+        isr = len(p.isr)
+        if p.leader is None:
+            offline += 1
+        if isr < p.min_isr:
+            under_min += 1
+        if isr < len(p.replicas):
+            urp += 1
+        for log in p.replica_logs:
+            if log.diverged > 0:
+                diverged += 1
+                break
+        if p.high_watermark is not None:
+            hw += p.high_watermark
+    return TopicSummary(topic.name, len(topic.partitions), offline, under_min, urp, diverged, hw)
+
+
+def topic_rank(name: str, pinned: Collection[str]) -> tuple[bool, bool, str]:
+    """Topics a load runs on first, then user topics, then internal ones (__consumer_offsets)."""
+    return name not in pinned, name.startswith("__"), name
+
+
+def unhealthy(p: PartitionInfo) -> bool:
+    return (p.leader is None or len(p.isr) < len(p.replicas) or len(p.isr) < p.min_isr
+            or p.views_disagree or bool(p.replica_logs and p.diverged))
+
+
+def matches(needle: str) -> Callable[[PartitionInfo], bool]:
+    """The filter: a topic or topic-N, case-insensitive, anywhere in the name."""
+    return lambda p: needle in f"{p.topic}-{p.partition}".lower()
+
+
+@dataclass
+class Model:
+    """What one snapshot gives the view: topics in display order, each sorted and summed.
+
+    No per-partition dict: building 10,000 keys cost more than the rest of a snapshot."""
+
+    topics: list[tuple[TopicSummary, Sequence[PartitionInfo]]]
+
+    @classmethod
+    def of(cls, snapshot: ClusterSnapshot, pinned: Collection[str] = ()) -> Model:
+        topics = sorted(snapshot.topics, key=lambda t: topic_rank(t.name, pinned))
+        out: list[tuple[TopicSummary, Sequence[PartitionInfo]]] = []
+        for topic in topics:
+            parts: Sequence[PartitionInfo] = topic.partitions
+            if any(a.partition > b.partition for a, b in pairwise(parts)):
+                parts = sorted(parts, key=_BY_PARTITION)
+            out.append((summarize(topic), parts))
+        return cls(out)
+
+    def partition(self, topic: str, partition: int) -> PartitionInfo | None:
+        for summary, parts in self.topics:
+            if summary.topic == topic:
+                if partition < len(parts) and parts[partition].partition == partition:
+                    return parts[partition]
+                return next((p for p in parts if p.partition == partition), None)
+        return None
+
+    def changed(self, old: Model, limit: int) -> list[tuple[PartitionInfo, PartitionInfo]]:
+        """(was, now) for partitions that differ, topic by topic in step; stops past limit."""
+        before = {s.topic: parts for s, parts in old.topics}
+        out: list[tuple[PartitionInfo, PartitionInfo]] = []
+        for summary, parts in self.topics:
+            was = before.get(summary.topic)
+            if was is None:
+                continue
+            if len(was) != len(parts):  # partitions added: compare the ones both have
+                known = {p.partition: p for p in was}
+                was = [known.get(p.partition) for p in parts]  # type: ignore[misc]
+            for q, p in zip(was, parts, strict=True):
+                if q is not None and q is not p and q != p:
+                    out.append((q, p))
+                    if len(out) > limit:
+                        return out
+        return out
+
+    def rows(self, is_open: Callable[[TopicSummary, bool], bool], needle: str = "",
+             unhealthy_only: bool = False) -> list[Row]:
+        """Summary rows and the partitions of open topics; a filter keeps the topics with a
+        match (and shows those partitions only)."""
+        rows: list[Row] = []
+        filtered = bool(needle) or unhealthy_only
+        keep = matches(needle.lower()) if needle else None
+        for summary, parts in self.topics:
+            shown: Sequence[PartitionInfo] = parts
+            if keep is not None:
+                shown = [p for p in shown if keep(p)]
+            if unhealthy_only:
+                shown = [p for p in shown if unhealthy(p)]
+            if filtered and not shown:
+                continue
+            opened = is_open(summary, filtered)
+            rows.append(_with(summary, len(shown), opened))
+            if opened:
+                rows.extend(shown)
+        return rows
+
+
+def _with(summary: TopicSummary, shown: int, opened: bool) -> TopicSummary:
+    if summary.shown == shown and summary.open == opened:
+        return summary
+    return TopicSummary(summary.topic, summary.partitions, summary.offline,
+                        summary.under_min_isr, summary.under_replicated, summary.diverged,
+                        summary.high_watermark, shown, opened)

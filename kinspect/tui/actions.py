@@ -47,6 +47,7 @@ ACTIONS: tuple[UiAction, ...] = (
              "(resets the lab), then show its post-mortem", "cluster", fault=True, footer=False),
     UiAction("filter", "slash", "filter", "filter partitions by topic or name", "view"),
     UiAction("unhealthy", "u", "unhealthy", "show only unhealthy partitions", "view"),
+    UiAction("warnings", "W", "warnings", "every cluster warning in full", "view", footer=False),
     UiAction("command_palette", "colon", "commands", "open the command palette", "app",
              footer=False),
     UiAction("help", "question_mark", "help", "show every key", "app"),

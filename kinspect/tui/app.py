@@ -60,7 +60,6 @@ class KinspectApp(ActingApp):
         *bindings(),
         *[Binding(str(n), f"select_broker({n})", show=False) for n in range(1, 10)],
         Binding("escape", "close_filter", show=False),
-        Binding("W", "warnings", "warnings", show=False),
     ]
     PARTITION_VIEW: ClassVar[type[Widget]] = PartitionView  # bench/ swaps in the old table
 

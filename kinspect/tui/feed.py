@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +22,13 @@ from textual.message import Message
 
 from kinspect.lab.state import LabState
 from kinspect.load.background import LoadStatus, load_status
+from kinspect.load.liveloss import LedgerTail
+from kinspect.load.trend import RateTrend
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.paths import kinspect_home
 
 if TYPE_CHECKING:
+    from kinspect.sources.observer import Observer
     from kinspect.tui.session_recording import SessionRecording
 
 
@@ -139,11 +143,33 @@ class LiveFeed(Feed):
             time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"))
         self.record = record
         self.recording: SessionRecording | None = None
+        self._tail: LedgerTail | None = None
+        self._trend = RateTrend()
 
     def watch_load(self, run_dir: Path | None) -> None:
         self._load_dir = run_dir
         if self.recording is not None:
             self.recording.attach_run(run_dir)
+
+    def _load(self, observer: Observer, faults: list[dict[str, Any]]) -> LoadStatus | None:
+        """The load's counters, and its acknowledgements judged against the leaders now: the
+        ledger read as it grows, the observer asked where each written partition's epoch
+        starts (in the feed's thread: reading chunks never reaches the event loop)."""
+        status = load_status(self._load_dir)
+        if status is None:
+            self._tail = None
+            return None
+        if self._tail is None or self._tail.run_dir != status.run_dir:
+            self._tail, self._trend = LedgerTail(status.run_dir), RateTrend()
+        self._tail.refresh()
+        if observer.admin is not None:
+            observer.admin.watch_partitions(self._tail.partitions())
+        self._trend.fault_at(int(entry["ts"]) for entry in faults)
+        stats = status.stats or {}
+        if stats.get("ts"):
+            self._trend.observe(int(stats["ts"]), int(stats.get("acked", 0)),
+                                int(stats.get("failed", 0)))
+        return replace(status, live=self._tail.judge(observer.latest), trend=self._trend.frozen())
 
     def start(self, post: Post) -> None:
         from kinspect.errors import KinspectError, error_line
@@ -191,7 +217,7 @@ class LiveFeed(Feed):
                 faults = journal.read(since_ms=since) if self.lab_backed else []
                 if faults:
                     since = int(faults[-1]["ts"]) + 1
-                post(LabArrived(lab, faults, load_status(self._load_dir)))
+                post(LabArrived(lab, faults, self._load(observer, faults)))
                 now = tuple(observer.problems()) + ((lab_problem,) if lab_problem else ())
                 if now != problems:
                     problems = now
@@ -204,3 +230,4 @@ class LiveFeed(Feed):
     def stop(self) -> None:
         """Called from the event loop (on unmount): only asks; the feed's thread stops the rest."""
         self._stop.set()
+

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from kinspect.load.liveloss import LiveLoss
 from kinspect.load.trend import RateSample
+from kinspect.tui.render import sep
 
 BARS = "▁▂▃▄▅▆▇█"
 FAULT_MARK = "✕"
@@ -72,9 +73,9 @@ def load_panel_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any]
     if not stats:
         return text.append("starting…", "dim")
     failed = stats.get("failed", 0)
-    text.append(f"acked {stats.get('acked', 0):,} · ")
-    text.append(f"failed {failed:,}", "bold red" if failed else "dim")
-    text.append(f" · {stats.get('rate', 0):,.0f}/s\n")
+    text.append(f"acked {stats.get('acked', 0):,}")
+    sep(text, "·").append(f"failed {failed:,}", "bold red" if failed else "dim")
+    sep(text, "·").append(f"{stats.get('rate', 0):,.0f}/s\n")
     if str(settings.get("acks")) == "0":  # no broker answered: no offset to judge
         text.append("acks=0: no broker acknowledged anything", "dim")
     else:

@@ -250,6 +250,7 @@ class HelpScreen(ModalScreen[None]):
                 text.append(f"{action.help}\n", style)
             text.append("\n")
         text.append("  1-9  select broker by id      tab  move between panels\n", "dim")
+        text.append("  ⏎    open/close a topic        a    open/close every topic\n", "dim")
         if self.read_only_reason:
             text.append(f"\nFault keys are off: {self.read_only_reason}\n", "yellow")
         with Vertical(classes="dialog wide"):

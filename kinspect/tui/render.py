@@ -174,7 +174,8 @@ def isr_text(p: PartitionInfo) -> Text:
 
 
 def replica_log_text(p: PartitionInfo, log: ReplicaLog) -> Text:
-    """`1:12,403` for the leader's log end, `2:-3` for a follower 3 messages behind, and
+    """`1:12,403` for the leader's log end, `2:-3` for a follower 3 messages behind (`2:✓`
+    caught up), and
     `⚠ 2 +8,120 past e5` for a replica holding records the leader's log does not (a cut-off
     old leader: they go when it rejoins)."""
     broker = log.broker
@@ -187,8 +188,8 @@ def replica_log_text(p: PartitionInfo, log: ReplicaLog) -> Text:
         return Text(f"{broker}:{log.log_end:,}", "bold")
     if log.lag is None:
         return Text(f"{broker}:?", "dim")
-    if log.lag == 0:
-        return Text(f"{broker}:0", "dim")
+    if log.lag == 0:  # caught up: not "log end 0"
+        return Text(f"{broker}:✓", "dim")
     if log.lag < 0:  # ahead of the leader without a known divergence: worth a look
         return Text(f"{broker}:+{-log.lag:,}", DIVERGED_STYLE)
     return Text(f"{broker}:-{log.lag:,}", "yellow")

@@ -4,14 +4,20 @@ kafka3 led test1-0 and orders-2, then lost ZooKeeper: the controller moved leade
 kafka1 (epoch 3) while kafka3 still claims it, and kept taking acks=1 writes: its log of
 test1-0 runs 8,120 records past where epoch 2 ends in the new leader's log (diverged). Each
 replica's log is recorded, and __consumer_offsets has 50 partitions, as a real cluster's does.
-Not live data: a fixed stand-in so the SVG snapshots only change when the layout does.
+A load on test1 shows the live figure: 39,895 of its acknowledgements were kafka3's after
+the election. Not live data: a fixed stand-in so the SVG snapshots only change when the
+layout does.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from kinspect.lab.state import LabState, NodeRecord
+from kinspect.load.background import LoadStatus
+from kinspect.load.liveloss import DoomedAcks, LiveLoss
+from kinspect.load.trend import RateSample
 from kinspect.model import ClusterSnapshot, Event, PartitionInfo, ReplicaLog
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole, ReadOnlyConsole
@@ -67,11 +73,24 @@ def recorded_snapshot() -> ClusterSnapshot:
     return replace(snapshot, topics=tuple(topics))
 
 
+def recorded_load() -> LoadStatus:
+    """A load on test1 at 5,000/s: the isolation 12 s ago (a ✕ on the failed line), and kafka3's
+    acknowledgements since the election counted as doomed."""
+    trend = tuple(RateSample(T0 - (40 - s) * 1000, 5_000.0 if s != 35 else 2_400.0, 0.0,
+                             s == 34) for s in range(40))
+    live = LiveLoss(160_097, (DoomedAcks("test1", 0, 39_895, (3,)),))
+    stats = {"acked": 160_097, "failed": 0, "rate": 5_003.0, "in_flight": 12,
+             "latency_p50_ms": 5.0, "latency_p99_ms": 22.0, "ts": T0}
+    return LoadStatus(Path("/recorded/run"), True, {"topic": "test1", "acks": "1"}, stats,
+                      live=live, trend=trend)
+
+
 def recorded_app(read_only: bool = False) -> KinspectApp:
     faults = [{"ts": T0 - 12_000, "action": "partition", "node": None,
                "groups": [["kafka1", "kafka2", "kafka3"], ["kafka1", "kafka2", "zk1"]],
                "detail": "", "lab_id": "recorded"}]
     feed = RecordedFeed(recorded_snapshot(), recorded_lab(),
-                        recorded_events(), faults, title="lab (demo preset, process)")
+                        recorded_events(), faults, load=recorded_load(),
+                        title="lab (demo preset, process)")
     console = ReadOnlyConsole("recorded cluster") if read_only else LabConsole()
     return KinspectApp(feed, console, clock=lambda: FROZEN_NOW)

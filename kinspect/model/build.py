@@ -74,12 +74,9 @@ def _replica_logs(replicas: tuple[int, ...], leader: int | None, epoch: int | No
 
 
 def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
-                config: dict[str, ConfigValue]) -> list[PartitionInfo]:
-    ids: set[int] = set()
-    if zk and topic in zk.topics:
-        ids |= set(zk.topics[topic])
-    if broker:
-        ids |= {p for t, p in broker.partitions if t == topic}
+                config: dict[str, ConfigValue], broker_ids: set[int]) -> list[PartitionInfo]:
+    assigned = zk.topics.get(topic, {}) if zk else {}
+    ids = set(broker_ids) | set(assigned)
     min_isr = _min_isr(config)
     out = []
     for pid in sorted(ids):
@@ -87,8 +84,7 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
         meta = broker.partitions.get(key) if broker else None
         offsets = broker.offsets.get(key) if broker else None
         state = zk.partitions.get(key) if zk else None
-        replicas = (zk.topics.get(topic, {}).get(pid) if zk else None) or (
-            meta.replicas if meta else ())
+        replicas = assigned.get(pid) or (meta.replicas if meta else ())
         b_leader = (meta.leader if meta.leader >= 0 else None) if meta else None
         b_isr = meta.isr if meta else None
         if state is not None:
@@ -109,7 +105,7 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
             broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree,
             replica_logs=_replica_logs(tuple(replicas), leader, epoch, ends, epoch_ends),
             epoch_ends=tuple(sorted((asked, e.found, e.end_offset)
-                                    for asked, e in epoch_ends.items()))))
+                                    for asked, e in epoch_ends.items())) if epoch_ends else ()))
     return out
 
 
@@ -140,15 +136,15 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
     brokers = tuple(BrokerInfo(id=b, address=addresses.get(b),
                                registered=(b in zk.brokers) if zk else None,
                                expected=b in expected) for b in sorted(ids))
-    names: set[str] = set()
-    if zk:
-        names |= set(zk.topics)
-    if broker:
-        names |= {t for t, _ in broker.partitions}
+    # The brokers' partitions by topic, grouped once: per topic it would cost topics x partitions.
+    by_topic: dict[str, set[int]] = {}
+    for t, p in broker.partitions if broker else ():
+        by_topic.setdefault(t, set()).add(p)
+    names = set(by_topic) | (set(zk.topics) if zk else set())
     topics = []
     for name in sorted(names):
         config = dict(broker.configs.get(name, {})) if broker else {}
-        parts = _partitions(name, zk, broker, config)
+        parts = _partitions(name, zk, broker, config, by_topic.get(name, set()))
         rf = max((len(p.replicas) for p in parts), default=0)
         topics.append(TopicInfo(name=name, replication_factor=rf,
                                 config=tuple(sorted(config.items())), partitions=tuple(parts)))

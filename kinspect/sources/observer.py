@@ -37,15 +37,18 @@ class Observer:
     def __init__(self, bootstrap: str | None, zookeeper: str | None,
                  expected_brokers: Mapping[int, str] | None = None, interval_s: float = 1.0,
                  admin_config: Mapping[str, str] | None = None, run_dir: Path | None = None,
-                 zk_auth: list[tuple[str, str]] | None = None, timeout_s: float = 3.0) -> None:
+                 zk_auth: list[tuple[str, str]] | None = None, timeout_s: float = 3.0,
+                 one_shot: bool = False) -> None:
         self.expected = dict(expected_brokers or {})
+        self.one_shot = one_shot  # `kinspect snapshot`: read once, no watches, build once
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
         self.latest: ClusterSnapshot | None = None
         self._stalls = HwStallTracker()
-        self.zk = ZooKeeperSource(zookeeper, self._wake.set, auth=zk_auth) if zookeeper else None
+        self.zk = (ZooKeeperSource(zookeeper, self._wake.set, auth=zk_auth, watch=not one_shot)
+                   if zookeeper else None)
         self.admin = (AdminSource(bootstrap, self._wake.set, interval_s=interval_s,
                                   timeout_s=timeout_s, config=admin_config)
                       if bootstrap else None)
@@ -73,11 +76,22 @@ class Observer:
             self._subscribers.append(subscriber)
 
     def start(self, zk_timeout_s: float = 10.0) -> None:
-        """Connect; an unreachable ZooKeeper at start raises KinspectError (exit 2)."""
-        if self.zk:
-            self.zk.start(timeout=zk_timeout_s)
+        """Connect; an unreachable ZooKeeper at start raises KinspectError (exit 2).
+
+        The AdminClient's first poll and the groups' process start first: they take longest,
+        and run while ZooKeeper is read. One-shot, no builder thread: wait_ready builds once.
+        """
         if self.admin:
-            self.admin.start()
+            self.admin.start(once=self.one_shot)
+        if self.zk:
+            try:
+                self.zk.start(timeout=zk_timeout_s)
+            except KinspectError:
+                if self.admin:
+                    self.admin.stop()
+                raise
+        if self.one_shot:
+            return
         self._thread = threading.Thread(target=self._run, name="kinspect-observer", daemon=True)
         self._thread.start()
 
@@ -182,9 +196,13 @@ class Observer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             admin_done = self.admin is None or self._admin_answered()
-            if admin_done and self.latest is not None:
+            if admin_done and (self.latest is not None or self._thread is None):
                 break
-            time.sleep(0.05)
+            if self._thread is None:  # one-shot: the sources' signals are ours to take
+                self._wake.wait(0.05)
+                self._wake.clear()
+            else:
+                time.sleep(0.05)
         try:
             return self.build()[0]
         except Exception as exc:  # a one-shot command says it in one line (exit 2)

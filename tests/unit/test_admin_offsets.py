@@ -1,0 +1,57 @@
+"""AdminSource._offsets without a cluster: both specs asked at once, merged per partition."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from kinspect.model import Offsets
+from kinspect.sources import admin
+from kinspect.sources.admin import AdminSource
+
+
+class _Info:
+    def __init__(self, offset: int, leader_epoch: int | None) -> None:
+        self.offset, self.leader_epoch = offset, leader_epoch
+
+
+def test_offsets_merge_latest_and_earliest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Latest: offset 100 + partition, epoch partition - 1 (-1: unknown); earliest: the
+    partition number, except partition 2, which failed."""
+    calls: list[tuple[int, int]] = []
+
+    def fake(_admin: Any, keys: list[tuple[str, int]], spec: int, _timeout: float
+             ) -> Future[dict[TopicPartition, Any]]:
+        calls.append((spec, len(keys)))
+        answers: dict[TopicPartition, Any] = {}
+        for topic, p in keys:
+            tp = TopicPartition(topic, p)
+            if spec == -1:
+                answers[tp] = _Info(100 + p, p - 1)
+            else:
+                answers[tp] = KafkaError(KafkaError.LEADER_NOT_AVAILABLE) if p == 2 else _Info(p, None)
+        future: Future[dict[TopicPartition, Any]] = Future()
+        future.set_result(answers)
+        return future
+
+    monkeypatch.setattr(admin, "_list_offsets", fake)
+    source = AdminSource.__new__(AdminSource)  # no client, no threads: only _offsets is used
+    source._admin = None  # type: ignore[assignment]
+    source.timeout_s = 1.0
+    keys = [("t", 0), ("t", 1), ("t", 2)]
+    assert source._offsets(keys) == {
+        ("t", 0): Offsets(high_watermark=100, log_start=0, leader_epoch=None),
+        ("t", 1): Offsets(high_watermark=101, log_start=1, leader_epoch=0),
+        ("t", 2): Offsets(high_watermark=102, log_start=None, leader_epoch=1),
+    }
+    assert calls == [(-1, 3), (-2, 3)]  # one call per spec, every partition in each
+    assert source._offsets([]) == {}
+
+
+def test_a_failed_request_leaves_every_offset_unknown() -> None:
+    future: Future[dict[TopicPartition, Any]] = Future()
+    future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+    assert admin._answers(future, deadline=0.0) == {}

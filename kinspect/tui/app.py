@@ -33,7 +33,7 @@ from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed, FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
-from kinspect.tui.load_panel import load_panel_text
+from kinspect.tui.load_panel import LoadPanel
 from kinspect.tui.messages import LoadStarted, ReportReady, Said
 from kinspect.tui.modals import HelpScreen
 from kinspect.tui.partition_view import PartitionPanel, PartitionView
@@ -86,7 +86,7 @@ class KinspectApp(ActingApp):
         with Horizontal(id="top"):
             with Vertical(id="left"):
                 yield BrokerTable(id="brokers")
-                yield Static(id="load")
+                yield LoadPanel(id="load")
             with Vertical(id="side"):
                 yield Static(id="warnings")
         yield self.PARTITION_VIEW(id="partitions")
@@ -230,13 +230,7 @@ class KinspectApp(ActingApp):
             header_text(self.snapshot, int(self.clock() * 1000), title, self.problems))
 
     def _render_side(self) -> None:
-        load = self.load
-        panel = self.main.query_one("#load", Static)
-        panel.update(load_panel_text(
-            load.stats if load else None, load.settings if load else None,
-            bool(load and load.running), load.consumers if load else None,
-            load.live if load else None, load.trend if load else (),
-            width=max(20, panel.content_size.width)))
+        self.main.query_one(LoadPanel).show(self.load)
         self.main.query_one("#warnings", Static).update(warnings_text(self.snapshot))
 
     # ----- the registry: footer visibility, refusal, palette -------------------------------

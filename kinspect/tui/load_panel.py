@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
+from textual.widget import Widget
 
+from kinspect.load.background import LoadStatus
 from kinspect.load.liveloss import LiveLoss
 from kinspect.load.trend import RateSample
 from kinspect.tui.render import sep
@@ -100,3 +102,23 @@ def load_panel_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any]
                     f"{stats.get('latency_p50_ms', 0):.0f} ms · p99 "
                     f"{stats.get('latency_p99_ms', 0):.0f} ms", "dim")
     return text
+
+
+class LoadPanel(Widget):
+    """Renders the load at its own width when shown or resized: the sparklines fill the panel
+    and a screenshot does not depend on when the first size was known."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.load: LoadStatus | None = None
+
+    def show(self, load: LoadStatus | None) -> None:
+        self.load = load
+        self.refresh()
+
+    def render(self) -> Text:
+        load = self.load
+        if load is None:
+            return load_panel_text(None, None, False)
+        return load_panel_text(load.stats, load.settings, load.running, load.consumers,
+                               load.live, load.trend, width=max(20, self.content_size.width))

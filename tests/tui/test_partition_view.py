@@ -15,9 +15,10 @@ def test_enter_closes_and_opens_a_topic_and_a_opens_all() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause(0.2)
             view = app.query_one(PartitionView)
-            assert view.row_count == 10  # orders + 6, test1 + 1, __consumer_offsets closed
+            assert view.row_count == 10  # test1 + 1, orders + 6, __consumer_offsets closed
             assert view.cell("test1", 0, "leader") == "1"
-            await pilot.press("down", "enter")  # on orders-0: closes orders
+            # the load's topic (test1) comes first: its row, its partition, then orders
+            await pilot.press("down", "down", "down", "enter")  # on orders-0: closes orders
             assert isinstance(view.selected, TopicSummary) and not view.selected.open
             assert view.row_count == 4
             await pilot.press("enter")

@@ -26,6 +26,7 @@ from kinspect.sources.recording import (
     Json,
     apply_delta,
     event_from_json,
+    merge_deltas,
 )
 
 CACHED_SEGMENTS = 3
@@ -66,32 +67,68 @@ def read_lines(path: Path) -> list[Json]:
     return records
 
 
-def decode_segment(records: list[Json]) -> list[Frame]:
-    """Frames of one segment; it must open with a keyframe (else it is unreadable: none)."""
-    if not records or records[0].get("k") != "key":
-        return []
-    first = records[0]
-    frame = Frame(first["t"], snapshot_from_json(first["s"]),
-                  tuple(event_from_json(e) for e in first.get("ev", [])),
-                  tuple(first.get("faults", [])), first.get("lab"), first.get("load"),
-                  tuple(first.get("problems", [])), keyframe=True)
-    frames = [frame]
-    for r in records[1:]:
-        try:
-            if r["k"] == "snap":
-                frame = Frame(r["t"], apply_delta(frame.snapshot, r["d"]),
-                              tuple(event_from_json(e) for e in r.get("ev", [])), (),
-                              frame.lab, frame.load, frame.problems)
-            elif r["k"] == "state":
-                frame = Frame(r["t"], frame.snapshot, (), tuple(r.get("faults", [])),
-                              r.get("lab", frame.lab), r.get("load", frame.load),
-                              tuple(r.get("problems", frame.problems)))
-            else:
-                continue
-        except (KeyError, IndexError, TypeError, ValueError):
-            break  # a record we cannot apply: the state after it would be wrong
-        frames.append(frame)
-    return frames
+class Segment:
+    """One segment's records. Snapshots are built when asked: from the nearest one built
+    before, with the deltas between merged into one (a seek builds each changed partition
+    once); the lab, load and problems in force are worked out up front (they are small)."""
+
+    SNAPSHOTS_KEPT = 256
+
+    def __init__(self, records: list[Json]) -> None:
+        first = records[0] if records else {}
+        if first.get("k") != "key":
+            raise ValueError("a segment must open with a keyframe")
+        self.records = [first] + [r for r in records[1:] if r.get("k") in ("snap", "state")
+                                  and ("d" in r or r["k"] == "state")]
+        self.times: list[int] = [int(r["t"]) for r in self.records]
+        self.snap_at: list[int] = []  # the record whose snapshot is in force at each
+        self.labs: list[Json | None] = []
+        self.loads: list[Json | None] = []
+        self.problems: list[tuple[str, ...]] = []
+        lab, load, problems, snap = first.get("lab"), first.get("load"), \
+            tuple(first.get("problems", [])), 0
+        for i, r in enumerate(self.records):
+            if r["k"] == "state":
+                lab, load = r.get("lab", lab), r.get("load", load)
+                problems = tuple(r.get("problems", problems))
+            elif i:
+                snap = i
+            self.snap_at.append(snap)
+            self.labs.append(lab)
+            self.loads.append(load)
+            self.problems.append(problems)
+        self._snapshots: dict[int, ClusterSnapshot] = {0: snapshot_from_json(first["s"])}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def snapshot(self, i: int) -> ClusterSnapshot:
+        i = self.snap_at[i]
+        if i in self._snapshots:
+            return self._snapshots[i]
+        base = max(k for k in self._snapshots if k < i)
+        deltas = [self.records[k]["d"] for k in range(base + 1, i + 1)
+                  if self.records[k]["k"] == "snap"]
+        built = apply_delta(self._snapshots[base], merge_deltas(deltas))
+        if len(self._snapshots) >= self.SNAPSHOTS_KEPT:
+            del self._snapshots[next(k for k in self._snapshots if k)]
+        self._snapshots[i] = built
+        return built
+
+    def frame(self, i: int) -> Frame:
+        r = self.records[i]
+        return Frame(self.times[i], self.snapshot(i),
+                     tuple(event_from_json(e) for e in r.get("ev", [])),
+                     tuple(r.get("faults", [])), self.labs[i], self.loads[i], self.problems[i],
+                     keyframe=i == 0)
+
+
+def decode_segment(records: list[Json]) -> Segment | None:
+    """None when the segment is unreadable (no keyframe: cut before it was written)."""
+    try:
+        return Segment(records)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 class Recording:
@@ -99,20 +136,20 @@ class Recording:
 
     def __init__(self, root: Path, window: tuple[int | None, int | None] = (None, None)) -> None:
         self.root = root
-        self._cache: OrderedDict[int, list[Frame]] = OrderedDict()
+        self._cache: OrderedDict[int, Segment | None] = OrderedDict()
         found = sorted((int(m[1]), p) for p in root.glob(SEGMENT_GLOB)
                        if (m := SEGMENT_NAME.match(p.name)))
         self.starts = [s for s, _ in found]
         self.paths = [p for _, p in found]
         # A segment that decodes to nothing (cut before its keyframe) is left out.
-        while self.paths and not self.frames(len(self.paths) - 1):
+        while self.paths and self._load(len(self.paths) - 1) is None:
             self._drop(len(self.paths) - 1)
-        while self.paths and not self.frames(0):
+        while self.paths and self._load(0) is None:
             self._drop(0)
         if not self.paths:
             raise KinspectError(f"{root} holds no readable recording (every segment is empty "
                                 "or damaged)")
-        first, last = self.frames(0)[0].t, self.frames(len(self.paths) - 1)[-1].t
+        first, last = self.segment(0).times[0], self.segment(len(self.paths) - 1).times[-1]
         self.start_ms = max(first, window[0] or first)
         self.end_ms = max(self.start_ms, min(last, window[1] or last))
 
@@ -124,44 +161,54 @@ class Recording:
     def duration_ms(self) -> int:
         return self.end_ms - self.start_ms
 
-    def frames(self, segment: int) -> list[Frame]:
-        if segment in self._cache:
-            self._cache.move_to_end(segment)
-            return self._cache[segment]
-        frames = decode_segment(read_lines(self.paths[segment]))
-        self._cache[segment] = frames
+    def _load(self, index: int) -> Segment | None:
+        if index in self._cache:
+            self._cache.move_to_end(index)
+            return self._cache[index]
+        segment = decode_segment(read_lines(self.paths[index]))
+        self._cache[index] = segment
         while len(self._cache) > CACHED_SEGMENTS:
             self._cache.popitem(last=False)
-        return frames
+        return segment
+
+    def segment(self, index: int) -> Segment:
+        segment = self._load(index)
+        if segment is None:  # readable when opened; replaced on disk since
+            raise KinspectError(f"{self.paths[index]} can no longer be read")
+        return segment
+
+    def frames(self, index: int) -> list[Frame]:
+        """Every frame of a segment (tests, tools); the player asks for one at a time."""
+        segment = self.segment(index)
+        return [segment.frame(i) for i in range(len(segment))]
 
     def frame(self, cursor: Cursor) -> Frame:
-        return self.frames(cursor[0])[cursor[1]]
+        return self.segment(cursor[0]).frame(cursor[1])
 
     def locate(self, t: int) -> Cursor:
         """The frame in force at t (the first one when t is before it)."""
-        segment = max(0, bisect.bisect_right(self.starts, t) - 1)
-        frames = self.frames(segment)
-        index = bisect.bisect_right([f.t for f in frames], t) - 1
-        return segment, max(0, index)
+        index = max(0, bisect.bisect_right(self.starts, t) - 1)
+        return index, max(0, bisect.bisect_right(self.segment(index).times, t) - 1)
 
     def next(self, cursor: Cursor) -> Cursor | None:
-        segment, index = cursor
-        if index + 1 < len(self.frames(segment)):
-            return segment, index + 1
-        return (segment + 1, 0) if segment + 1 < len(self.paths) else None
+        index, i = cursor
+        if i + 1 < len(self.segment(index)):
+            return index, i + 1
+        return (index + 1, 0) if index + 1 < len(self.paths) else None
 
     def prev(self, cursor: Cursor) -> Cursor | None:
-        segment, index = cursor
-        if index > 0:
-            return segment, index - 1
-        return (segment - 1, len(self.frames(segment - 1)) - 1) if segment > 0 else None
+        index, i = cursor
+        if i > 0:
+            return index, i - 1
+        return (index - 1, len(self.segment(index - 1)) - 1) if index > 0 else None
 
     def history(self, cursor: Cursor, limit: int = 60) -> list[Event | Json]:
         """The last events and fault entries up to the cursor (within its segment), oldest
         first: what the event log shows after a jump."""
-        out: list[Event | Json] = []
-        for f in reversed(self.frames(cursor[0])[:cursor[1] + 1]):
-            out[:0] = [*f.events, *f.faults]
+        segment, out = self.segment(cursor[0]), list[Event | Json]()
+        for i in range(cursor[1], -1, -1):
+            r = segment.records[i]
+            out[:0] = [*(event_from_json(e) for e in r.get("ev", [])), *r.get("faults", [])]
             if len(out) >= limit:
                 break
         return out[-limit:]

@@ -46,6 +46,7 @@ POINTER_FILE = "recording.json"  # in a run dir: which session recorded it, and 
 META_FILE = "meta.json"
 SEGMENT_GLOB = "seg-*.jsonl.gz"
 KEYFRAME_S = 30.0
+DELTAS_PER_KEYFRAME = 4  # a keyframe sooner once the deltas outweigh this many keyframes
 FLUSH_S = 1.0
 Json = dict[str, Any]
 
@@ -155,6 +156,28 @@ def apply_delta(old: ClusterSnapshot, d: Json) -> ClusterSnapshot:
     return replace(old, **changes)
 
 
+def merge_deltas(deltas: Sequence[Json]) -> Json:
+    """Several deltas as one, so a seek builds each changed partition once, not once per change:
+    the last value of each part wins, a topic sent whole drops the partition rows before it."""
+    out: Json = {}
+    whole: dict[str, list[Any]] = {}
+    parts: dict[str, dict[int, list[Any]]] = {}
+    for d in deltas:
+        for key, value in d.items():
+            if key not in ("T", "p"):
+                out[key] = value
+        for row in d.get("T", []):
+            whole[row[0]] = row
+            parts.pop(row[0], None)
+        for name, rows in d.get("p", {}).items():
+            parts.setdefault(name, {}).update((r[0], r) for r in rows)
+    if whole:
+        out["T"] = list(whole.values())
+    if parts:
+        out["p"] = {name: list(rows.values()) for name, rows in parts.items()}
+    return out
+
+
 EVENT_KEYS = ("ts", "kind", "partition", "broker", "severity", "detail")
 
 
@@ -174,9 +197,11 @@ class Segment:
         self._file: IO[bytes] = open(path, "xb")  # noqa: SIM115
         self._z = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip header and trailer
 
-    def write(self, record: Json) -> None:
-        line = json.dumps(record, separators=(",", ":")) + "\n"
-        self._file.write(self._z.compress(line.encode()))
+    def write(self, record: Json) -> int:
+        """Append one record; its size in bytes before compression."""
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        self._file.write(self._z.compress(line))
+        return len(line)
 
     def sync(self) -> None:
         self._file.write(self._z.flush(zlib.Z_SYNC_FLUSH))
@@ -212,6 +237,7 @@ class Recorder:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._segment: Segment | None = None
         self._segment_start = 0
+        self._key_bytes = self._delta_bytes = 0  # a seek parses both: keep it bounded
         self._segments: list[tuple[int, Path]] = []
         self._last_t = 0
         self._snapshot: ClusterSnapshot | None = None
@@ -276,12 +302,14 @@ class Recorder:
             _, snapshot, events = item
             t = self._stamp(snapshot.taken_at)
             evs = [e.to_json() for e in events]
-            if self._segment is None or t - self._segment_start >= self.keyframe_ms:
+            if self._segment is None or t - self._segment_start >= self.keyframe_ms \
+                    or self._delta_bytes > DELTAS_PER_KEYFRAME * self._key_bytes:
                 self._open_segment(t, snapshot, evs)
             else:
                 assert self._snapshot is not None
-                self._segment.write({"t": t, "k": "snap", **({"ev": evs} if evs else {}),
-                                     "d": snapshot_delta(self._snapshot, snapshot)})
+                self._delta_bytes += self._segment.write(
+                    {"t": t, "k": "snap", **({"ev": evs} if evs else {}),
+                     "d": snapshot_delta(self._snapshot, snapshot)})
             self._snapshot = snapshot
         elif kind == "state":
             _, t, changes, faults = item
@@ -306,8 +334,10 @@ class Recorder:
         path = self.root / f"seg-{t:013d}.jsonl.gz"
         self._segment, self._segment_start = Segment(path), t
         self._segments.append((t, path))
-        self._segment.write({"t": t, "k": "key", "ev": events, "s": snapshot_to_json(snapshot),
-                             **self._state, "faults": self._pending_faults})
+        self._key_bytes = self._segment.write({"t": t, "k": "key", "ev": events,
+                                               "s": snapshot_to_json(snapshot), **self._state,
+                                               "faults": self._pending_faults})
+        self._delta_bytes = 0
         self._pending_faults = []
         self._segment.sync()  # a keyframe is readable at once: the segment can be copied
 

@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 from textual.message import Message
 
 from kinspect.lab.topics import create_topics
+from kinspect.model import ClusterSnapshot
 from kinspect.sources.observer import now_ms
 from kinspect.sources.playback import open_recording
 from kinspect.tui.feed import LiveFeed, SnapshotArrived
@@ -41,12 +42,17 @@ def test_a_recorded_leader_kill_replays_at_its_time(lab: dict[str, Any], zk: Kaz
     expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
     feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], lab_backed=True, expected=expected,
                     title="lab", session_dir=tmp_path / "session")
-    seen: list[Message] = []
-    thread = threading.Thread(target=feed.start, args=(seen.append,), daemon=True)
+    snaps: list[ClusterSnapshot] = []
+
+    def post(message: Message) -> None:
+        """What the app does with a snapshot: take it from the mailbox (else no more come)."""
+        if isinstance(message, SnapshotArrived) and (latest := message.latest()):
+            snaps.append(latest[0])
+
+    thread = threading.Thread(target=feed.start, args=(post,), daemon=True)
     thread.start()
 
     def leader_on_feed() -> int | None:
-        snaps = [m.snapshot for m in list(seen) if isinstance(m, SnapshotArrived)]
         p = snaps[-1].partition("test1", 0) if snaps else None
         return p.leader if p else None
 

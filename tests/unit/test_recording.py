@@ -51,6 +51,8 @@ def test_seek_gives_the_snapshot_in_force(tmp_path: Path) -> None:
         expected = max((s for s, _ in snaps if s.taken_at <= t), key=lambda s: s.taken_at,
                        default=snaps[0][0])
         assert rec.frame(rec.locate(t)).snapshot == expected, t
+        cold = Recording(tmp_path)  # nothing built yet: the deltas up to t merged into one
+        assert cold.frame(cold.locate(t)).snapshot == expected, t
     lab_at = rec.frame(rec.locate(T0 + (FAILOVER_STEP + 6) * STEP_MS)).lab
     assert lab_at and lab_at["nodes"][0]["state"] == "killed"  # state from the keyframe on
 

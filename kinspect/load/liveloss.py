@@ -62,6 +62,19 @@ class LiveLoss:
     def writers(self) -> list[int]:
         return sorted({w for d in self.doomed for w in d.writers})
 
+    def to_json(self) -> dict[str, Any]:
+        return {"acked": self.acked, "doomed": self.doomed_total, "pending": self.pending,
+                "writers": self.writers(),
+                "partitions": [{"topic": d.topic, "partition": d.partition, "doomed": d.count,
+                                "writers": list(d.writers)} for d in self.doomed]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LiveLoss:
+        return cls(int(data["acked"]), tuple(
+            DoomedAcks(p["topic"], int(p["partition"]), int(p["doomed"]),
+                       tuple(p.get("writers", ()))) for p in data.get("partitions", [])),
+            int(data.get("pending", 0)))
+
 
 @dataclass
 class _Acks:

@@ -28,10 +28,7 @@ LIVE_LOSS_FILE = "live_loss.jsonl"
 
 
 def live_loss_json(live: LiveLoss, ts_ms: int, final: bool = False) -> dict[str, Any]:
-    return {"ts": ts_ms, "acked": live.acked, "doomed": live.doomed_total,
-            "pending": live.pending, "writers": live.writers(), "final": final,
-            "partitions": [{"topic": d.topic, "partition": d.partition, "doomed": d.count,
-                            "writers": list(d.writers)} for d in live.doomed]}
+    return {"ts": ts_ms, **live.to_json(), "final": final}
 
 
 def read_live_loss(run_dir: Path) -> dict[str, Any] | None:

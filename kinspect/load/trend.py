@@ -40,3 +40,11 @@ class RateTrend:
 
     def frozen(self) -> tuple[RateSample, ...]:
         return tuple(self.samples)
+
+
+def trend_to_json(samples: Iterable[RateSample]) -> list[list[float]]:
+    return [[s.ts_ms, s.acked_per_s, s.failed_per_s, int(s.fault)] for s in samples]
+
+
+def trend_from_json(rows: Iterable[list[float]]) -> tuple[RateSample, ...]:
+    return tuple(RateSample(int(r[0]), float(r[1]), float(r[2]), bool(r[3])) for r in rows)

@@ -24,6 +24,8 @@ from textual.widgets import RichLog, Static
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState, NodeRecord
 from kinspect.load.background import LoadStatus
+from kinspect.load.liveloss import LiveLoss
+from kinspect.load.trend import trend_from_json
 from kinspect.sources.playback import Cursor, Frame, Recording, open_recording
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import ReadOnlyConsole
@@ -84,9 +86,12 @@ def load_from(data: dict[str, Any] | None) -> LoadStatus | None:
     if not data:
         return None
     try:
+        live = data.get("live")
         return LoadStatus(Path(data["run_dir"]), bool(data["running"]), data["settings"],
-                          data["stats"], data.get("consumers"))
-    except (KeyError, TypeError):  # recorded by another version: the panel stays empty
+                          data["stats"], data.get("consumers"),
+                          LiveLoss.from_json(live) if live else None,
+                          trend_from_json(data.get("trend") or ()))
+    except (KeyError, TypeError, ValueError, IndexError):  # another version: an empty panel
         return None
 
 

@@ -16,6 +16,7 @@ from textual.message import Message
 
 from kinspect.errors import error_line
 from kinspect.load.background import LoadStatus
+from kinspect.load.trend import trend_to_json
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.sources.recording import RECORDING_DIR, Recorder
 from kinspect.tui.feed import LabArrived, Post, ProblemsChanged
@@ -28,7 +29,9 @@ def load_json(load: LoadStatus | None) -> dict[str, Any] | None:
         return None
     return {"run_dir": str(load.run_dir), "running": load.running,
             "settings": dict(load.settings), "stats": dict(load.stats),
-            "consumers": None if load.consumers is None else dict(load.consumers)}
+            "consumers": None if load.consumers is None else dict(load.consumers),
+            "live": None if load.live is None else load.live.to_json(),
+            "trend": trend_to_json(load.trend)}
 
 
 class SessionRecording:

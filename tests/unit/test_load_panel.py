@@ -35,3 +35,13 @@ def test_acks0_has_nothing_to_judge() -> None:
                            live=LiveLoss(10)).plain
     assert "acks=0: no broker acknowledged anything" in text
     assert "former leader" not in text
+
+
+def test_the_live_figure_and_trend_survive_a_recording() -> None:
+    """A replay shows the load panel as it was: the figure and the sparklines round-trip."""
+    from kinspect.load.trend import RateSample, trend_from_json, trend_to_json
+
+    live = LiveLoss(120_000, (DoomedAcks("test1", 0, 39_895, (2,)),), pending=3)
+    assert LiveLoss.from_json(live.to_json()) == live
+    trend = (RateSample(T0, 5_000.0, 0.0, False), RateSample(T0 + 1_000, 10.0, 3.0, True))
+    assert trend_from_json(trend_to_json(trend)) == trend

@@ -132,6 +132,9 @@ def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_
         assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     snapshot = json.loads(kinspect("snapshot", "--profile", "secure", "--json", env=env).stdout)
     assert {b["id"] for b in snapshot["brokers"]} == {1, 2, 3}
+    # each broker was asked directly over SASL too: every replica's own log end is there
+    logs = [r for t in snapshot["topics"] for p in t["partitions"] for r in p["replica_logs"]]
+    assert logs and all(r["log_end"] is not None for r in logs), snapshot["topics"][:1]
     wrong = kinspect("health", "--profile", "bare", "-X", f"sasl.password={password}x",
                      "--timeout", "5", env=env, check=False)
     outputs.append(wrong.stdout + wrong.stderr)

@@ -181,29 +181,31 @@ class AdminSource:
             self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - began)))
 
     def _poll(self) -> tuple[BrokerView, Claims]:
+        """One metadata request (it names the controller too), then configs, offsets and the
+        brokers' own answers at once: they do not depend on each other."""
         polled_at = time.time_ns() // 1_000_000
         metadata = self._admin.list_topics(timeout=self.timeout_s)
         brokers = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
-        cluster = _result(self._admin.describe_cluster(request_timeout=self.timeout_s),
-                          self.timeout_s)
-        controller = cluster.controller.id if cluster.controller is not None else None
+        controller = metadata.controller_id if metadata.controller_id >= 0 else None
         partitions: dict[tuple[str, int], PartitionMeta] = {}
         for name, topic in metadata.topics.items():
             for pid, part in topic.partitions.items():
                 partitions[(name, pid)] = PartitionMeta(
                     leader=part.leader, replicas=tuple(part.replicas), isr=tuple(part.isrs))
-        if self._polls % CONFIG_EVERY_N_POLLS == 0 or set(self._configs) != set(metadata.topics):
-            self._configs = self._describe_configs(list(metadata.topics))
+        refresh = self._polls % CONFIG_EVERY_N_POLLS == 0 or set(self._configs) != set(metadata.topics)
         self._polls += 1
-        offsets = self._offsets(list(partitions))
-        claims: Claims = {}
-        ends: dict[Key, dict[int, ReplicaEnd]] = {}
-        epoch_ends: dict[Key, dict[int, EpochEnd]] = {}
-        if self.probe_brokers and self._link_settings is not None:
-            claims, ends = self._probe(brokers)
-            epoch_ends = self._epoch_ends(partitions, ends)
+        probing = self.probe_brokers and self._link_settings is not None
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="kinspect-poll") as pool:
+            configs = pool.submit(self._describe_configs, list(metadata.topics)) if refresh else None
+            offsets = pool.submit(self._offsets, list(partitions))
+            probe = pool.submit(self._probe, brokers) if probing else None
+            if configs is not None:
+                self._configs = configs.result()
+            claims, ends = probe.result() if probe is not None else ({}, {})
+            epoch_ends = self._epoch_ends(partitions, ends) if probing else {}
+            found = offsets.result()
         view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
-                          partitions=partitions, configs=dict(self._configs), offsets=offsets,
+                          partitions=partitions, configs=dict(self._configs), offsets=found,
                           polled_at_ms=polled_at, replica_ends=ends, epoch_ends=epoch_ends)
         return view, claims
 

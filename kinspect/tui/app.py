@@ -120,6 +120,8 @@ class KinspectApp(ActingApp):
         self.main.query_one(EventLog).styles.height = max(7, tall // 4) if tall >= 30 else 4
         self.main.query_one("#consumer-groups").styles.max_height = (
             8 if tall >= 40 else 5 if tall >= 30 else 3)
+        # the sparklines only where there is room: below 40 lines the counts and the live figure
+        self.main.query_one(LoadPanel).styles.height = 8 if tall >= 40 else 5
 
     @property
     def partitions(self) -> PartitionPanel:

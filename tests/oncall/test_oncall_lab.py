@@ -118,6 +118,7 @@ def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_
     status, password = sasl_lab()
     sasl = status["sasl"]
     assert password not in json.dumps(status)
+    create_topics(status["bootstrap"], {"sasl-probe": 2})  # replicas for the brokers to answer
     (tmp_path / "pw").write_text(password)
     config = tmp_path / "config.toml"
     write_profile(config, sasl["bootstrap"], status["zookeeper"], mechanism)

@@ -6,7 +6,7 @@ import importlib
 import sys
 
 SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.lag", "bench.postmortem",
-          "bench.backends", "bench.attribution", "bench.snapshot")
+          "bench.backends", "bench.attribution", "bench.snapshot", "bench.recording")
 
 
 def main(argv: list[str] | None = None) -> int:

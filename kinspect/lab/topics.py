@@ -106,7 +106,9 @@ def balance_leaders(bootstrap: str, timeout_s: float = 30.0) -> str | None:
         return f"no answer from the controller in {timeout_s:.0f} s"
     failed = []
     for partition, error in (results or {}).items():
-        code = error.args[0] if error is not None and error.args else None
+        # a KafkaError itself (confluent-kafka 2.16), or a KafkaException wrapping one
+        code = error if isinstance(error, KafkaError) else (
+            error.args[0] if error is not None and getattr(error, "args", None) else None)
         if isinstance(code, KafkaError) and code.code() != KafkaError.ELECTION_NOT_NEEDED:
             failed.append(f"{partition.topic}-{partition.partition}: {code.str()}")
     if failed:

@@ -361,9 +361,10 @@ class Recorder:
 
     def _finish(self) -> None:
         try:
+            self._detach(max(self._last_t, now_ms()))  # syncs the open segment: before closing
             if self._segment is not None:
                 self._segment.close()
-            self._detach(max(self._last_t, now_ms()))
+                self._segment = None
             _write_json(self.root / META_FILE, {**self._meta, "ended_at_ms": now_ms()})
         except OSError as exc:
             self.error = f"recording stopped: {error_line(exc)}"

@@ -188,10 +188,11 @@ def replica_log_text(p: PartitionInfo, log: ReplicaLog) -> Text:
         return Text(f"{broker}:{log.log_end:,}", "bold")
     if log.lag is None:
         return Text(f"{broker}:?", "dim")
-    if log.lag == 0:  # caught up: not "log end 0"
-        return Text(f"{broker}:✓", "dim")
-    if log.lag < 0:  # ahead of the leader without a known divergence: worth a look
+    stale = log.epoch is not None and p.leader_epoch is not None and log.epoch < p.leader_epoch
+    if log.lag < 0 and stale:  # ahead of the leader at an older epoch: a cut-off old leader
         return Text(f"{broker}:+{-log.lag:,}", DIVERGED_STYLE)
+    if log.lag <= 0:  # caught up (a follower asked a moment after the leader may read ahead)
+        return Text(f"{broker}:✓", "dim")
     return Text(f"{broker}:-{log.lag:,}", "yellow")
 
 

@@ -142,3 +142,21 @@ def test_not_a_recording_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "recording" / "seg-0000000000001.jsonl.gz").write_bytes(b"garbage")
     with pytest.raises(KinspectError, match="no readable recording"):
         open_recording(tmp_path)
+
+
+def test_a_run_still_attached_when_the_session_ends_gets_its_copy(tmp_path: Path) -> None:
+    """Quitting during a load: the run's copy is made before the open segment is closed
+    (closing first left a finished gzip stream to flush, and the copy was never made)."""
+    from tests.unit.recording_story import story
+
+    snaps = story(20)
+    run = tmp_path / "run"
+    run.mkdir()
+    recorder = Recorder(tmp_path / "session", keyframe_s=10, flush_s=0.05)
+    recorder.attach_run(run, t=snaps[0][0].taken_at)
+    for s, events in snaps:
+        recorder.snapshot(s, events)
+    recorder.close()
+    assert recorder.error is None
+    rec = open_recording(run)
+    assert rec.frame(rec.locate(rec.end_ms)).snapshot == snaps[-1][0]

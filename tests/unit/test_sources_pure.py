@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 from kafka.protocol.metadata import MetadataResponse
+from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochResponse
 
-from kinspect.clients.wire import BrokerClaim, claims_from, connection_settings
+from kinspect.clients.wire import BrokerClaim, ask_epoch_ends, claims_from, connection_settings
 from kinspect.errors import KinspectError
-from kinspect.model import PartitionStateZ
+from kinspect.model import EpochEnd, PartitionStateZ
 from kinspect.sources.claims import merge_claims
 from tests.unit.model_fixtures import T0, broker_view, zk_view
 
@@ -48,3 +50,35 @@ def test_rogue_self_claim_wins_the_broker_view() -> None:
     agreeing = merge_claims(view, {1: claims[1]}, zk)
     assert agreeing.partitions[("test1", 0)].leader == 1
     assert merge_claims(view, {}, zk) is view
+
+
+class FakeLeader:
+    """Stands in for a leader answering OffsetsForLeaderEpoch from a fixed epoch history (no
+    broker here): epoch 0 ends at 100, epoch 2 at 250, epoch 3 is the current one."""
+
+    ends = {0: 100, 2: 250}
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    def ask(self, request: Any, timeout_s: float = 1.0) -> Any:
+        self.requests.append(request)
+        topics = []
+        for topic, parts in request.topics:
+            answers = []
+            for partition, _current, epoch in parts:
+                found = max((e for e in self.ends if e <= epoch), default=-1)
+                answers.append((0, partition, found, self.ends.get(found, -1)))
+            topics.append((topic, answers))
+        return OffsetForLeaderEpochResponse[3](throttle_time_ms=0, topics=topics)
+
+
+def test_epoch_ends_ask_each_partition_once_per_request() -> None:
+    leader = FakeLeader()
+    out = ask_epoch_ends(leader, {("t", 0): [0, 1], ("t", 1): [2]})  # type: ignore[arg-type]
+    assert out == {("t", 0): {0: EpochEnd(0, 100), 1: EpochEnd(0, 100)},
+                   ("t", 1): {2: EpochEnd(2, 250)}}
+    for request in leader.requests:  # a partition twice in one request is not answered twice
+        keys = [(topic, p[0]) for topic, parts in request.topics for p in parts]
+        assert len(keys) == len(set(keys))
+    assert len(leader.requests) == 2

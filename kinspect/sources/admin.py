@@ -67,12 +67,12 @@ def _list_offsets(admin: AdminClient, keys: list[Key], spec: int, timeout: float
 
 
 def _answers(future: Future[dict[TopicPartition, Any]], deadline: float) -> dict[Key, Any]:
-    """The ListOffsets results by partition; a failed partition (or a failed request) is left
-    out: its offsets are unknown, not zero. No answer by `deadline` fails the poll, as any
-    call does."""
+    """The ListOffsets results by partition; a failed partition, a failed request or no answer
+    by `deadline` is left out: its offsets are unknown, not zero, and the rest of the poll (who
+    leads, the ISR) still counts, as when ZooKeeper is down and a broker is slow to answer."""
     try:
         answers = _result(future, max(0.01, deadline - time.monotonic()))
-    except KafkaException:
+    except (KafkaException, TimeoutError):
         return {}
     return {(tp.topic, tp.partition): info for tp, info in answers.items()
             if not isinstance(info, KafkaError)}
@@ -236,7 +236,7 @@ class AdminSource:
         if not keys:
             return {}
         asked = [_list_offsets(self._admin, keys, spec, self.timeout_s) for spec in SPECS]
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + self.timeout_s + 1.0  # librdkafka's own timeout first
         high, low = (_answers(future, deadline) for future in asked)
         out = {}
         for key in keys:

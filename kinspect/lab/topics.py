@@ -11,7 +11,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from kinspect.clients.kafka import quiet_admin
+from kinspect.clients.kafka import AuthWatch, list_topics, quiet_admin
 from kinspect.clients.wire import ask_metadata
 from kinspect.errors import KinspectError
 
@@ -38,8 +38,8 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
                   config: Mapping[str, str] | None = None, timeout_s: float = 30.0) -> list[str]:
     """Create missing topics; return the names created (existing ones are left alone)."""
     admin = quiet_admin(bootstrap, **{"socket.timeout.ms": 10000})
-    try:
-        existing = set(admin.list_topics(timeout=timeout_s).topics)
+    try:  # asked again until the deadline: a cluster just up may answer "Partial response"
+        existing = set(list_topics(admin, AuthWatch(bootstrap), timeout_s).topics)
     except KafkaException as exc:
         reason = exc.args[0].str()
         raise KinspectError(f"cannot reach the brokers at {bootstrap}: {reason}") from None

@@ -21,7 +21,8 @@ MEMORY = re.compile(r"^[1-9]\d*[kmgtKMGT]?$")
 def register(commands: Any) -> None:
     pm = commands.add_parser("postmortem", help="PySpark post-mortem of a run dir: acked but lost, "
                              "attribution, election timeline")
-    pm.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run dir after `kinspect verify`")
+    pm.add_argument("run_dir", type=Path, metavar="RUN_DIR", nargs="?",
+                    help="a run dir after `kinspect verify`")
     pm.add_argument("--json", action="store_true", help="exactly the report JSON on stdout")
     pm.add_argument("--master", default="local[2]",
                     help="Spark master: local[2] (default), local[*], spark://host:7077, ...")
@@ -32,13 +33,22 @@ def register(commands: Any) -> None:
                     help="extra Spark setting, as spark-submit takes it (repeatable)")
     pm.add_argument("--verbose", action="store_true", help="let Spark's own logging through")
     pm.add_argument("--no-chart", action="store_true", help="skip timeline.png")
+    pm.add_argument("--serve", action="store_true",
+                    help="keep a warm Spark engine running for this KINSPECT_HOME: later "
+                    "post-mortems (CLI, TUI m, scenarios) start at once (the TUI starts one)")
+    pm.add_argument("--parent", type=int, metavar="PID", help=argparse.SUPPRESS)
+    pm.add_argument("--cold", action="store_true",
+                    help="start a Spark session of its own even when a warm engine runs")
     pm.set_defaults(handler=cmd_postmortem)
 
 
 def cmd_postmortem(args: argparse.Namespace) -> int:
-    from kinspect.postmortem import run_postmortem
     from kinspect.postmortem.report import summary
 
+    if args.serve:
+        return _serve(args)
+    if args.run_dir is None:
+        raise KinspectError("RUN_DIR is missing (or --serve for a warm engine)")
     existing_dir(args.run_dir, "RUN_DIR")
     if not MASTER.match(args.master):
         raise KinspectError(f"--master {args.master!r} is not a Spark master (local[2], local[*],"
@@ -52,11 +62,38 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise KinspectError(f"--conf wants KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
-    report = run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
-                            progress=progress, chart=not args.no_chart,
-                            memory=args.driver_memory, conf=conf)
+    report = _postmortem(args, conf)
     if args.json:
         print(json.dumps(report))
     else:
         print(summary(report))
     return 0
+
+
+def _postmortem(args: argparse.Namespace, conf: dict[str, str]) -> dict[str, Any]:
+    """On the warm engine when one runs with the same master (and no session settings asked
+    for), else on a session of its own: the same job either way."""
+    from kinspect.postmortem import run_postmortem
+    from kinspect.postmortem.engine_client import engine_status, postmortem_on_engine
+
+    plain = not (args.cold or conf or args.verbose or args.driver_memory != "2g")
+    engine = engine_status() if plain else None
+    if engine is not None and engine.usable and engine.master == args.master:
+        progress(f"on the warm Spark engine (pid {engine.pid}, {engine.state})")
+        return postmortem_on_engine(args.run_dir, args.out, not args.no_chart, progress)
+    return run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
+                          progress=progress, chart=not args.no_chart,
+                          memory=args.driver_memory, conf=conf)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from kinspect.postmortem.engine import serve
+    from kinspect.postmortem.engine_client import engine_socket, engine_status
+
+    if not MASTER.match(args.master):
+        raise KinspectError(f"--master {args.master!r} is not a Spark master")
+    running = engine_status()
+    if running is not None:
+        raise KinspectError(f"a warm engine already runs for this KINSPECT_HOME (pid "
+                            f"{running.pid}, {running.state})")
+    return serve(engine_socket(), args.master, args.driver_memory, args.parent, progress)

@@ -32,6 +32,7 @@ from kinspect.target import ClusterTarget
 from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
+from kinspect.tui.engine_keeper import EngineChanged, EngineKeeper
 from kinspect.tui.feed import Feed, FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
 from kinspect.tui.load_panel import LoadPanel
 from kinspect.tui.messages import LoadStarted, ReportReady, Said
@@ -64,9 +65,11 @@ class KinspectApp(ActingApp):
     PARTITION_VIEW: ClassVar[type[Widget]] = PartitionView  # bench/ swaps in the old table
 
     def __init__(self, feed: Feed, console: Console | None = None, no_confirm: bool = False,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, engine: EngineKeeper | None = None,
+                 ) -> None:
         super().__init__()
         self.feed, self.no_confirm, self.clock = feed, no_confirm, clock
+        self.engine, self.engine_state = engine, ""  # the warm Spark engine, for m
         self.lab_console = console or ReadOnlyConsole()
         self.snapshot: ClusterSnapshot | None = None
         self.lab: LabState | None = None
@@ -111,6 +114,8 @@ class KinspectApp(ActingApp):
         self.main.query_one("#partitions").focus()
         self.set_interval(1.0, self._render_header)
         self.start_feed()
+        if self.engine is not None:
+            self.keep_engine()
 
     def on_resize(self, event: Resize) -> None:
         """Small terminals favour partitions; tall ones give the event log more lines."""
@@ -136,8 +141,23 @@ class KinspectApp(ActingApp):
     def start_feed(self) -> None:
         self.feed.start(self.post_message)
 
+    @work(thread=True, exclusive=True, group="engine")
+    def keep_engine(self) -> None:
+        if self.engine is not None:
+            self.engine.run(self.post_message)
+
     def on_unmount(self) -> None:
         self.feed.stop()
+        if self.engine is not None:
+            self.engine.stop()
+
+    @on(EngineChanged)
+    def engine_changed(self, message: EngineChanged) -> None:
+        self.engine_state = message.state
+        if message.state == "failed":
+            self.notify(f"the warm Spark engine did not start ({message.detail}); m starts Spark "
+                        "itself", severity="warning", timeout=10)
+        self._render_header()
 
     # ----- data in ---------------------------------------------------------------------
 
@@ -229,7 +249,8 @@ class KinspectApp(ActingApp):
             return
         title = self.feed.title + ("  read-only" if self.read_only_reason else "")
         self.main.query_one("#header", Static).update(
-            header_text(self.snapshot, int(self.clock() * 1000), title, self.problems))
+            header_text(self.snapshot, int(self.clock() * 1000), title, self.problems,
+                        self.engine_state))
 
     def _render_side(self) -> None:
         self.main.query_one(LoadPanel).show(self.load)
@@ -335,7 +356,7 @@ def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
                     expected=cluster.expected_brokers, title=redact(cluster.label),
                     admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None)
     if cluster.lab is not None:
-        KinspectApp(feed, LabConsole(), no_confirm=no_confirm).run()
+        KinspectApp(feed, LabConsole(), no_confirm=no_confirm, engine=EngineKeeper()).run()
         say_running_loads(cluster.bootstrap)
         return 0
     reason = (f"fault keys act only on a lab kinspect started; {redact(cluster.label)} is not "

@@ -42,6 +42,7 @@ def sep(text: Text, mark: str = "│") -> Text:
     return text.append(" ", PAD_STYLE).append(mark, SEP_STYLE).append(" ", PAD_STYLE)
 
 DIVERGED_STYLE = "bold magenta"
+ENGINE_STYLES = {"starting": "yellow", "ready": "green", "busy": "bold cyan", "failed": "red"}
 
 
 def clock_text(ts_ms: int) -> str:
@@ -54,8 +55,9 @@ def _ids(values: tuple[int, ...]) -> str:
 
 
 def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
-                problems: tuple[str, ...] = ()) -> Text:
-    """One line: where we are, who controls it, how fresh the picture is, what is failing."""
+                problems: tuple[str, ...] = (), engine: str = "") -> Text:
+    """One line: where we are, who controls it, how fresh the picture is, what is failing
+    (and, beside a lab, whether the warm Spark engine for m is ready)."""
     text = Text.assemble(("kinspect ", "bold"), (title, "bold cyan"))
     if snapshot is None:
         text.append("  connecting…", "yellow")
@@ -83,6 +85,10 @@ def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
         text.append(f"STALE {age / 1000:.0f} s", "bold white on red")
     else:
         text.append(f"{age / 1000:.1f} s ago", "dim")
+    if engine:
+        sep(text)
+        text.append("spark ", "dim")
+        text.append(engine, ENGINE_STYLES.get(engine, "dim"))
     return _failing(text, problems)
 
 

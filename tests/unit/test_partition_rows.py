@@ -64,3 +64,11 @@ def test_header_keeps_words_apart() -> None:
     snapshot = demo_snapshot()
     plain = header_text(snapshot, snapshot.taken_at + 700, "lab").plain
     assert "ZK connected │ admin ok │ 0.7 s ago" in plain
+
+
+def test_header_says_whether_the_warm_engine_is_ready() -> None:
+    snapshot = demo_snapshot()
+    assert "spark" not in header_text(snapshot, snapshot.taken_at, "lab").plain
+    for state in ("starting", "ready", "busy", "failed"):
+        plain = header_text(snapshot, snapshot.taken_at + 700, "lab", engine=state).plain
+        assert plain.endswith(f"0.7 s ago │ spark {state}")

@@ -1,83 +1,236 @@
-"""Our load generator against Kafka's own ProducerPerformance: same topic, size, acks; unthrottled.
+"""Our load generator beside kcat (librdkafka in C) and Kafka's ProducerPerformance.
 
-ProducerPerformance counts a record when its callback fires; so do we, and we also write every
-report to the Parquet ledger. Both rates are records acknowledged per second of sending.
+    python -m bench.producer [--count 500000] [--rounds 3] [--producers 1,2]
+                             [--rss 1000000,10000000]
+
+Same topic (6 partitions, RF 3), same count and size (100 B), acks=all and the same batching
+for all three: linger.ms=5, batch.size=1000000 (librdkafka's default, given to the Java client
+too), and for the two librdkafka clients batch.num.messages=10000 and
+queue.buffering.max.messages=200000 (what kinspect sets). kcat writes no ledger; ours records
+every delivery report in the Parquet ledger. Rounds alternate the tools, medians are reported.
+
+kcat's rate is count / its wall time (process start included, a few ms); ours is acknowledged
+/ (last ack - first send) from the ledger's footers, and also acknowledged / wall time of
+`kinspect load run` (Python start and the summary included). ProducerPerformance reports its
+own. `--rss` runs `kinspect load run` at each count and samples the resident memory of its
+process tree (runner + workers) every 100 ms.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from confluent_kafka import Consumer, TopicPartition
 
-from bench.lab import bench_lab, kinspect
+from bench.lab import bench_lab
 from kinspect.lab.dist import ensure
 from kinspect.lab.topics import create_topics
-from kinspect.load.ledger import read_ledger
 
 TOPIC, PARTITIONS, SIZE = "bench-load", 6, 100
-_RATE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
+BATCHING = {"linger.ms": "5", "batch.size": "1000000"}
+LIBRDKAFKA = {**BATCHING, "batch.num.messages": "10000", "queue.buffering.max.messages": "200000"}
 
 
-def producer_performance(bootstrap: str, acks: str, count: int) -> float:
+def high_watermarks(bootstrap: str) -> int:
+    """The topic's messages in all (sum of high watermarks): what a run really added."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kinspect-bench",
+                         "enable.auto.commit": False})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
+                   for p in range(PARTITIONS))
+    finally:
+        consumer.close()
+
+
+def kcat(bootstrap: str, count: int, payload: Path) -> float:
+    """kcat -P from a file of `count` lines of SIZE bytes; msg/s over its wall time."""
+    before = high_watermarks(bootstrap)
+    options = [arg for k, v in {"acks": "all", **LIBRDKAFKA}.items() for arg in ("-X", f"{k}={v}")]
+    with payload.open("rb") as lines:
+        started = time.perf_counter()
+        proc = subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", TOPIC, *options],
+                              stdin=lines, capture_output=True, text=True, timeout=600)
+        wall = time.perf_counter() - started
+    added = high_watermarks(bootstrap) - before
+    if proc.returncode != 0 or added != count:
+        raise SystemExit(f"bench: kcat wrote {added} of {count}: {proc.stderr[-500:]}")
+    return count / wall
+
+
+def producer_performance(bootstrap: str, count: int) -> float:
+    import re
+
+    props = [f"{k}={v}" for k, v in {"bootstrap.servers": bootstrap, "acks": "all",
+                                     **BATCHING}.items()]
     command = ensure().tool_command(
         "org.apache.kafka.tools.ProducerPerformance", "--topic", TOPIC, "--num-records",
         str(count), "--record-size", str(SIZE), "--throughput", "-1", "--producer-props",
-        f"bootstrap.servers={bootstrap}", f"acks={acks}", heap="512m")
+        *props, heap="512m")
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
-    match = _RATE.findall(out)
+    match = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
     if not match:
         raise SystemExit(f"bench: cannot read ProducerPerformance output:\n{out[-500:]}")
     return float(match[-1][1])
 
 
-def ours(acks: str, count: int, producers: int) -> dict[str, Any]:
+def ledger_span_ms(run_dir: Path) -> int:
+    """Last ack - first send over every chunk, from the footers' statistics alone."""
+    first, last = None, None
+    for path in (run_dir / "ledger").glob("p*.parquet"):
+        meta = pq.read_metadata(path)
+        names = meta.schema.to_arrow_schema().names
+        for group in range(meta.num_row_groups):
+            send = meta.row_group(group).column(names.index("send_ts")).statistics
+            ack = meta.row_group(group).column(names.index("ack_ts")).statistics
+            if send is not None and send.has_min_max:
+                first = send.min if first is None else min(first, send.min)
+            if ack is not None and ack.has_min_max:
+                last = ack.max if last is None else max(last, ack.max)
+    return (last - first) if first is not None and last is not None else 0
+
+
+def load_command(count: int, producers: int, run_dir: Path) -> list[str]:
+    options = [arg for k, v in LIBRDKAFKA.items() for arg in ("-X", f"{k}={v}")
+               if k != "queue.buffering.max.messages"]  # kinspect's own setting already
+    return [sys.executable, "-m", "kinspect", "load", "run", "--topic", TOPIC, "--acks", "all",
+            "--count", str(count), "--rate", "max", "--producers", str(producers), "--size",
+            str(SIZE), "--no-timeline", "--json", "--run-dir", str(run_dir), *options]
+
+
+def ours(count: int, producers: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kinspect-bench-run-") as tmp:
         run_dir = Path(tmp) / "run"
         started = time.perf_counter()
-        summary = json.loads(kinspect("load", "run", "--topic", TOPIC, "--acks", acks, "--count",
-                                      str(count), "--rate", "max", "--producers", str(producers),
-                                      "--size", str(SIZE), "--no-timeline", "--json",
-                                      "--run-dir", str(run_dir)))
+        proc = subprocess.run(load_command(count, producers, run_dir), capture_output=True,
+                              text=True, timeout=1800)
         wall = time.perf_counter() - started
-        ledger = read_ledger(run_dir)
-        span_ms = pc.max(ledger["ack_ts"]).as_py() - pc.min(ledger["send_ts"]).as_py()
+        if proc.returncode != 0:
+            raise SystemExit(f"bench: kinspect load run failed: {proc.stderr[-500:]}")
+        summary = json.loads(proc.stdout)
+        span_ms = ledger_span_ms(run_dir)
     acked = int(summary["acked"])
-    return {"acked": acked, "failed": summary["failed"], "unknown": summary["unknown"],
-            "rate": acked / max(span_ms / 1000, 1e-3), "wall_rate": acked / wall}
+    if acked != count:
+        raise SystemExit(f"bench: kinspect acknowledged {acked} of {count}: {summary}")
+    return {"rate": acked / max(span_ms / 1000, 1e-3), "wall_rate": acked / wall}
+
+
+def _tree(root: int) -> list[int]:
+    """root and every descendant, from /proc (no psutil needed)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def peak_rss(count: int, producers: int) -> dict[str, Any]:
+    """`kinspect load run` at `count`: peak RSS of its tree (sum) and of its largest process."""
+    with tempfile.TemporaryDirectory(prefix="kinspect-bench-rss-") as tmp:
+        started = time.perf_counter()
+        proc = subprocess.Popen(load_command(count, producers, Path(tmp) / "run"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        peak = {"tree": 0, "largest": 0}
+
+        def sample() -> None:
+            while proc.poll() is None:
+                sizes = [_rss_kb(pid) for pid in _tree(proc.pid)]
+                peak["tree"] = max(peak["tree"], sum(sizes))
+                peak["largest"] = max(peak["largest"], max(sizes, default=0))
+                time.sleep(0.1)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        out, err = proc.communicate(timeout=3600)
+        sampler.join()
+        if proc.returncode != 0:
+            raise SystemExit(f"bench: kinspect load run failed: {err.decode()[-500:]}")
+    summary = json.loads(out)
+    return {"count": count, "acked": summary["acked"], "tree_mb": peak["tree"] / 1024,
+            "largest_mb": peak["largest"] / 1024, "wall_s": time.perf_counter() - started}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.producer")
-    parser.add_argument("--count", type=int, default=1_000_000)
-    parser.add_argument("--producers", type=int, default=2)
+    parser.add_argument("--count", type=int, default=500_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--producers", default="1,2", help="kinspect's producer counts")
+    parser.add_argument("--no-java", action="store_true", help="skip ProducerPerformance")
+    parser.add_argument("--rss", default="", help="counts to measure peak RSS at, e.g. 1000000")
     args = parser.parse_args(argv)
-    rows = []
-    with bench_lab() as lab:
-        create_topics(lab["bootstrap"], {TOPIC: PARTITIONS})
-        for acks in ("1", "all"):
-            print(f"bench: acks={acks}: ProducerPerformance …", file=sys.stderr)
-            java = producer_performance(lab["bootstrap"], acks, args.count)
-            print(f"bench: acks={acks}: kinspect load run ({args.producers} producers) …",
-                  file=sys.stderr)
-            mine = ours(acks, args.count, args.producers)
-            rows.append((acks, java, mine))
-    print(f"\n## Load generator vs ProducerPerformance ({args.count:,} x {SIZE} B, "
-          f"{PARTITIONS} partitions, RF 3, unthrottled)")
-    print("| acks | ProducerPerformance msg/s | kinspect msg/s (ledger span) | ratio | "
-          "kinspect incl. process start |")
-    print("|---|---|---|---|---|")
-    for acks, java, mine in rows:
-        print(f"| {acks} | {java:,.0f} | {mine['rate']:,.0f} | {mine['rate'] / java:.0%} | "
-              f"{mine['wall_rate']:,.0f} |")
+    producer_counts = [int(p) for p in args.producers.split(",") if p]
+    rates: dict[str, list[float]] = {}
+    walls: dict[str, list[float]] = {}
+    rss = []
+    with bench_lab() as lab, tempfile.TemporaryDirectory(prefix="kinspect-bench-kcat-") as tmp:
+        bootstrap = lab["bootstrap"]
+        create_topics(bootstrap, {TOPIC: PARTITIONS})
+        payload = Path(tmp) / "payload"
+        payload.write_bytes((b"x" * SIZE + b"\n") * args.count)
+        for round_ in range(args.rounds):
+            print(f"bench: round {round_ + 1}/{args.rounds}: kcat …", file=sys.stderr)
+            rates.setdefault("kcat", []).append(kcat(bootstrap, args.count, payload))
+            for producers in producer_counts:
+                name = f"kinspect, {producers} producer{'s' if producers > 1 else ''}"
+                print(f"bench: round {round_ + 1}: {name} …", file=sys.stderr)
+                mine = ours(args.count, producers)
+                rates.setdefault(name, []).append(mine["rate"])
+                walls.setdefault(name, []).append(mine["wall_rate"])
+            if not args.no_java:
+                print(f"bench: round {round_ + 1}: ProducerPerformance …", file=sys.stderr)
+                rates.setdefault("ProducerPerformance", []).append(
+                    producer_performance(bootstrap, args.count))
+        for count in [int(c) for c in args.rss.split(",") if c]:
+            print(f"bench: peak RSS of kinspect load run at {count:,} …", file=sys.stderr)
+            rss.append(peak_rss(count, 1))
+    kcat_rate = statistics.median(rates["kcat"])
+    print(f"\n## Producers side by side ({args.count:,} x {SIZE} B, {PARTITIONS} partitions, "
+          f"RF 3, acks=all, median of {args.rounds})")
+    print("| client | msg/s | of kcat | msg/s incl. process start | runs |")
+    print("|---|---:|---:|---:|---|")
+    for name, values in rates.items():
+        rate = statistics.median(values)
+        wall = f"{statistics.median(walls[name]):,.0f}" if name in walls else "-"
+        runs = ", ".join(f"{v / 1000:.0f}k" for v in values)
+        print(f"| {name} | {rate:,.0f} | {rate / kcat_rate:.0%} | {wall} | {runs} |")
+    if rss:
+        print("\n| `kinspect load run`, 1 producer | peak RSS, process tree | largest process | "
+              "wall |")
+        print("|---|---:|---:|---:|")
+        for row in rss:
+            print(f"| {row['count']:,} messages | {row['tree_mb']:,.0f} MB | "
+                  f"{row['largest_mb']:,.0f} MB | {row['wall_s']:.0f} s |")
     return 0
 
 

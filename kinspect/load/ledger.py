@@ -23,13 +23,19 @@ close lowers the mark to the last seq sent. The mark file also names the run, to
 so a producer killed before its first chunk is still read. Its name starts with `_`, as
 Parquet's own side files do, so Arrow, Spark or pandas reading ledger/ as a dataset skip it.
 Ids are `<run>-<producer>-<seq>`: the run id keeps a topic used twice from mixing two runs.
+
+Memory stays flat however long the run: the writer holds only the rows since its last chunk
+(at most FLUSH_EVERY_ROWS plus one batch), as Arrow column batches. Each seq gets exactly one
+row — its delivery report, its refusal by a full buffer, or 'unknown' at close — and
+`read_ledger` synthesizes only seqs with no row, so a reader can count rows instead of
+deduplicating ids (runstats.ledger_totals streams the summary that way).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +59,10 @@ LEDGER_SCHEMA = pa.schema([
     ("status", pa.string()), ("error", pa.string()), ("send_ts", pa.int64()),
     ("ack_ts", pa.int64()),
 ])
+# What the writer buffers: the rest (id, producer, topic) is the same for a whole chunk.
+_BODY = pa.schema([f for f in LEDGER_SCHEMA if f.name not in ("id", "producer", "topic")])
+ACKED, FAILED, UNKNOWN = 0, 1, 2  # status codes of `LedgerWriter.append`
+STATUS_NAMES = pa.array(["acked", "failed", "unknown"])
 
 
 def ledger_dir(run_dir: Path) -> Path:
@@ -95,7 +105,9 @@ def read_marks(run_dir: Path) -> dict[int, LedgerMark]:
 
 
 class LedgerWriter:
-    """Column buffers on the hot path; Arrow and Parquet only at flush time."""
+    """Rows arrive as column batches (`append`, the worker's path: one call per few thousand
+    reports) or one by one (`record`); Arrow and Parquet only at flush time. A chunk holds at
+    most FLUSH_EVERY_ROWS rows (plus one batch), so memory does not grow with the run."""
 
     def __init__(self, run_dir: Path, producer: int, topic: str, acks: str, run_id: str = "") -> None:
         self.dir = ledger_dir(run_dir)
@@ -106,6 +118,8 @@ class LedgerWriter:
         self.written_upto = -1  # sent_upto as the last chunk on disk says it
         self.last_flush_ms = 0
         self.granted = -1  # the write-ahead mark: seqs up to here may have been sent
+        self._batches: list[pa.RecordBatch] = []
+        self._batched = 0  # rows in _batches
         self._reset()
         self._mark_fd = self._create_mark(run_dir)
 
@@ -133,14 +147,19 @@ class LedgerWriter:
         self.epoch: list[int | None] = []
         self.status: list[str] = []
         self.error: list[str | None] = []
-        self.send_ts: list[int] = []
+        self.send_ts: list[int | None] = []
         self.ack_ts: list[int | None] = []
 
-    def note_sent(self, seq: int, _send_ts: int) -> None:
+    @property
+    def pending(self) -> int:
+        """Rows not yet in a chunk."""
+        return self._batched + len(self.seq)
+
+    def note_sent(self, seq: int, _send_ts: int = 0) -> None:
         self.sent_upto = seq
 
     def record(self, seq: int, partition: int, offset: int, leader_epoch: int | None,
-               status: str, error: str | None, send_ts: int, ack_ts: int | None) -> None:
+               status: str, error: str | None, send_ts: int | None, ack_ts: int | None) -> None:
         self.seq.append(seq)
         self.partition.append(partition)
         self.offset.append(offset)
@@ -150,33 +169,64 @@ class LedgerWriter:
         self.send_ts.append(send_ts)
         self.ack_ts.append(ack_ts)
 
+    def append(self, seqs: Any, partitions: Any, offsets: Any, epochs: Any, status: Any,
+               errors: Sequence[str | None] | None, send_ts: Any, ack_ts: Any) -> None:
+        """A batch of rows in report order. `status`: codes (ACKED, FAILED, UNKNOWN); offsets
+        and epochs may hold None or negatives (none known: -1 and null) or be None for all;
+        `errors` None when no row failed; `ack_ts` None when no row was answered."""
+        self._seal()
+        n = len(seqs)
+
+        def column(values: Any, kind: pa.DataType) -> pa.Array:
+            return pa.array(values, kind) if values is not None else pa.nulls(n, kind)
+
+        offset, epoch = column(offsets, pa.int64()), column(epochs, pa.int32())
+        self._add(pa.record_batch([
+            pa.array(seqs, pa.int64()), pa.array(partitions, pa.int32()),
+            pc.fill_null(pc.if_else(pc.less(offset, 0), -1, offset), -1),
+            pc.if_else(pc.less(epoch, 0), pa.scalar(None, pa.int32()), epoch),
+            pc.take(STATUS_NAMES, pa.array(status, pa.int8())),
+            column(errors, pa.string()), column(send_ts, pa.int64()), column(ack_ts, pa.int64()),
+        ], schema=_BODY))
+
+    def _add(self, batch: pa.RecordBatch) -> None:
+        self._batches.append(batch)
+        self._batched += batch.num_rows
+
+    def _seal(self) -> None:
+        """Rows given one by one become a batch, keeping the order rows arrived in."""
+        if not self.seq:
+            return
+        self._add(pa.record_batch([
+            pa.array(self.seq, pa.int64()), pa.array(self.partition, pa.int32()),
+            pa.array(self.offset, pa.int64()), pa.array(self.epoch, pa.int32()),
+            pa.array(self.status, pa.string()), pa.array(self.error, pa.string()),
+            pa.array(self.send_ts, pa.int64()), pa.array(self.ack_ts, pa.int64()),
+        ], schema=_BODY))
+        self._reset()
+
     def maybe_flush(self, now_ms: int) -> None:
-        if now_ms - self.last_flush_ms >= FLUSH_EVERY_MS or len(self.seq) >= FLUSH_EVERY_ROWS:
+        if now_ms - self.last_flush_ms >= FLUSH_EVERY_MS or self.pending >= FLUSH_EVERY_ROWS:
             self.flush(now_ms)
 
     def flush(self, now_ms: int = 0) -> None:
         self.last_flush_ms = now_ms
-        if not self.seq and self.chunk > 0 and self.sent_upto == self.written_upto:
+        if not self.pending and self.chunk > 0 and self.sent_upto == self.written_upto:
             return
-        n = len(self.seq)
-        prefix = id_prefix(self.run_id, self.producer)
-        table = pa.table({
-            "id": pa.array([prefix + str(s) for s in self.seq], pa.string()),
-            "producer": pa.array([self.producer] * n, pa.int32()),
-            "seq": pa.array(self.seq, pa.int64()),
-            "topic": pa.array([self.topic] * n, pa.string()),
-            "partition": pa.array(self.partition, pa.int32()),
-            "offset": pa.array(self.offset, pa.int64()),
-            "leader_epoch": pa.array(self.epoch, pa.int32()),
-            "status": pa.array(self.status, pa.string()),
-            "error": pa.array(self.error, pa.string()),
-            "send_ts": pa.array(self.send_ts, pa.int64()),
-            "ack_ts": pa.array(self.ack_ts, pa.int64()),
-        }, schema=LEDGER_SCHEMA).replace_schema_metadata({
+        self._seal()
+        body = pa.Table.from_batches(self._batches, schema=_BODY)
+        prefix = pa.scalar(id_prefix(self.run_id, self.producer))
+        ids = pc.binary_join_element_wise(prefix, pc.cast(body["seq"], pa.string()), "")
+        n = body.num_rows
+        table = body.add_column(0, "id", ids).add_column(
+            1, "producer", pa.repeat(pa.scalar(self.producer, pa.int32()), n)).add_column(
+            3, "topic", pa.repeat(pa.scalar(self.topic, pa.string()), n))
+        refused = pc.sum(pc.equal(table["error"], QUEUE_FULL)).as_py() or 0
+        table = table.cast(LEDGER_SCHEMA).replace_schema_metadata({
             "kinspect.sent_upto": str(self.sent_upto), "kinspect.acks": self.acks,
             "kinspect.topic": self.topic, "kinspect.run": self.run_id,
             # sends a full client buffer refused: counted from the footers, like sent_upto
-            "kinspect.refused": str(self.error.count(QUEUE_FULL))})
+            "kinspect.refused": str(refused)})
         final = self.dir / f"p{self.producer:03d}-{self.chunk:06d}.parquet"
         tmp = self.dir / f".p{self.producer:03d}-{self.chunk:06d}.tmp"
         with open(tmp, "wb") as handle:
@@ -191,11 +241,12 @@ class LedgerWriter:
             os.close(fd)
         self.chunk += 1
         self.written_upto = self.sent_upto
-        self._reset()
+        self._batches, self._batched = [], 0
 
-    def close(self, in_flight: Iterable[tuple[int, int]]) -> None:
+    def close(self, in_flight: Iterable[tuple[int, int]] = ()) -> None:
         """Record what never got a report as unknown, flush, and lower the mark to what was
-        really sent (after the last chunk is on disk, so a crash in between only over-counts)."""
+        really sent (after the last chunk is on disk, so a crash in between only over-counts).
+        The worker hands its unreported seqs as one batch first (`unknown`)."""
         for seq, send_ts in in_flight:
             self.record(seq, -1, -1, None, "unknown", None, send_ts, None)
         self.flush()
@@ -203,9 +254,27 @@ class LedgerWriter:
             self.grant(self.sent_upto)
         os.close(self._mark_fd)
 
+    def unknown(self, seqs: Any, send_ts: Any) -> None:
+        """Seqs sent and never reported, as one batch of 'unknown' rows."""
+        n = len(seqs)
+        if n:
+            self.append(seqs, np.full(n, -1, np.int32), None, None, np.full(n, UNKNOWN, np.int8),
+                        None, send_ts, None)
+
+
+def chunk_producer(path: Path) -> int:
+    """The producer a chunk belongs to, from its name (pNNN-CCCCCC.parquet)."""
+    return int(path.name[1:4])
+
+
+def chunk_sent_upto(meta: dict[bytes, bytes] | None) -> int:
+    """`kinspect.sent_upto` of a chunk's footer metadata (-1: none)."""
+    return int((meta or {}).get(b"kinspect.sent_upto", b"-1"))
+
 
 def read_ledger(run_dir: Path) -> pa.Table:
-    """All chunks, plus synthesized 'unknown' rows for seqs sent but never recorded.
+    """All chunks, plus synthesized 'unknown' rows for seqs sent but never recorded: the whole
+    ledger in memory, for tests and small runs (the runner streams: runstats.ledger_totals).
 
     A producer's seqs up to max(its chunks' sent_upto, its mark) count as sent; those with no
     row are unknown. Of them, at most one batch per producer (worker.SEND_BATCH) may have been
@@ -222,8 +291,8 @@ def read_ledger(run_dir: Path) -> pa.Table:
     for path in files:
         table = pq.read_table(path, schema=LEDGER_SCHEMA)
         meta = pq.read_schema(path).metadata or {}
-        producer = int(path.name[1:4])
-        upto = int(meta.get(b"kinspect.sent_upto", b"-1"))
+        producer = chunk_producer(path)
+        upto = chunk_sent_upto(meta)
         sent_upto[producer] = max(sent_upto.get(producer, -1), upto)
         run_id, topic = names.get(producer, ("", ""))
         names[producer] = (meta.get(b"kinspect.run", b"").decode() or run_id,

@@ -25,7 +25,6 @@ from confluent_kafka.admin import AdminClient
 from kinspect.clients.kafka import client_config, list_topics
 from kinspect.errors import KinspectError
 from kinspect.load.active import registered
-from kinspect.load.ledger import ledger_summary, read_ledger
 from kinspect.load.rundir import (
     CRASH_SUFFIX,
     FAILURE_SUFFIX,
@@ -39,7 +38,7 @@ from kinspect.load.rundir import (
     now_ms,
 )
 from kinspect.load.runsettings import LoadSettings
-from kinspect.load.runstats import aggregate, read_stats
+from kinspect.load.runstats import aggregate, ledger_totals, read_stats
 from kinspect.load.timeline import recording_timeline
 
 
@@ -193,7 +192,7 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         (run_dir / PID_FILE).unlink(missing_ok=True)
-    summary = ledger_summary(read_ledger(run_dir))
+    summary = ledger_totals(run_dir)  # streamed: flat memory however long the run
     summary.update(elapsed_s=round(time.monotonic() - started, 3), stopped=stopping,
                    acks=settings.acks, producers=settings.producers, topic=settings.topic,
                    worker_exit_codes=[w.returncode for w in workers])

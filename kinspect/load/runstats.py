@@ -1,4 +1,5 @@
-"""Live counters one generator publishes about once a second, for other processes to read."""
+"""A run's counts: live ones each generator publishes about once a second, for other processes
+to read, and the final ones the runner streams from the ledger (`ledger_totals`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kinspect.load.ledger import chunk_producer, chunk_sent_upto, ledger_dir, read_marks
 from kinspect.load.rundir import STATS_DIR
+
+READ_BATCH = 65_536  # ledger rows read at a time by `ledger_totals`
 
 # Log-scale latency buckets (ms): O(1) per message, percentiles good to a bucket's width.
 _BOUNDS = [0.5 * 1.25**i for i in range(60)]
+_BOUNDS_NP = np.array(_BOUNDS)
 
 
 def _bucket(ms: float) -> int:
@@ -42,6 +51,15 @@ class StatsPublisher:
     def acked(self, latency_ms: float) -> None:
         self.acked_count += 1
         self.hist[_bucket(latency_ms)] += 1
+
+    def acked_many(self, latencies_ms: Any) -> None:
+        """A batch of acknowledgements at once (numpy): the same buckets as `acked`."""
+        latencies = np.asarray(latencies_ms)
+        if latencies.size:
+            buckets = np.minimum(np.searchsorted(_BOUNDS_NP, latencies), len(_BOUNDS) - 1)
+            counts = np.bincount(buckets, minlength=len(_BOUNDS))
+            self.hist = [a + int(b) for a, b in zip(self.hist, counts, strict=True)]
+            self.acked_count += int(latencies.size)
 
     def failed(self, error: str) -> None:
         self.failed_count += 1
@@ -104,6 +122,42 @@ def aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
         for key in ("latency_p50_ms", "latency_p99_ms"):
             total[key] = max(total[key], s.get(key, 0))
     return total
+
+
+def ledger_totals(run_dir: Path) -> dict[str, Any]:
+    """sent / acked / failed / unknown and failures by error, as `ledger_summary(read_ledger())`
+    says them, streamed a few record batches at a time: memory does not grow with the run.
+
+    No set of ids is needed: each seq has one row at most (see ledger.py), and read_ledger
+    adds an 'unknown' row for each seq up to a producer's sent_upto that has none, so a
+    producer sent max(sent_upto, its largest seq) + 1 messages, and those beyond its rows are
+    the synthesized unknowns."""
+    sent_upto = {producer: mark.upto for producer, mark in read_marks(run_dir).items()}
+    rows: dict[int, int] = {}
+    status: dict[str, int] = {}
+    by_error: dict[str, int] = {}
+    for path in sorted(ledger_dir(run_dir).glob("p*.parquet")):
+        chunk = pq.ParquetFile(path)
+        producer = chunk_producer(path)
+        upto = max(sent_upto.get(producer, -1), chunk_sent_upto(chunk.schema_arrow.metadata))
+        for batch in chunk.iter_batches(READ_BATCH, columns=["seq", "status", "error"]):
+            rows[producer] = rows.get(producer, 0) + batch.num_rows
+            largest = pc.max(batch["seq"]).as_py()
+            upto = upto if largest is None else max(upto, largest)
+            _count(status, pc.value_counts(batch["status"]))
+            failed = pc.filter(batch["error"], pc.equal(batch["status"], "failed"))
+            _count(by_error, pc.value_counts(failed))
+        sent_upto[producer] = upto
+    sent = sum(upto + 1 for upto in sent_upto.values())
+    synthesized = sum(max(0, upto + 1 - rows.get(p, 0)) for p, upto in sent_upto.items())
+    return {"sent": sent, "acked": status.get("acked", 0), "failed": status.get("failed", 0),
+            "unknown": status.get("unknown", 0) + synthesized, "failed_by_error": by_error}
+
+
+def _count(into: dict[str, int], counts: Any) -> None:
+    for value, count in zip(counts.field("values").to_pylist(),
+                            counts.field("counts").to_pylist(), strict=True):
+        into[value] = into.get(value, 0) + count
 
 
 def now_ms() -> int:

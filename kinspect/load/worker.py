@@ -1,7 +1,15 @@
 """One producer process: sends ids, records every delivery report in the ledger, publishes stats.
 
-The hot path is one produce() and one callback per message, so it is kept plain: sequential
-seqs index flat lists, the callback parses the seq from the value's prefix, and everything
+The hot path is one produce() and one callback per message, so it does as little per message
+in Python as it can: values come from a bytes template (`prefix%d|xxx…`, one per digit count),
+the delivery callback only appends the message (and an error, when there is one) to a list,
+and every few thousand reports `_absorb` turns them into ledger columns at once (seqs parsed
+in one comprehension, send times looked up in a numpy window, latencies bucketed with numpy).
+Ack times are stamped per poll() that served reports, not per message: reports wait in
+librdkafka's queue until a poll, so that is when the producer learns of them.
+
+Memory does not grow with the run: the send times and "reported" flags live in a fixed
+window of seqs (SendWindow), the ledger holds only the rows since its last chunk. Everything
 slower (Parquet, stats files) happens at most once a second. The one write per batch is the
 ledger's write-ahead mark: before a batch goes to the client, a 20-byte pwrite records how far
 this producer may send, so a SIGKILL never leaves a sent message the ledger cannot count
@@ -20,20 +28,73 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from confluent_kafka import KafkaError, Producer
 
 from kinspect.clients.kafka import AuthWatch
-from kinspect.load.ledger import QUEUE_FULL, LedgerWriter
+from kinspect.load.ledger import ACKED, FAILED, QUEUE_FULL, LedgerWriter
 from kinspect.load.rundir import CRASH_SUFFIX, FAILURE_SUFFIX, STATS_DIR, id_prefix
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import StatsPublisher
 
 SEND_BATCH = 200  # messages between rate checks / polls
+WINDOW = 1 << 20  # seqs tracked from the oldest unreported one (9 MB of arrays)
+ABSORB_AT = 4096  # reports gathered before they become ledger rows …
+ABSORB_EVERY_MS = 100  # … or this often, whichever comes first
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+class SendWindow:
+    """Each seq's send time and whether it was reported, from the oldest unreported seq to the
+    newest sent: two fixed arrays slid forward, where a list entry per message grew with the
+    run (about 4 GB at 100 M). A producer WINDOW seqs ahead of its oldest unreported message
+    waits for reports; librdkafka's own buffer (200,000 messages here) is full long before."""
+
+    def __init__(self, size: int = WINDOW) -> None:
+        self.base = 0  # every seq below is reported
+        self.end = 0  # the next seq to send
+        self.ts = np.zeros(size, np.int64)
+        self.done = np.zeros(size, np.bool_)
+
+    def room(self) -> int:
+        """How many seqs may be sent now (slides past the reported ones when short of room)."""
+        free = self.base + len(self.ts) - self.end
+        if free < SEND_BATCH:
+            self._slide()
+            free = self.base + len(self.ts) - self.end
+        return free
+
+    def _slide(self) -> None:
+        used = self.end - self.base
+        first = int(np.argmin(self.done[:used])) if used else 0
+        step = first if used and not self.done[first] else used
+        if step:
+            keep = used - step
+            self.ts[:keep] = self.ts[step:used]
+            self.done[:keep] = self.done[step:used]
+            self.done[keep:used] = False
+            self.base += step
+
+    def sent(self, first: int, end: int, ts: int) -> None:
+        self.ts[first - self.base : end - self.base] = ts
+        self.end = end
+
+    def report(self, seqs: Any) -> Any:
+        """Mark these seqs reported; returns their send times."""
+        index = np.asarray(seqs, np.int64) - self.base
+        if index.size and (index.min() < 0 or index.max() >= self.end - self.base):
+            raise RuntimeError(f"a delivery report for a seq not in flight ({seqs})")
+        self.done[index] = True
+        return self.ts[index]
+
+    def unreported(self) -> tuple[Any, Any]:
+        """The seqs sent and not reported, and their send times."""
+        index = np.flatnonzero(~self.done[: self.end - self.base])
+        return index + self.base, self.ts[index]
 
 
 class Worker:
@@ -43,14 +104,27 @@ class Worker:
         self.stopping = False
         self.parent: int | None = None  # the runner's pid: a worker never outlives it
         self.prefix = id_prefix(settings.run_id, producer_id).encode()
-        self.pad = b"x" * settings.size
-        self.send_ts: list[int] = []
-        self.reported = bytearray()
-        self.in_flight = 0
+        self.window = SendWindow()
+        self.seq = 0
+        self.in_flight = 0  # handed to the client, report not absorbed yet
+        self._width_end = 0  # the first seq the current value template is too narrow for
+        self._template = b""
         self.unanswered = settings.acks == "0"  # acks=0: delivery reports carry no offsets
         config: dict[str, Any] = {"bootstrap.servers": settings.bootstrap,
                                   **settings.to_producer_config()}
-        config["on_delivery"] = self._on_delivery
+        # The delivery callback, once per message: keep the report, nothing else (`_absorb`).
+        reports: list[Any] = []
+        failures: list[tuple[int, KafkaError]] = []
+
+        def on_delivery(err: KafkaError | None, msg: Any, keep: Any = reports.append) -> None:
+            keep(msg)
+            if err is not None:
+                failures.append((len(reports) - 1, err))
+
+        self._reports, self._failures = reports, failures
+        self._stamps: list[tuple[int, int]] = []  # (reports so far, ms): when polls served them
+        self._absorbed_ms = 0
+        config["on_delivery"] = on_delivery
         # A login refused mid-run (a rotated password) would otherwise time out every send,
         # minutes later, as _MSG_TIMED_OUT: stop at once and say why (FAILURE_FILE).
         self.auth = AuthWatch(settings.bootstrap)
@@ -66,40 +140,92 @@ class Worker:
                          if settings.crash_at_s is not None else None)
         self.crash_file = run_dir / STATS_DIR / f"p{producer_id:03d}{CRASH_SUFFIX}"
 
-    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
-        value = msg.value()
-        seq = int(value[len(self.prefix) : value.index(b"|")])
-        now = now_ms()
-        sent = self.send_ts[seq]
-        self.reported[seq] = 1
-        self.in_flight -= 1
-        if err is None:
-            # acks=0: no broker answers, so no offset is known; librdkafka still numbers the
-            # messages of a batch from an unknown base (-1, 0, 1, …), which are not offsets.
-            offset = -1 if self.unanswered else msg.offset()
-            epoch = None if self.unanswered else msg.leader_epoch()
-            self.ledger.record(seq, msg.partition(), offset if offset is not None and offset >= 0
-                               else -1,
-                               epoch if epoch is not None and epoch >= 0 else None,
-                               "acked", None, sent, now)
-            self.stats.acked(now - sent)
-        else:
-            name = err.name()
-            self.ledger.record(seq, msg.partition(), -1, None, "failed", name, sent, now)
-            self.stats.failed(name)
+    def _value_template(self, seq: int) -> tuple[bytes, int]:
+        """`prefix%d|` padded to the message size, for seqs with as many digits as `seq`, and
+        the first seq with one digit more."""
+        digits = len(str(seq))
+        pad = max(0, self.settings.size - len(self.prefix) - digits - 1)
+        return self.prefix.replace(b"%", b"%%") + b"%d|" + b"x" * pad, 10**digits
 
-    def _value(self, seq: int) -> bytes:
-        head = self.prefix + str(seq).encode() + b"|"
-        return head + self.pad[: max(0, self.settings.size - len(head))]
+    def _poll(self, timeout: float) -> None:
+        """poll(), then stamp the reports it served with the time it returned (their ack_ts)."""
+        self.producer.poll(timeout)
+        count = len(self._reports)
+        if count > (self._stamps[-1][0] if self._stamps else 0):
+            self._stamps.append((count, now_ms()))
+            if count >= ABSORB_AT:
+                self._absorb()
+
+    def _absorb(self) -> None:
+        """The reports gathered since the last call, as one batch of ledger rows."""
+        reports, failures, stamps = self._reports, self._failures, self._stamps
+        count = len(reports)
+        if not count:
+            return
+        now = now_ms()
+        self._absorbed_ms = now
+        if count > (stamps[-1][0] if stamps else 0):  # served outside _poll (none expected)
+            stamps.append((count, now))
+        seqs = self._seqs([m.value() for m in reports])
+        partitions = [m.partition() for m in reports]
+        offsets: list[int | None] | None = None
+        epochs: list[int | None] | None = None
+        if not self.unanswered:  # acks=0: librdkafka numbers a batch from -1: not offsets
+            offsets = [m.offset() for m in reports]
+            epochs = [m.leader_epoch() for m in reports]
+        ends = np.array([end for end, _ in stamps])
+        ack_ts = np.repeat(np.array([ts for _, ts in stamps], np.int64),
+                           np.diff(ends, prepend=0))
+        send_ts = self.window.report(seqs)
+        status = np.full(count, ACKED, np.int8)
+        errors: list[str | None] | None = None
+        if failures:
+            errors = [None] * count
+            for index, err in failures:
+                name = err.name()
+                status[index], errors[index] = FAILED, name
+                if offsets is not None and epochs is not None:
+                    offsets[index] = epochs[index] = None
+                self.stats.failed(name)
+        self.ledger.append(seqs, partitions, offsets, epochs, status, errors, send_ts, ack_ts)
+        self.stats.acked_many((ack_ts - send_ts)[status == ACKED])
+        self.in_flight -= count
+        reports.clear()
+        failures.clear()
+        stamps.clear()
+
+    def _seqs(self, values: list[bytes]) -> Any:
+        """The seq in each value (`prefix<seq>|…`). Values all of the message size, as with
+        any size that fits 18 digits, are read as one byte matrix, a digit count at a time."""
+        start, size = len(self.prefix), self.settings.size
+        joined = b"".join(values) if size >= start + 20 else b""
+        if len(joined) != size * len(values):  # a value longer than the size: one by one
+            return np.array([int(v[start : v.index(124, start)]) for v in values], np.int64)
+        raw = np.frombuffer(joined, np.uint8).reshape(len(values), size)
+        head = raw[:, start : start + 19]
+        widths = np.argmax(head == ord("|"), axis=1)
+        seqs = np.empty(len(values), np.int64)
+        for width in np.unique(widths):
+            rows = widths == width
+            digits = head[rows, :width].astype(np.int64) - ord("0")
+            seqs[rows] = digits @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
+        return seqs
+
+    def _outstanding(self) -> int:
+        """Messages the client holds whose report has not come back."""
+        return self.in_flight - len(self._reports)
 
     def _quota(self) -> int:
-        """Sends already allowed by the count and the rate (at most one batch)."""
+        """Sends already allowed by the count, the rate and the window (at most one batch)."""
         quota = SEND_BATCH
         if self.total is not None:
             quota = min(quota, self.total - self.seq)
         if self.rate is not None:
             elapsed = time.monotonic() - self.started
             quota = min(quota, int(elapsed * self.rate) + 1 - self.seq)
+        if quota > 0 and self.window.room() < quota:
+            self._absorb()  # reports not absorbed yet hold the window's far end
+            quota = min(quota, self.window.room())
         return quota
 
     def _grant_end(self) -> int:
@@ -118,8 +244,6 @@ class Worker:
             self.total = share + (1 if self.id < extra else 0)
         deadline = time.monotonic() + settings.duration_s if settings.duration_s else None
         self.started = time.monotonic()
-        self.seq = 0
-        produce, poll, topic = self.producer.produce, self.producer.poll, settings.topic
         while not self.stopping:
             if self.total is not None and self.seq >= self.total:
                 break
@@ -127,41 +251,56 @@ class Worker:
                 break
             quota = self._quota()
             if quota <= 0:
-                poll(0.002)
+                self._poll(0.002)
                 self._tick()
                 continue
             if self.seq + quota - 1 > self.ledger.granted:
                 self.ledger.grant(self._grant_end())  # write-ahead: before produce() sees them
-            for _ in range(quota):
-                seq = self.seq
-                ts = now_ms()
-                self.send_ts.append(ts)
-                self.reported.append(0)
-                try:
-                    produce(topic, self._value(seq))
-                except BufferError:
-                    if self.refuse_when_full:  # the application drops it: a failed send
-                        self._refused(seq, ts)
-                        continue
-                    self.send_ts.pop()
-                    self.reported.pop()
-                    poll(0.05)
-                    break
-                self.in_flight += 1
-                self.ledger.note_sent(seq, ts)
-                self.seq = seq + 1
-            poll(0)
+            self._send(quota)
+            self._poll(0)
             self._tick()
         return self._finish()
+
+    def _send(self, quota: int) -> None:
+        """Hand the next seqs (at most `quota`) to the client; a full buffer ends the batch
+        (after a wait), or refuses each send it hits (--buffer-full refuse)."""
+        first = self.seq
+        if first >= self._width_end:
+            self._template, self._width_end = self._value_template(first)
+        count = min(quota, self._width_end - first)
+        template, produce, topic = self._template, self.producer.produce, self.settings.topic
+        values = [template % seq for seq in range(first, first + count)]
+        ts = now_ms()
+        done = 0
+        refused: list[int] = []
+        full = False
+        while done < count and not full:
+            try:
+                for value in values[done:] if done else values:
+                    produce(topic, value)
+                    done += 1
+            except BufferError:
+                if self.refuse_when_full:  # the application drops it: a failed send
+                    refused.append(first + done)
+                    done += 1
+                else:
+                    full = True
+        if done:
+            self.window.sent(first, first + done, ts)
+            self.ledger.note_sent(first + done - 1, ts)
+            self.seq = first + done
+            self.in_flight += done - len(refused)
+            for seq in refused:
+                self._refused(seq, ts)
+        if full:
+            self._poll(0.05)
 
     def _refused(self, seq: int, ts: int) -> None:
         """A send the full buffer refused: recorded as failed with librdkafka's own name for
         it, so it is counted as the client's refusal, never as a broker's loss."""
-        self.reported[seq] = 1
-        self.ledger.note_sent(seq, ts)
+        self.window.report(np.array([seq]))
         self.ledger.record(seq, -1, -1, None, "failed", QUEUE_FULL, ts, ts)
         self.stats.failed(QUEUE_FULL)
-        self.seq = seq + 1
 
     def _maybe_crash(self) -> None:
         """The planned crash: the mark lowered to exactly what produce() took, the counts
@@ -171,7 +310,7 @@ class Worker:
         self.ledger.grant(self.seq - 1)
         queued = len(self.producer)
         crash = {"ts": now_ms(), "sent": self.seq, "in_client": queued,
-                 "unreported": self.in_flight}
+                 "unreported": self._outstanding()}
         self.crash_file.write_text(json.dumps(crash) + "\n")
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -182,20 +321,26 @@ class Worker:
         if self.failure is None and (line := self.auth.failure()) is not None:
             self.failure, self.stopping = line, True
         now = now_ms()
+        if self._reports and now - self._absorbed_ms >= ABSORB_EVERY_MS:
+            self._absorb()
         self.ledger.maybe_flush(now)
-        self.stats.maybe_publish(now, sent=len(self.send_ts), in_flight=self.in_flight)
+        self.stats.maybe_publish(now, sent=self.seq, in_flight=self.in_flight)
 
     def _finish(self) -> int:
         """Wait for outstanding reports (bounded by the delivery timeout), then record the rest."""
         limit = time.monotonic() + (self.settings.delivery_timeout_ms or 120000) / 1000 + 5
-        while self.in_flight > 0 and time.monotonic() < limit and not self.stopping:
-            self.producer.poll(0.1)
+        while self._outstanding() > 0 and time.monotonic() < limit and not self.stopping:
+            self._poll(0.1)
             self._tick()
-        if self.stopping:
-            self.producer.flush(2.0)
-        unknown = [(s, self.send_ts[s]) for s, done in enumerate(self.reported) if not done]
-        self.ledger.close(unknown)
-        self.stats.maybe_publish(now_ms(), sent=len(self.send_ts), in_flight=len(unknown),
+        if self.stopping:  # what the next 2 s bring back is still recorded
+            limit = time.monotonic() + 2.0
+            while self._outstanding() > 0 and time.monotonic() < limit:
+                self._poll(0.1)
+        self._absorb()
+        unknown, send_ts = self.window.unreported()
+        self.ledger.unknown(unknown, send_ts)
+        self.ledger.close()
+        self.stats.maybe_publish(now_ms(), sent=self.seq, in_flight=len(unknown),
                                  done=True, force=True)
         if self.failure is not None:  # after the ledger: what was recorded is kept
             self.failure_file.write_text(self.failure + "\n")

@@ -1,17 +1,22 @@
 """Regenerate the README's screenshots from a real lab during a failover (SVG, via Pilot).
 
     kinspect demo --no-ui && .venv/bin/python screenshots/take.py
+    .venv/bin/python screenshots/take.py --chart [RUN_DIR]    # only the post-mortem chart
 
 Keys are pressed as a person would: start load with `l`, isolate test1's leader with `i`,
 watch the followers fall behind and the zombie leader's log run ahead of the new leader's,
 with the acknowledgements it will lose counted live in the load panel; heal with `h`, start a
-slow consumer group with `g` and watch its lag grow.
+slow consumer group with `g` and watch its lag grow. Then the acks1-isolate-leader scenario
+runs (it resets the lab and takes it down, about 2 min) and its post-mortem's timeline.png is
+drawn again as postmortem-timeline.png (with RUN_DIR, that run's instead).
 """
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +25,7 @@ from typing import Any
 from textual.widgets import Input
 
 from kinspect.lab import running_lab
+from kinspect.postmortem.chart import redraw
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
 from kinspect.tui.feed import LiveFeed
@@ -109,5 +115,18 @@ async def take() -> None:
     print(f"screenshots written to {HERE}", file=sys.stderr)
 
 
+def chart(run_dir: Path | None) -> None:
+    """postmortem-timeline.png from a real acks1-isolate-leader run (run now unless given)."""
+    if run_dir is None:
+        run_dir = Path(tempfile.mkdtemp(prefix="kinspect-chart-")) / "run"
+        subprocess.run([sys.executable, "-m", "kinspect", "scenario", "run",
+                        "acks1-isolate-leader", "--run-dir", str(run_dir)], check=True)
+    print(f"chart written: {redraw(run_dir, HERE / 'postmortem-timeline.png')}", file=sys.stderr)
+
+
 if __name__ == "__main__":
-    asyncio.run(take())
+    if sys.argv[1:2] == ["--chart"]:
+        chart(Path(sys.argv[2]) if len(sys.argv) > 2 else None)
+    else:
+        asyncio.run(take())
+        chart(None)

@@ -1,10 +1,10 @@
-"""The post-mortem report inside the TUI: numbers, the explanation, the timeline, a chart."""
+"""The post-mortem report inside the TUI: numbers, the explanation, the lanes, the timeline."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on
@@ -12,9 +12,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Label, Sparkline, Static
+from textual.widget import Widget
+from textual.widgets import DataTable, Label, Static
 
 from kinspect.tui.render import clock_text
+
+if TYPE_CHECKING:
+    from kinspect.postmortem.lanes import Lanes
 
 NUMBERS = (("sent", "sent"), ("acked", "acknowledged"), ("failed", "failed"),
            ("unknown", "unknown"), ("in_log", "in the final log"),
@@ -37,6 +41,145 @@ def numbers_text(report: Mapping[str, Any]) -> Text:
     return text
 
 
+NAME_W = 10  # "broker 12 ", "acked/s   "
+BARS = "▁▂▃▄▅▆▇█"
+FAULT_BG = {"partition": "#5f4b8b", "isolate": "#5f4b8b", "slow": "#6b4f3a", "pause": "#7a3b69"}
+LED, LOST, TRUNC = "#3a7bd5", "#ff9f1c", "magenta"
+
+
+class _Row:
+    """One line of the text chart: a character and a style per column."""
+
+    def __init__(self, width: int) -> None:
+        self.chars, self.styles = [" "] * width, [""] * width
+
+    def put(self, col: int, text: str, style: str | None = None) -> None:
+        for i, ch in enumerate(text[:max(0, len(self.chars) - col)]):
+            self.chars[col + i] = ch
+            if style is not None:
+                self.styles[col + i] = style
+
+    def paint(self, start: int, end: int, style: str) -> None:
+        for c in range(max(0, start), min(end, len(self.chars))):
+            self.styles[c] = style
+
+    def text(self, name: str) -> Text:
+        out = Text()
+        out.append(f"{name:<{NAME_W}}", "dim")
+        for ch, style in zip(self.chars, self.styles, strict=True):
+            out.append(ch, style)
+        return out
+
+
+def lanes_text(lanes: Lanes, width: int) -> Text:
+    """The post-mortem chart in text, `width` columns wide: the fault bands with their names,
+    a row per broker (full blocks: led; shaded: cut off but still acting as leader; a cross:
+    truncated), acked/s and failed/s, the lost window, seconds from the fault."""
+    from kinspect.postmortem.lanes import fit, pack
+
+    plot = max(10, width - NAME_W)
+    col = lanes.column
+    lines: list[Text] = []
+    placed = pack([(col(b.start, plot), b.label, col(b.end, plot) + 1) for b in lanes.bands],
+                  plot, rows=2, gap=1)
+    for row in range(1 + max((p.row for p in placed), default=-1)):
+        line = _Row(plot)
+        for band, spot in zip(lanes.bands, placed, strict=True):
+            if spot.row == row:
+                line.paint(col(band.start, plot), col(band.end, plot) + 1,
+                           f"on {FAULT_BG.get(band.action, '#4e4e4e')}")
+                line.put(spot.col, spot.text)
+        lines.append(line.text("faults" if row == 0 else ""))
+    for broker in lanes.brokers:
+        line = _Row(plot)
+        for bar in (b for b in lanes.bars if b.broker == broker):
+            start = col(bar.start, plot)
+            line.put(start, ("▒" if bar.believed else "█") * max(1, col(bar.end, plot) - start), LED)
+        for mark in (m for m in lanes.marks if m.broker == broker):
+            line.put(col(mark.ts, plot), "✕", f"bold {TRUNC}")
+        lines.append(line.text(f"broker {broker}"))
+    for name, values, style in (("acked/s", lanes.acked, "green"), ("failed/s", lanes.failed, "red")):
+        line = _Row(plot)
+        line.put(0, _spark(lanes, values, plot), style)
+        lines.append(line.text(name))
+    if lanes.lost:
+        line = _Row(plot)
+        for lost in lanes.lost:
+            start = col(lost.start, plot)
+            line.put(start, "━" * (col(lost.end, plot) + 1 - start), LOST)
+        first, last = col(lanes.lost[0].start, plot), col(lanes.lost[-1].end, plot)
+        count = f"{sum(lost.count for lost in lanes.lost):,}"
+        said = fit([[(at, words) for words in (f"{count} acknowledged, then lost", f"{count} lost")
+                     for at in (last + 2, first - 1 - len(words), (first + last - len(words)) // 2)]],
+                   plot)[0]
+        if said is not None:
+            line.put(said.col, said.text, f"bold {LOST}")
+        lines.append(line.text("lost"))
+    lines += [_axis(lanes, plot), _legend(lanes, NAME_W + plot)]
+    return Text("\n").join(lines)
+
+
+def _spark(lanes: Lanes, values: list[int], plot: int) -> str:
+    """The busiest second under each column, as a bar of eight heights (blank: none)."""
+    top = [0] * plot
+    for second, value in zip(lanes.seconds, values, strict=True):
+        for c in range(lanes.column(second * 1000, plot), lanes.column(second * 1000 + 999, plot) + 1):
+            top[c] = max(top[c], value)
+    peak = max(top, default=0) or 1
+    return "".join(BARS[min(7, v * 8 // peak)] if v else " " for v in top)
+
+
+def _axis(lanes: Lanes, plot: int) -> Text:
+    from kinspect.postmortem.lanes import fit, ticks
+
+    marks = ticks(lanes.x(lanes.lo), lanes.x(lanes.hi), most=max(2, plot // 10))
+    line = _Row(plot)
+    for spot in fit([[(lanes.column(lanes.zero + t * 1000, plot), f"{t:+d} s" if t else "0")]
+                     for t in marks], plot):
+        if spot is not None:
+            line.put(spot.col, spot.text, "dim")
+    return line.text("")
+
+
+def _legend(lanes: Lanes, width: int) -> Text:
+    """What the marks mean, only those drawn and as many as fit, and the scale the sparklines
+    leave out."""
+    items: list[tuple[str, str, str]] = []
+    if lanes.bars:
+        items.append(("█", LED, " led"))
+    if any(b.believed for b in lanes.bars):
+        items.append(("▒", LED, " cut off, still leading"))
+    if lanes.marks:
+        items.append(("✕", f"bold {TRUNC}", " log truncated"))
+    if lanes.acked:
+        items.append(("", "", f"acked/s peaks at {max(lanes.acked):,}"))
+    out = Text(" " * NAME_W)
+    for sign, style, words in items:
+        if len(out) + len(sign) + len(words) <= width:
+            out.append(sign, style).append(words + "  ", "dim")
+    out.rstrip()
+    return out
+
+
+class LanesChart(Widget):
+    """The report's lanes, drawn again at the dialog's width."""
+
+    DEFAULT_CSS = "LanesChart { height: auto; margin: 1 0; }"
+
+    def __init__(self, report: Mapping[str, Any]) -> None:
+        super().__init__()
+        from kinspect.postmortem.lanes import build
+
+        self.lanes = build(report.get("per_second") or [], report.get("timeline") or [],
+                           report.get("attribution") or [])
+
+    def render(self) -> Text:
+        return lanes_text(self.lanes, self.content_size.width)
+
+    def get_content_height(self, container: Any, viewport: Any, width: int) -> int:
+        return len(lanes_text(self.lanes, width).split())
+
+
 class ReportScreen(ModalScreen[None]):
     """Read-only view of report.json; the files themselves stay in the run dir."""
 
@@ -55,12 +198,8 @@ class ReportScreen(ModalScreen[None]):
                              f"  ({report.get('engine', '')})", "bold"))
             yield Static(numbers_text(report))
             yield Static(Text(str(report.get("explanation", "")), "italic"))
-            series = report.get("per_second") or []
-            if series:
-                yield Label(Text("acknowledged per second", "green"))
-                yield Sparkline([float(r.get("acked", 0)) for r in series], classes="acked")
-                yield Label(Text("failed per second", "red"))
-                yield Sparkline([float(r.get("failed", 0)) for r in series], classes="failed")
+            if report.get("per_second") or report.get("timeline"):
+                yield LanesChart(report)
             table: DataTable[str] = DataTable(classes="timeline", cursor_type="row")
             table.add_columns("time", "Δ fault", "kind", "partition", "detail", "seen by")
             for i, entry in enumerate(report.get("timeline", [])[:200]):

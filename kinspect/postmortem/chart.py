@@ -249,7 +249,17 @@ def main(argv: Sequence[str]) -> int:
     if not 1 <= len(argv) <= 2:
         print("usage: python -m kinspect.postmortem.chart RUN_DIR [PNG]", file=sys.stderr)
         return 2
-    print(redraw(Path(argv[0]), Path(argv[1]) if len(argv) > 1 else None))
+    from kinspect.errors import KinspectError
+
+    try:
+        print(redraw(Path(argv[0]), Path(argv[1]) if len(argv) > 1 else None))
+    except FileNotFoundError as exc:
+        print(f"{exc.filename}: not found (run `kinspect postmortem {argv[0]}` first)",
+              file=sys.stderr)
+        return 1
+    except KinspectError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     return 0
 
 

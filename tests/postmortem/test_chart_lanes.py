@@ -255,3 +255,19 @@ def test_the_tui_lanes_fit_the_dialog() -> None:
     # broker 1 takes over where broker 2's own bar ends
     assert rows["broker 1"].index("█") == rows["broker 2"].index("▒")
     assert "64,143" in rows["lost"] and " 0 " in lines[-2]
+
+
+def test_the_chart_is_drawn_again_from_a_run_dir_without_spark(tmp_path: Path,
+                                                                capsys: Any) -> None:
+    import json
+
+    from kinspect.postmortem import chart
+    from tests.postmortem.rundirs import scenario_a
+
+    run = scenario_a(tmp_path / "run")
+    assert chart.main([str(run)]) == 1 and "kinspect postmortem" in capsys.readouterr().err
+    (run / "postmortem").mkdir()
+    (run / "postmortem" / "report.json").write_text(json.dumps(
+        {"topic": "t", "acks": "1", "per_second": per_second(), "attribution": []}))
+    assert chart.main([str(run), str(tmp_path / "again.png")]) == 0
+    assert (tmp_path / "again.png").read_bytes()[:4] == b"\x89PNG"

@@ -7,7 +7,8 @@ Same topic (6 partitions, RF 3), same count and size (100 B), acks=all and the s
 for all three: linger.ms=5, batch.size=1000000 (librdkafka's default, given to the Java client
 too), and for the two librdkafka clients batch.num.messages=10000 and
 queue.buffering.max.messages=200000 (what kinspect sets). kcat writes no ledger; ours records
-every delivery report in the Parquet ledger. Rounds alternate the tools, medians are reported.
+every delivery report in the Parquet ledger. One kcat run warms the brokers first (not
+counted); then rounds alternate the tools, and medians are reported.
 
 kcat's rate is count / its wall time (process start included, a few ms); ours is acknowledged
 / (last ack - first send) from the ledger's footers, and also acknowledged / wall time of
@@ -198,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         create_topics(bootstrap, {TOPIC: PARTITIONS})
         payload = Path(tmp) / "payload"
         payload.write_bytes((b"x" * SIZE + b"\n") * args.count)
+        print("bench: warm-up (kcat, not counted) …", file=sys.stderr)
+        kcat(bootstrap, args.count, payload)  # the brokers' JIT and page cache, for everyone
         for round_ in range(args.rounds):
             print(f"bench: round {round_ + 1}/{args.rounds}: kcat …", file=sys.stderr)
             rates.setdefault("kcat", []).append(kcat(bootstrap, args.count, payload))

@@ -4,6 +4,11 @@ Every partition is read from its log start to its high watermark with a fresh co
 joins no group and commits nothing; each record's run, id, offset, batch leader epoch and
 timestamp go to RUN_DIR/final_log/part-NNNN.parquet for the post-mortem, which keeps the run's
 own records and counts the others (a topic used by several runs holds them all).
+
+Memory stays bounded whatever the log holds: each batch consume() gives is parsed in Arrow and
+held per partition only until ROWS records are there, which go to the partition's Parquet file
+as one row group. Files are written under a hidden temporary name and renamed only when every partition is
+complete, so a crash never leaves a part file that looks whole.
 """
 
 from __future__ import annotations
@@ -12,22 +17,39 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kinspect.clients.kafka import client_config, list_topics
 from kinspect.errors import KinspectError
-from kinspect.load.rundir import FINAL_LOG_DIR, id_prefix, parse_message_id
+from kinspect.load.rundir import FINAL_LOG_DIR
 
 FINAL_LOG_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
     ("id", pa.string()), ("producer", pa.int32()), ("seq", pa.int64()),
     ("leader_epoch", pa.int32()), ("timestamp", pa.int64()), ("run", pa.string()),
 ])
+
+ROWS = 32_768  # records per Arrow batch, i.e. per Parquet row group
+BUFFERED = 4 * ROWS  # records held over all partitions before the fullest is written early
+STALL_S = 60.0  # no record and no partition finished for this long: give up
+BASE_S, PER_MILLION_S = 120.0, 60.0  # the overall limit: generous; the stall check is the guard
+# rundir.MESSAGE_ID with names, for Arrow (a unit test keeps the two alike)
+ID_PATTERN = r"^(?:(?P<run>[0-9a-f]{8})-)?(?P<producer>\d{1,9})-(?P<seq>\d{1,18})\|"
+
+Count = Callable[[int, int], None]
+
+
+def time_limit(records: int) -> float:
+    """The overall limit for reading `records`: a base plus an allowance per million (reading
+    runs at ~100k records/s here, so the allowance is ten times what it needs)."""
+    return BASE_S + PER_MILLION_S * records / 1_000_000
 
 
 @dataclass(frozen=True)
@@ -38,62 +60,96 @@ class PartitionRead:
     records: int
 
 
-class _Columns:
-    def __init__(self) -> None:
-        self.offset: list[int] = []
-        self.id: list[str | None] = []
-        self.producer: list[int | None] = []
-        self.seq: list[int | None] = []
-        self.epoch: list[int | None] = []
-        self.ts: list[int] = []
-        self.run: list[str | None] = []
+@dataclass
+class _Partition:
+    """One partition being read: its records not yet written (Arrow) and its Parquet writer."""
 
-    def add(self, offset: int, value: bytes | None, epoch: int | None, ts: int) -> None:
-        self.offset.append(offset)
-        self.epoch.append(epoch if epoch is not None and epoch >= 0 else None)
-        self.ts.append(ts)
-        ident = parse_message_id(value)
-        if ident is None:  # not written by kinspect: a foreign record
-            self.id.append(None)
-            self.producer.append(None)
-            self.seq.append(None)
-            self.run.append(None)
+    number: int
+    low: int
+    high: int
+    tmp: Path
+    records: int = 0  # read so far (written or held)
+    next: int = 0  # the next offset to read
+    held: list[pa.RecordBatch] = field(default_factory=list)
+    rows: int = 0  # held
+    writer: pq.ParquetWriter | None = None
+
+    def __post_init__(self) -> None:
+        self.next = self.low
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Hold the batch; every ROWS records held become one row group."""
+        self.held.append(batch)
+        self.rows += batch.num_rows
+        self.records += batch.num_rows
+        self.next = batch.column(2)[-1].as_py() + 1
+        while self.rows >= ROWS:
+            self.write(ROWS)
+
+    def write(self, limit: int) -> None:
+        """Append the first `limit` held records (at most) as one row group."""
+        if not self.rows:
             return
-        run, producer, seq = ident
-        self.id.append(id_prefix(run or "", producer) + str(seq))
-        self.producer.append(producer)
-        self.seq.append(seq)
-        self.run.append(run)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.tmp, FINAL_LOG_SCHEMA)
+        table = pa.Table.from_batches(self.held, FINAL_LOG_SCHEMA)
+        group = table.slice(0, limit)
+        self.writer.write_table(group, row_group_size=group.num_rows)
+        self.held = table.slice(group.num_rows).to_batches()
+        self.rows -= group.num_rows
 
-    def table(self, topic: str, partition: int) -> pa.Table:
-        n = len(self.offset)
-        return pa.table({
-            "topic": pa.array([topic] * n, pa.string()),
-            "partition": pa.array([partition] * n, pa.int32()),
-            "offset": pa.array(self.offset, pa.int64()),
-            "id": pa.array(self.id, pa.string()),
-            "producer": pa.array(self.producer, pa.int32()),
-            "seq": pa.array(self.seq, pa.int64()),
-            "leader_epoch": pa.array(self.epoch, pa.int32()),
-            "timestamp": pa.array(self.ts, pa.int64()),
-            "run": pa.array(self.run, pa.string()),
-        }, schema=FINAL_LOG_SCHEMA)
+    def finish(self) -> None:
+        """Write what is left, close, and sync the temporary file (an empty partition: an
+        empty file, so every partition has one)."""
+        self.write(self.rows)
+        if self.writer is None:
+            pq.write_table(FINAL_LOG_SCHEMA.empty_table(), self.tmp)
+        else:
+            self.writer.close()
+            self.writer = None
+        with open(self.tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+
+    def discard(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.held, self.rows = [], 0
+        self.tmp.unlink(missing_ok=True)
 
 
-def _write(table: pa.Table, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    pq.write_table(table, tmp)
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+def to_batch(topic: str, partitions: list[int], offsets: list[int], values: list[bytes | None],
+             epochs: list[int | None], stamps: list[int]) -> pa.RecordBatch:
+    """Records as one FINAL_LOG_SCHEMA batch; ids parsed in Arrow, not per record in Python.
+    A value kinspect did not write (a foreign record) has null id, producer, seq and run."""
+    found = pc.extract_regex(pa.array(values, pa.binary()), pattern=ID_PATTERN)
+    run = pc.cast(pc.struct_field(found, "run"), pa.string())
+    run = pc.if_else(pc.equal(run, ""), pa.scalar(None, pa.string()), run)
+    producer = pc.cast(pc.cast(pc.struct_field(found, "producer"), pa.string()), pa.int32())
+    seq = pc.cast(pc.cast(pc.struct_field(found, "seq"), pa.string()), pa.int64())
+    tail = [pc.cast(producer, pa.string()), pc.cast(seq, pa.string())]
+    ident = pc.if_else(pc.is_null(run), pc.binary_join_element_wise(*tail, "-"),
+                       pc.binary_join_element_wise(run, *tail, "-"))
+    epoch = pa.array(epochs, pa.int32())
+    epoch = pc.if_else(pc.less(epoch, 0), pa.scalar(None, pa.int32()), epoch)
+    return pa.record_batch([
+        pa.repeat(pa.scalar(topic, pa.string()), len(offsets)), pa.array(partitions, pa.int32()),
+        pa.array(offsets, pa.int64()), ident, producer, seq, epoch, pa.array(stamps, pa.int64()),
+        run,
+    ], schema=FINAL_LOG_SCHEMA)
 
 
-def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
+def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float | None = None,
            progress: Callable[[str], None] | None = None,
            config: dict[str, str] | None = None, isolation: str = "read_uncommitted",
-           into: str = FINAL_LOG_DIR) -> list[PartitionRead]:
+           into: str = FINAL_LOG_DIR, count: Count | None = None,
+           stall_s: float = STALL_S) -> list[PartitionRead]:
     """Read every partition to its high watermark; write the final log (RUN_DIR/`into`);
-    return counts. read_committed (a transactional output) leaves aborted records out."""
+    return counts. read_committed (a transactional output) leaves aborted records out.
+
+    timeout_s is the overall limit (None: time_limit() of the records to read); reading also
+    stops after stall_s without progress. `count(done, total)` follows the offsets read (for
+    a bar); without it, `progress` gets a line each second instead."""
     settings, auth = client_config({
         **(config or {}),
         "bootstrap.servers": bootstrap,
@@ -104,6 +160,7 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
         "auto.offset.reset": "earliest",  # a log start that moved under us: read from the start
         "enable.partition.eof": True,
         "socket.timeout.ms": 10000,
+        "queued.max.messages.kbytes": 32768,  # librdkafka's prefetch: bounded, half its default
     })
     consumer = Consumer(settings)
     try:
@@ -121,7 +178,8 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float = 120.0,
                                 "cluster (kinspect lab heal / start) before verifying")
         ranges = {partition: _watermarks(consumer, topic, partition)
                   for partition in sorted(info.partitions)}
-        return _read_all(consumer, topic, ranges, run_dir / into, timeout_s, progress)
+        reader = _Reader(consumer, topic, ranges, run_dir / into)
+        return reader.run(timeout_s, stall_s, progress, count)
     finally:
         consumer.close()
 
@@ -142,41 +200,113 @@ def _watermarks(consumer: Consumer, topic: str, partition: int,
             time.sleep(1.0)
 
 
-def _read_all(consumer: Consumer, topic: str, ranges: dict[int, tuple[int, int]],
-              out: Path, timeout_s: float,
-              progress: Callable[[str], None] | None) -> list[PartitionRead]:
-    columns = {p: _Columns() for p in ranges}
-    pending = {p for p, (low, high) in ranges.items() if high > low}
-    consumer.assign([TopicPartition(topic, p, ranges[p][0]) for p in pending])
-    deadline = time.monotonic() + timeout_s
-    total = sum(high - low for low, high in ranges.values())
-    seen, last_report = 0, time.monotonic()
-    while pending:
-        if time.monotonic() > deadline:
-            missing = ", ".join(f"{topic}-{p}" for p in sorted(pending))
-            raise KinspectError(f"timed out reading {missing} to its high watermark")
-        for msg in consumer.consume(num_messages=10000, timeout=0.5):
-            partition = int(msg.partition() or 0)
+class _Reader:
+    """Reads the assigned partitions to their high watermarks, streaming each to Parquet."""
+
+    def __init__(self, consumer: Consumer, topic: str, ranges: dict[int, tuple[int, int]],
+                 out: Path) -> None:
+        self.consumer, self.topic, self.out = consumer, topic, out
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in out.glob(".part-*.tmp"):  # left by a verify that was killed
+            stale.unlink(missing_ok=True)
+        self.parts = {p: _Partition(p, low, high, out / f".part-{p:04d}.parquet.tmp")
+                      for p, (low, high) in ranges.items()}
+        self.pending = {p for p, (low, high) in ranges.items() if high > low}
+        self.total = sum(max(0, high - low) for low, high in ranges.values())
+
+    def done(self) -> int:
+        return sum(min(p.next, p.high) - p.low for p in self.parts.values() if p.high > p.low)
+
+    def read(self) -> int:
+        return sum(p.records for p in self.parts.values())
+
+    def run(self, timeout_s: float | None, stall_s: float,
+            progress: Callable[[str], None] | None, count: Count | None) -> list[PartitionRead]:
+        limit = time_limit(self.total) if timeout_s is None else timeout_s
+        try:
+            self._consume(limit, stall_s, progress, count)
+            for part in self.parts.values():
+                part.finish()
+            for part in self.parts.values():
+                os.replace(part.tmp, self.out / f"part-{part.number:04d}.parquet")
+        except BaseException:
+            for part in self.parts.values():
+                part.discard()
+            raise
+        if count:
+            count(self.total, self.total)
+        return [PartitionRead(p.number, p.low, p.high, p.records)
+                for _, p in sorted(self.parts.items())]
+
+    def _consume(self, limit: float, stall_s: float, progress: Callable[[str], None] | None,
+                 count: Count | None) -> None:
+        self.consumer.assign([TopicPartition(self.topic, p, self.parts[p].low)
+                              for p in self.pending])
+        started = moved = told = time.monotonic()
+        while self.pending:
+            now = time.monotonic()
+            if now - started > limit or now - moved > stall_s:
+                why = (f"no progress for {stall_s:.0f} s" if now - moved > stall_s
+                       else f"its limit of {limit:.0f} s")
+                raise KinspectError(self._how_far(now - started, why))
+            before = len(self.pending)
+            messages = self._records(self.consumer.consume(num_messages=10000, timeout=0.5))
+            if messages:
+                # column by column: a comprehension per field is the cheapest way through
+                # Python, and the batch is parsed and split by partition in Arrow
+                self._route(to_batch(
+                    self.topic, [m.partition() for m in messages], [m.offset() for m in messages],
+                    [m.value() for m in messages], [m.leader_epoch() for m in messages],
+                    [m.timestamp()[1] for m in messages]))
+            now = time.monotonic()
+            if messages or len(self.pending) < before:
+                moved = now
+            if count and now - told > 0.1:
+                count(self.done(), self.total)
+                told = now
+            elif progress and not count and now - told > 1.0:
+                progress(f"read {self.done():,} of {self.total:,} records")
+                told = now
+
+    def _records(self, messages: list[Any]) -> list[Any]:
+        """The records among what consume() gave; an end of partition marks it done, any
+        other error stops the read."""
+        if not [m for m in messages if m.error() is not None]:  # the usual case, kept cheap
+            return messages
+        kept = []
+        for msg in messages:
             error = msg.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(partition)
-                    continue
-                raise KinspectError(f"reading {topic}-{partition}: {error.str()}")
-            offset = int(msg.offset() or 0)
-            if offset >= ranges[partition][1]:
-                pending.discard(partition)
-                continue
-            columns[partition].add(offset, msg.value(), msg.leader_epoch(), msg.timestamp()[1])
-            seen += 1
-            if offset >= ranges[partition][1] - 1:
-                pending.discard(partition)
-        if progress and time.monotonic() - last_report > 1.0:
-            progress(f"read {seen:,} of {total:,} records")
-            last_report = time.monotonic()
-    out.mkdir(parents=True, exist_ok=True)
-    reads = []
-    for partition, (low, high) in sorted(ranges.items()):
-        _write(columns[partition].table(topic, partition), out / f"part-{partition:04d}.parquet")
-        reads.append(PartitionRead(partition, low, high, len(columns[partition].offset)))
-    return reads
+            if error is None:
+                kept.append(msg)
+            elif error.code() == KafkaError._PARTITION_EOF:
+                self.pending.discard(msg.partition())
+            else:
+                raise KinspectError(f"reading {self.topic}-{msg.partition()}: {error.str()}")
+        return kept
+
+    def _route(self, batch: pa.RecordBatch) -> None:
+        """Each partition's share of the batch (up to its high watermark) to that partition."""
+        numbers = batch.column(1)
+        unique = pc.unique(numbers).to_pylist()
+        for number in unique:
+            part = self.parts[number]
+            mine = batch if len(unique) == 1 else batch.filter(pc.equal(numbers, number))
+            offsets = mine.column(2)
+            if pc.max(offsets).as_py() >= part.high - 1:
+                self.pending.discard(number)
+                mine = mine.filter(pc.less(offsets, part.high))
+            if len(mine):
+                part.add(mine)
+        if sum(p.rows for p in self.parts.values()) > BUFFERED:  # many partitions, each part-full
+            fullest = max(self.parts.values(), key=lambda p: p.rows)
+            fullest.write(fullest.rows)
+
+    def _how_far(self, elapsed: float, why: str) -> str:
+        """Where reading stood when it gave up: the partitions not done and how far each got."""
+        behind = [self.parts[p] for p in sorted(self.pending)]
+        where = ", ".join(f"{self.topic}-{p.number} at offset {p.next:,} of {p.high:,}"
+                          for p in behind[:3])
+        more = f" and {len(behind) - 3} more" if len(behind) > 3 else ""
+        return (f"gave up reading {self.topic} to its high watermark after {elapsed:.0f} s "
+                f"({why}): {self.read():,} of {self.total:,} records read; "
+                f"{where}{more} (nothing was written; try again, or a larger --timeout)")

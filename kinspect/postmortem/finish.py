@@ -32,7 +32,7 @@ from kinspect.load.rundir import (
     runs_root,
 )
 from kinspect.load.runsettings import LoadSettings
-from kinspect.load.verify import PartitionRead, verify
+from kinspect.load.verify import Count, PartitionRead, verify
 from kinspect.postmortem.evidence import collect_lab_evidence
 
 Say = Callable[[str], None]
@@ -49,8 +49,9 @@ class Verified:
 
 def verify_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = None,
                lab: LabState | None = None, say: Say | None = None,
-               timeout_s: float = 120.0) -> Verified:
-    """Read the run's topic back and keep the lab's evidence for its window."""
+               timeout_s: float | None = None, count: Count | None = None) -> Verified:
+    """Read the run's topic back and keep the lab's evidence for its window. timeout_s
+    limits each read (None: scaled to the records to read); count(done, total) follows it."""
     say = say or (lambda _line: None)
     if not run_dir.is_dir():
         raise KinspectError(f"run dir {run_dir} does not exist")
@@ -69,14 +70,14 @@ def verify_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
         say(line)
     consumers = consumers_of(run_dir)
     say(f"reading {settings.topic} back to its high watermark…")
-    reads = verify(bootstrap, settings.topic, run_dir, timeout_s, say, config)
+    reads = verify(bootstrap, settings.topic, run_dir, timeout_s, say, config, count=count)
     if consumers is not None and consumers.output is not None:
         say(f"reading the output {consumers.output} back, as read_committed and "
             "read_uncommitted consumers see it…")
         verify(bootstrap, consumers.output, run_dir, timeout_s, say, config,
-               "read_committed", OUTPUT_COMMITTED_DIR)
+               "read_committed", OUTPUT_COMMITTED_DIR, count)
         verify(bootstrap, consumers.output, run_dir, timeout_s, say, config,
-               "read_uncommitted", OUTPUT_ALL_DIR)
+               "read_uncommitted", OUTPUT_ALL_DIR, count)
     info = mark(run_dir, verified_at_ms=now_ms())
     (run_dir / VERIFY_FILE).write_text(json.dumps({"warnings": warnings, "partitions": [
         {"partition": r.partition, "log_start": r.log_start, "high_watermark": r.high_watermark,

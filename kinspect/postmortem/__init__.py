@@ -67,9 +67,10 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     except Exception as exc:  # Py4J and Spark errors: one line, the rest with --verbose
         raise KinspectError(f"the Spark job failed: {_first_line(exc)}"
                             + ("" if verbose else " (rerun with --verbose for Spark's log)")) from None
-    engine, groups, epochs, ranges, log_stats, gaps, bounds, per_second = results
+    engine, groups, epochs, ranges, log_stats, gaps, bounds, per_second, notes = results
     report = _assemble(inputs, groups, epochs, ranges, log_stats, gaps, bounds, fault, log_events,
                        engine)
+    report["notes"] += notes
     _add_consumer_side(report, consumer_side)
     report["out"] = str(out)
     report["seconds"] = round(time.monotonic() - started, 2)
@@ -88,7 +89,7 @@ def _write(report: dict[str, Any], out: Path, per_second: list[Any], chart_topic
         from kinspect.postmortem.chart import draw
 
         draw(per_second, events, report["attribution"], out / "timeline.png",
-             f"{chart_topic}: acknowledged and failed messages per second")
+             f"{chart_topic}, acks={report['acks']}: faults, leaders, acknowledgements")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -114,43 +115,41 @@ def _held_table(inputs: Any, out: Path, say: Callable[[str], None]) -> Path | No
 
 def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[str], None],
                  history: list[tuple[Any, ...]], held_path: Path | None) -> Any:
-    """Every Spark query, in the order that lets the one big shuffle be done once."""
+    """Every Spark query: the match by bitmaps first (match.py), then only the exceptions."""
     import pyspark
     from pyspark import StorageLevel
 
     from kinspect.postmortem import job, queries
+    from kinspect.postmortem.match import match
 
     say(f"reading ledger: {inputs.ledger_rows:,} rows in {len(inputs.ledger_files):,} files")
     ledger = job.ledger_frame(spark, inputs)
-    extra = job.candidates(spark, inputs, say)
     say(f"reading final log: {inputs.final_log_rows:,} rows in {len(inputs.final_log_files)} partitions")
     every_run = job.final_log_frame(spark, inputs)
     final_log = every_run.where(job.is_ours(inputs.run_id))
-    slim = job.match(ledger, final_log, extra).persist(StorageLevel.MEMORY_AND_DISK)
+    say("matching acknowledgements with the final log by message id…")
+    found = match(spark, inputs, ledger, final_log, say)
     epochs: list[dict[str, Any]] = []
-    ranges: list[dict[str, Any]] = []
     lost = None
     try:
-        say("matching acknowledgements with the final log by message id…")
-        groups = job.counts(slim)
-        lost_total = sum(g["acked_lost"] for g in groups)
-        if lost_total:
-            say(f"acked but lost: {lost_total:,}; who acknowledged them, and the lost ranges…")
+        if found.lost is not None:
+            say(f"acked but lost: {found.lost_total:,}; who acknowledged them…")
             held = job.held_frame(spark, held_path, inputs.run_id) if held_path else None
-            lost = queries.attribute(queries.lost_detail(slim, ledger, lost_total), every_run, held,
-                                     history).persist(StorageLevel.MEMORY_AND_DISK)
+            lost = queries.attribute(found.lost, every_run, held, history).persist(
+                StorageLevel.MEMORY_AND_DISK)
             epochs = queries.lost_by_epoch(lost)
-            ranges = queries.lost_ranges(lost)
         say("acknowledgements over time…")
-        bounds, per_second, gaps = queries.ack_timing(ledger, fault_ts, lost, lost_total)
+        bounds, per_second, gaps, per_part = queries.ack_timing(ledger, fault_ts, found.lost,
+                                                                found.lost_total)
     finally:
-        if lost is not None:
-            lost.unpersist()
-        slim.unpersist()
+        for frame in (lost, found.lost):
+            if frame is not None:
+                frame.unpersist()
     say("final log: order within each producer…")
     log_stats = queries.final_log_stats(every_run, inputs.run_id)
+    groups, ranges = found.groups(per_part), found.lost_ranges
     return (f"pyspark {pyspark.__version__}", groups, epochs, ranges, log_stats, gaps, bounds,
-            per_second)
+            per_second, found.notes)
 
 
 def _add_consumer_side(report: dict[str, Any], side: dict[str, Any] | None) -> None:

@@ -1,31 +1,19 @@
-"""The smaller Spark queries: lost-message details, ack timing, the final log's order.
-
-None of them needs the big join again: lost ids are few, so their details come from the
-ledger through a (usually broadcast) join; timing comes from the ledger alone.
+"""The Spark queries after the match: who acknowledged the lost ids, ack timing, the final
+log's order. Lost ids are few: their details were fetched by the match (match.py) through a
+broadcast join; timing comes from the ledger alone.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT
+from kinspect.postmortem.job import ACKED, FAILED, UNKNOWN
 from kinspect.postmortem.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
 
-RANGE_CAP = 50  # lost ranges listed per producer; the rest are counted
 GAP_MS = 1000  # no successful ack for this long while sending = unavailable
 BUCKET_MS = 100
 SLACK_MS = 1000  # an ack may land just after its broker logged the change (clock, flushing)
 BROADCAST_ROWS = 1_000_000  # fewer lost ids than this: ship them to the ledger, not vice versa
-
-
-def lost_detail(slim: Any, ledger: Any, count: int) -> Any:
-    """The acked-but-lost ids with what the ledger knows about their acknowledgement."""
-    from pyspark.sql import functions as F
-
-    lost = slim.where((F.col("st") == ACKED) & (F.col("copies") == 0)).select("key", "pp")
-    if count <= BROADCAST_ROWS:
-        lost = F.broadcast(lost)
-    return ledger.select("key", "epoch", "ack_ts", "offset").join(lost, "key")
 
 
 def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any, ...]]) -> Any:
@@ -102,26 +90,12 @@ def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:
     return [r.asDict() for r in rows]
 
 
-def lost_ranges(lost: Any, cap: int = RANGE_CAP) -> list[dict[str, Any]]:
-    """Gaps-and-islands: seq - row_number is constant along a run of consecutive lost seqs."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    ids = lost.select(F.shiftright("key", KEY_SHIFT).cast("int").alias("producer"),
-                      F.col("key").bitwiseAND((1 << KEY_SHIFT) - 1).alias("seq"))
-    by_seq = Window.partitionBy("producer").orderBy("seq")
-    islands = ids.withColumn("grp", F.col("seq") - F.row_number().over(by_seq)).groupBy(
-        "producer", "grp").agg(F.min("seq").alias("lo"), F.max("seq").alias("hi"))
-    by_lo = Window.partitionBy("producer").orderBy("lo")
-    ranked = islands.select("producer", "lo", "hi", F.row_number().over(by_lo).alias("rank"),
-                            F.count("*").over(Window.partitionBy("producer")).alias("ranges"))
-    return [r.asDict() for r in ranked.where(F.col("rank") <= cap).orderBy("producer", "lo").collect()]
-
-
 def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: int = 0,
-               gap_ms: int = GAP_MS) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run bounds, acked/failed per second (the chart), per-partition gaps with no ack, and the
-    first acks after the fault (any, and the first whose message the cluster kept).
+               gap_ms: int = GAP_MS) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                              list[dict[str, Any]], dict[tuple[int, int], int]]:
+    """Run bounds, acked/failed per second (the chart), per-partition gaps with no ack, the
+    first acks after the fault (any, and the first whose message the cluster kept), and the
+    ledger's rows per (partition, status) (match.py's per-partition counts start from them).
 
     100 ms buckets keep gap edges exact: a gap of >= 1 s leaves the buckets inside it empty, so
     the last ack before it and the first after it are the max and min of neighbouring buckets.
@@ -129,7 +103,7 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: 
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    reported = ledger.where(F.col("ack_ts").isNotNull() & F.col("st").isin(ACKED, FAILED))
+    reported = ledger  # rows without an ack time (unknown) fall in bucket null: counted, not drawn
     kept = F.lit(True)
     if lost is not None and fault_ts is not None:
         keys = lost.select("key", F.lit(True).alias("was_lost"))
@@ -142,6 +116,7 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: 
         F.col("l_part").alias("pp"), F.floor(F.col("ack_ts") / BUCKET_MS).alias("b")).agg(
         F.sum(F.when(acked, 1).otherwise(0)).alias("acked"),
         F.sum(F.when(F.col("st") == FAILED, 1).otherwise(0)).alias("failed"),
+        F.sum(F.when(F.col("st") == UNKNOWN, 1).otherwise(0)).alias("unknown"),
         F.min(F.when(acked, F.col("ack_ts"))).alias("lo"),
         F.max(F.when(acked, F.col("ack_ts"))).alias("hi"),
         F.min(F.when(after, F.col("ack_ts"))).alias("after"),
@@ -153,15 +128,21 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: 
                              F.min("kept").alias("first_kept_ack_after_fault_ts")).first().asDict()
         if fault_ts is None:
             bounds["first_ack_after_fault_ts"] = bounds["first_kept_ack_after_fault_ts"] = None
-        per_second = buckets.groupBy(F.floor(F.col("b") * BUCKET_MS / 1000).alias("second")).agg(
+        rows = {}
+        for r in buckets.groupBy("pp").agg(*(F.sum(c).alias(c) for c in
+                                             ("acked", "failed", "unknown"))).collect():
+            rows.update({(r["pp"], st): int(r[name]) for st, name in
+                         ((ACKED, "acked"), (FAILED, "failed"), (UNKNOWN, "unknown")) if r[name]})
+        timed = buckets.where(F.col("b").isNotNull())
+        per_second = timed.groupBy(F.floor(F.col("b") * BUCKET_MS / 1000).alias("second")).agg(
             F.sum("acked").alias("acked"), F.sum("failed").alias("failed")).orderBy("second").collect()
         window = Window.partitionBy("pp").orderBy("b")
-        gaps = (buckets.where(F.col("acked") > 0)
+        gaps = (timed.where(F.col("acked") > 0)
                 .select("pp", F.lag("hi").over(window).alias("start"), F.col("lo").alias("end"))
                 .where(F.col("end") - F.col("start") >= gap_ms).orderBy("pp", "start").collect())
     finally:
         buckets.unpersist()
-    return bounds, [r.asDict() for r in per_second], [r.asDict() for r in gaps]
+    return bounds, [r.asDict() for r in per_second], [r.asDict() for r in gaps], rows
 
 
 def final_log_stats(final_log: Any, run_id: str | None) -> list[dict[str, Any]]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
-from kinspect.cli.common import add_cluster_arguments, progress, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, resolve_cluster
+from kinspect.cli.progress import Display
 from kinspect.lab import BACKENDS, open_backend
 from kinspect.lab.backend import UpOptions
 from kinspect.lab.topics import DEMO_TOPICS, balance_leaders, create_topics
@@ -32,6 +34,11 @@ def register(commands: Any) -> None:
 
 def prepare_demo(backend: str = "auto") -> str:
     """Lab up (fetching Kafka if needed) and the demo topics; returns the bootstrap."""
+    with Display() as display:  # closed before the TUI takes the screen
+        return _prepare(backend, display.line)
+
+
+def _prepare(backend: str, progress: Callable[[str], None]) -> str:
     lab = open_backend(backend, progress=progress)
     state = lab.up(UpOptions(), progress)
     created = create_topics(state.bootstrap, DEMO_TOPICS)

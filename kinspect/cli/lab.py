@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from kinspect.checks import option, writable_dir
 from kinspect.cli.common import progress
+from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
 from kinspect.lab import BACKENDS, dist, presets, shaping
 from kinspect.lab.backend import LabBackend, UpOptions, status_json
@@ -149,14 +150,15 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
                         "password is kept in the lab dir, never printed")
 
 
-def backend(name: str | None = None) -> LabBackend:
+def backend(name: str | None = None, say: Callable[[str], None] = progress) -> LabBackend:
     from kinspect.lab import open_backend
 
-    return open_backend(name, progress=progress)
+    return open_backend(name, progress=say)
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    kafka = dist.fetch(progress, force=args.force)
+    with Display() as display:
+        kafka = dist.fetch(display.line, force=args.force)
     print(f"Kafka {kafka.version} jars in {kafka.libs}")
     return 0
 
@@ -164,10 +166,11 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_images(args: argparse.Namespace) -> int:
     from kinspect.lab import engine, images
 
-    kafka = dist.ensure(progress)
-    client = engine.connect()
-    tag = images.ensure(client, kafka, progress, rebuild=args.rebuild)
-    images.tag_latest(client, tag)
+    with Display() as display:
+        kafka = dist.ensure(display.line)
+        client = engine.connect()
+        tag = images.ensure(client, kafka, display.line, rebuild=args.rebuild)
+        images.tag_latest(client, tag)
     print(f"image {tag}, also tagged {images.KAFKA_REPOSITORY}:latest (on {images.BASE_IMAGE})")
     return 0
 
@@ -184,9 +187,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     options.validate()  # before the backend is chosen: a bad option is the only line
     writable_dir(kinspect_home(), "KINSPECT_HOME")
     started = time.monotonic()
-    lab = backend(args.backend)
-    lab.up(options, progress)
-    progress(f"lab up in {time.monotonic() - started:.1f} s")
+    with Display() as display:
+        lab = backend(args.backend, display.line)
+        lab.up(options, display.line)
+        display.say(f"lab up in {time.monotonic() - started:.1f} s")
     return print_status(lab, args.json)
 
 
@@ -198,8 +202,9 @@ def cmd_reset(args: argparse.Namespace) -> int:
     writable_dir(kinspect_home(), "KINSPECT_HOME")
     stop_loads_on_lab()
     started = time.monotonic()
-    lab, _ = reset_lab(options, progress, args.backend)
-    progress(f"lab reset in {time.monotonic() - started:.1f} s")
+    with Display() as display:
+        lab, _ = reset_lab(options, display.line, args.backend)
+        display.say(f"lab reset in {time.monotonic() - started:.1f} s")
     return print_status(lab, args.json)
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, progress_line, resolve_cluster
+from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
 from kinspect.lab import sasl
 
@@ -63,8 +66,9 @@ def register(commands: Any) -> None:
                     "replica snapshots of the run's window for the post-mortem.")
     verify.add_argument("--topic", required=True, help="the run's topic (checked against the run dir)")
     verify.add_argument("--run-dir", type=Path, required=True, help="the run dir of `load run`")
-    verify.add_argument("--timeout", type=option(0, 3600, low_open=True), default=120.0,
-                        help="seconds to read up to the high watermark (default 120)")
+    verify.add_argument("--timeout", type=option(0, 7 * 86400, low_open=True),
+                        help="seconds to read up to the high watermark (default: 120 plus 60 "
+                             "per million records; it also gives up after 60 s without progress)")
     verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
     add_cluster_arguments(verify, zookeeper=False)
     verify.set_defaults(handler=cmd_verify)
@@ -163,17 +167,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     settings.validate()
     zookeeper = None if args.no_timeline else cluster.zookeeper
-    summary = run_load(settings, args.run_dir, progress=None if args.json else progress_line,
-                       zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
-                       zk_auth=list(cluster.zk_auth) or None, origin=args.origin,
-                       secret_files=sasl.secret_files())
+    with Display() as display:
+        shown = load_bar(display, count, args.duration)
+        summary = run_load(settings, args.run_dir,
+                           progress=None if args.json and not display.live else shown,
+                           zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
+                           zk_auth=list(cluster.zk_auth) or None, origin=args.origin,
+                           secret_files=sasl.secret_files())
     if args.json:
         print(json.dumps(summary))
         return 0
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() and not display.live:
         print(file=sys.stderr)
     print(format_summary(summary))
     return 0
+
+
+# What the runner's progress line says (runner.format_progress), read back for the bar.
+LOAD_LINE = re.compile(r"^\s*(?P<elapsed>[\d.]+)s\s.*?sent\s+(?P<sent>\d+)\s+acked\s+(?P<acked>\d+)"
+                       r"\s+failed\s+(?P<failed>\d+)")
+
+
+def load_bar(display: Display, count: int | None,
+             duration_s: float | None) -> Callable[[str], None]:
+    """The runner's progress lines as a bar: answered (acked + failed) of the count, or
+    seconds of the duration; as before (one line rewritten in place) without a terminal."""
+    if not display.live:
+        return progress_line
+
+    def show(line: str) -> None:
+        found = LOAD_LINE.match(line)
+        if found is None:  # a line of another shape: shown as it is
+            display.bar("load", 0, None, note=line.strip())
+            return
+        sent, acked, failed = (int(found[k]) for k in ("sent", "acked", "failed"))
+        note = f"sent {sent:,}  acked {acked:,}  failed {failed:,}"
+        if count:
+            display.bar("load", acked + failed, count, "messages", note)
+        else:
+            display.bar("load", float(found["elapsed"]), duration_s, "s", note)
+
+    return show
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -228,6 +262,19 @@ def cmd_slow(args: argparse.Namespace) -> int:
     return run_slow(cluster.bootstrap, args.topic, acks, args.count, extra)
 
 
+def records_bar(display: Display, key: str) -> Callable[[int, int], None] | None:
+    """verify's count(done, total) as a bar (None without a terminal: the lines say it)."""
+    if not display.live:
+        return None
+
+    def show(done: int, total: int) -> None:
+        display.bar(key, done, total, "records")
+        if done >= total:
+            display.finish(key)
+
+    return show
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from kinspect.postmortem.finish import verify_run
 
@@ -237,8 +284,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args)
     if topic != args.topic:
         raise KinspectError(f"{args.run_dir} is a run on {topic!r}, not {args.topic!r}")
-    verified = verify_run(args.run_dir, cluster.bootstrap, cluster.kafka, cluster.lab,
-                          None if args.json else progress_line, timeout_s=args.timeout)
+    with Display() as display:
+        say = display.line if display.live or not args.json else None
+        verified = verify_run(args.run_dir, cluster.bootstrap, cluster.kafka, cluster.lab, say,
+                              timeout_s=args.timeout, count=records_bar(display, "reading back"))
     reads, total = verified.reads, sum(r.records for r in verified.reads)
     if args.json:
         print(json.dumps({"topic": args.topic, "in_log": total, "warnings": verified.warnings,
@@ -246,7 +295,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             {"partition": r.partition, "log_start": r.log_start,
              "high_watermark": r.high_watermark, "records": r.records} for r in reads]}))
         return 0
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() and not display.live:
         print(file=sys.stderr)
     for read in reads:
         print(f"{args.topic}-{read.partition}: {read.records:,} records "

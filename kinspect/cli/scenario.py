@@ -11,6 +11,7 @@ from typing import Any
 from kinspect.checks import option, writable_dir
 from kinspect.cli.common import progress
 from kinspect.cli.lab import stop_loads_on_lab
+from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
 
@@ -121,8 +122,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = _run_dir(scenario.name, args.run_dir)
     check_load(scenario)
     stop_loads_on_lab()  # the scenario resets the lab
-    progress(f"{scenario.name}: {scenario.title}\nrun dir: {run_dir}")
-    row = run_scenario(scenario, run_dir, progress, keep_lab=args.keep_lab)
+    with Display() as display:
+        display.say(f"{scenario.name}: {scenario.title}\nrun dir: {run_dir}")
+        row = run_scenario(scenario, run_dir, display.line, keep_lab=args.keep_lab)
     if args.json:
         print(json.dumps(row))
     else:
@@ -153,25 +155,29 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     progress(f"{len(scenarios) * args.repeat} runs; results go to {results} as they finish")
     rows: list[dict[str, Any]] = []
     spark = None
+    display = Display().start()  # a bar over the runs; each run's steps as stages
     try:
         for n in range(args.repeat):
             for scenario in scenarios:
-                progress(f"--- {scenario.name} (run {n + 1} of {args.repeat})")
+                display.bar("matrix", len(rows), len(scenarios) * args.repeat, "runs", scenario.name)
+                display.say(f"--- {scenario.name} (run {n + 1} of {args.repeat})")
                 if spark is None and "netem" not in scenario.needs:
                     from kinspect.postmortem.job import start_spark
 
                     spark = start_spark()
                 try:
-                    row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", progress,
+                    row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", display.line,
                                        spark=spark)
                 except KinspectError as exc:  # one broken run does not lose the others
                     row = {**skipped_row(scenario, str(exc)), "status": "error",
                            "expectation_met": False}
-                    progress(f"{scenario.name}: {exc}")
+                    display.say(f"{scenario.name}: {exc}")
                 rows.append(row)
                 with open(results, "a") as handle:
                     handle.write(json.dumps(row) + "\n")
+        display.bar("matrix", len(rows), len(rows), "runs")
     finally:
+        display.stop()
         if spark is not None:
             spark.stop()
     table = markdown_table(rows) if args.markdown else text_table(rows)

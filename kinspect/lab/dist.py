@@ -20,6 +20,24 @@ from kinspect.paths import cache_dir
 
 _POM = "kafka-pom.xml"
 _READY_MARKER = ".complete"
+FETCH_STEP = "fetching Kafka's jars with Maven"
+
+
+class Tick(str):
+    """A progress line that also says how far its step has got (`done` of `total`; None: not
+    known ahead, as Maven's downloads), so a terminal can draw a bar. Everyone else reads it as
+    the plain line it is."""
+
+    step: str
+    done: int
+    total: int | None
+    unit: str
+
+    def __new__(cls, line: str, step: str = "", done: int = 0, total: int | None = None,
+                unit: str = "") -> Tick:  # defaults: pickle rebuilds it from the line alone
+        tick = super().__new__(cls, line)
+        tick.step, tick.done, tick.total, tick.unit = step, done, total, unit
+        return tick
 
 
 def kafka_version() -> str:
@@ -116,6 +134,7 @@ def fetch(progress: Callable[[str], None] | None = None, force: bool = False) ->
         f"-DoutputDirectory={staging / 'libs'}",
     ]
     tail: list[str] = []
+    downloads = 0
     with subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as proc:
@@ -125,7 +144,8 @@ def fetch(progress: Callable[[str], None] | None = None, force: bool = False) ->
             tail = [*tail[-20:], line]
             if "Downloaded from" in line:
                 artifact = line.split(" (")[0].rsplit("/", 1)[-1]
-                say(f"  downloaded {artifact}")
+                downloads += 1
+                say(Tick(f"  downloaded {artifact}", FETCH_STEP, downloads, unit="files"))
         rc = proc.wait()
     jars = list((staging / "libs").glob("*.jar"))
     if rc != 0 or not jars:

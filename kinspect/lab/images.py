@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -21,13 +22,14 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 from kinspect.errors import KinspectError
 from kinspect.lab.backend import Progress
-from kinspect.lab.dist import KafkaDist, resource_path
+from kinspect.lab.dist import KafkaDist, Tick, resource_path
 from kinspect.paths import cache_dir
 
 BASE_IMAGE = "kinspect/debian:bookworm"
 KAFKA_REPOSITORY = "kinspect/kafka"
 LOG4J_FILES = ("broker-log4j.properties", "zookeeper-log4j.properties")
 CONTEXT_FILES = ("Dockerfile", "kinspect-node")
+STEP = re.compile(r"^Step (\d+)/(\d+) :")
 
 
 def docker_folder() -> Path:
@@ -123,8 +125,9 @@ def build_kafka(client: docker.DockerClient, kafka: KafkaDist, tag: str, progres
             if "error" in chunk:
                 raise BuildError(chunk["error"].strip(), [])
             line = str(chunk.get("stream", "")).strip()
-            if line.startswith("Step "):
-                progress("  " + line)
+            if step := STEP.match(line):  # "Step 3/12 : RUN ...": steps 1 and 2 are done
+                progress(Tick("  " + line, f"building {tag}", int(step[1]) - 1, int(step[2]),
+                              "steps"))
     except (BuildError, APIError) as exc:
         raise KinspectError(f"building {tag} failed: {str(exc).strip().splitlines()[-1][:200]}") from None
     finally:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -35,6 +36,12 @@ FINAL_LOG_SCHEMA = pa.schema([
     ("id", pa.string()), ("producer", pa.int32()), ("seq", pa.int64()),
     ("leader_epoch", pa.int32()), ("timestamp", pa.int64()), ("run", pa.string()),
 ])
+
+# The files add, for each record, the seq of the record before it in the partition from the
+# same run and producer (null: none): the post-mortem counts reordering from it without
+# sorting the log again. Older files lack it; the post-mortem then sorts.
+FINAL_LOG_FILE_SCHEMA = FINAL_LOG_SCHEMA.append(pa.field("prev_seq", pa.int64()))
+NO_PRODUCER = -1
 
 ROWS = 32_768  # records per Arrow batch, i.e. per Parquet row group
 BUFFERED = 4 * ROWS  # records held over all partitions before the fullest is written early
@@ -60,6 +67,44 @@ class PartitionRead:
     records: int
 
 
+class PreviousSeqs:
+    """Each record's previous seq from the same (run, producer) in one partition's offset order,
+    carried across batches: the last seq seen per (run, producer) is all it keeps."""
+
+    def __init__(self) -> None:
+        self.last: dict[int, int] = {}  # run number << 32 | producer -> last seq
+        self.runs: dict[str | None, int] = {}
+
+    def of(self, batch: pa.RecordBatch) -> pa.Array:
+        n = batch.num_rows
+        if n == 0:
+            return pa.array([], pa.int64())
+        runs = pc.dictionary_encode(batch.column("run"))
+        lut = np.array([self.runs.setdefault(name, len(self.runs))
+                        for name in runs.dictionary.to_pylist()] + [self.runs.setdefault(
+                            None, len(self.runs))], np.int64)
+        index = pc.fill_null(runs.indices, len(lut) - 1).to_numpy()
+        producer = pc.fill_null(batch.column("producer"), NO_PRODUCER).to_numpy().astype(np.int64)
+        seq = pc.fill_null(batch.column("seq"), 0).to_numpy()
+        key = (lut[index] << 32) | (producer & 0xFFFFFFFF)
+        order = np.argsort(key, kind="stable")
+        keys, seqs = key[order], seq[order]
+        first = np.ones(n, bool)
+        first[1:] = keys[1:] != keys[:-1]
+        prev = np.empty(n, np.int64)
+        prev[1:] = seqs[:-1]
+        known = np.ones(n, bool)
+        for at in np.flatnonzero(first):
+            before = self.last.get(int(keys[at]))
+            prev[at], known[at] = (before, True) if before is not None else (0, False)
+        last = np.append(np.flatnonzero(first)[1:] - 1, n - 1)
+        self.last.update(zip(keys[last].tolist(), seqs[last].tolist(), strict=True))
+        out, valid = np.empty(n, np.int64), np.empty(n, bool)
+        out[order], valid[order] = prev, known
+        valid &= producer != NO_PRODUCER
+        return pa.array(out, pa.int64(), mask=~valid)
+
+
 @dataclass
 class _Partition:
     """One partition being read: its records not yet written (Arrow) and its Parquet writer."""
@@ -73,13 +118,14 @@ class _Partition:
     held: list[pa.RecordBatch] = field(default_factory=list)
     rows: int = 0  # held
     writer: pq.ParquetWriter | None = None
+    order: PreviousSeqs = field(default_factory=PreviousSeqs)
 
     def __post_init__(self) -> None:
         self.next = self.low
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Hold the batch; every ROWS records held become one row group."""
-        self.held.append(batch)
+        self.held.append(batch.append_column("prev_seq", self.order.of(batch)))
         self.rows += batch.num_rows
         self.records += batch.num_rows
         self.next = batch.column(2)[-1].as_py() + 1
@@ -91,8 +137,8 @@ class _Partition:
         if not self.rows:
             return
         if self.writer is None:
-            self.writer = pq.ParquetWriter(self.tmp, FINAL_LOG_SCHEMA)
-        table = pa.Table.from_batches(self.held, FINAL_LOG_SCHEMA)
+            self.writer = pq.ParquetWriter(self.tmp, FINAL_LOG_FILE_SCHEMA)
+        table = pa.Table.from_batches(self.held, FINAL_LOG_FILE_SCHEMA)
         group = table.slice(0, limit)
         self.writer.write_table(group, row_group_size=group.num_rows)
         self.held = table.slice(group.num_rows).to_batches()
@@ -103,7 +149,7 @@ class _Partition:
         empty file, so every partition has one)."""
         self.write(self.rows)
         if self.writer is None:
-            pq.write_table(FINAL_LOG_SCHEMA.empty_table(), self.tmp)
+            pq.write_table(FINAL_LOG_FILE_SCHEMA.empty_table(), self.tmp)
         else:
             self.writer.close()
             self.writer = None
@@ -213,6 +259,7 @@ class _Reader:
                       for p, (low, high) in ranges.items()}
         self.pending = {p for p, (low, high) in ranges.items() if high > low}
         self.total = sum(max(0, high - low) for low, high in ranges.values())
+        self.told = -1  # the last done count() was given
 
     def done(self) -> int:
         return sum(min(p.next, p.high) - p.low for p in self.parts.values() if p.high > p.low)
@@ -233,7 +280,7 @@ class _Reader:
             for part in self.parts.values():
                 part.discard()
             raise
-        if count:
+        if count and self.told != self.total:  # the last word: all of it (said once)
             count(self.total, self.total)
         return [PartitionRead(p.number, p.low, p.high, p.records)
                 for _, p in sorted(self.parts.items())]
@@ -262,7 +309,8 @@ class _Reader:
             if messages or len(self.pending) < before:
                 moved = now
             if count and now - told > 0.1:
-                count(self.done(), self.total)
+                self.told = self.done()
+                count(self.told, self.total)
                 told = now
             elif progress and not count and now - told > 1.0:
                 progress(f"read {self.done():,} of {self.total:,} records")

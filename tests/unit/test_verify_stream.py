@@ -119,8 +119,9 @@ def test_streams_fixed_size_row_groups(tmp_path: Path, monkeypatch: pytest.Monke
     assert meta.num_rows == 50 and meta.num_row_groups == 8  # 7 groups of 7, then 1
     assert max(meta.row_group(g).num_rows for g in range(meta.num_row_groups)) == 7
     table = pq.read_table(out / "part-0000.parquet")
-    assert table.schema == v.FINAL_LOG_SCHEMA
+    assert table.schema == v.FINAL_LOG_FILE_SCHEMA
     assert table["offset"].to_pylist() == list(range(100, 150))
+    assert table["prev_seq"].to_pylist() == [None, *range(49)]  # one producer, in order
     assert table["id"].to_pylist() == [f"{RUN}-0-{o}" for o in range(50)]
     assert pq.read_table(out / "part-0002.parquet").num_rows == 0
     whole = pq.read_table(out)  # what the tests and DuckDB read: the directory
@@ -154,6 +155,7 @@ def test_count_reaches_the_total(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(v.time, "monotonic", lambda: next(clock))
     read(tmp_path, {0: 40, 1: 20}, count=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (60, 60) and len(seen) > 2
+    assert seen.count((60, 60)) == 1  # the end is said once (a bar would finish twice)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
@@ -204,7 +206,8 @@ def test_foreign_and_old_records_keep_their_rows(tmp_path: Path) -> None:
     assert table["id"].to_pylist() == [None, "1-7", None, f"{RUN}-2-9"]
     assert table["run"].to_pylist() == [None, None, None, RUN]
     assert table["leader_epoch"].to_pylist() == [3, 3, None, 3]
-    assert table.schema.equals(pa.schema(v.FINAL_LOG_SCHEMA))
+    assert table.schema.equals(pa.schema(v.FINAL_LOG_FILE_SCHEMA))
+    assert table["prev_seq"].to_pylist() == [None, None, None, None]  # each first of its kind
 
 
 def test_records_past_the_high_watermark_are_left_and_eof_ends_a_partition(

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kinspect.load.ledger import LEDGER_SCHEMA
-from kinspect.load.verify import FINAL_LOG_SCHEMA
+from kinspect.load.verify import FINAL_LOG_SCHEMA, PreviousSeqs
 
 T0 = 1_700_000_000_000
 CHUNK = 50_000
@@ -113,13 +113,17 @@ def _write_final_log(run_dir: Path, producer: np.ndarray, seq: np.ndarray, part:
         rows = np.nonzero(part == p)[0]
         rows = rows[np.argsort(when[rows], kind="stable")]
         n = len(rows)
-        pq.write_table(pa.table({
+        table = pa.table({
             "topic": pa.array(["bench"] * n), "partition": pa.array(part[rows]),
             "offset": pa.array(np.arange(n, dtype=np.int64)), "id": _ids(producer[rows], seq[rows]),
             "producer": pa.array(producer[rows]), "seq": pa.array(seq[rows]),
             "leader_epoch": pa.array(epoch[rows]), "timestamp": pa.array(when[rows]),
             "run": pa.nulls(n, pa.string()),  # ids as before run ids: the legacy path
-        }, schema=FINAL_LOG_SCHEMA), out / f"part-{p:04d}.parquet")
+        }, schema=FINAL_LOG_SCHEMA)
+        order = PreviousSeqs()  # verify's prev_seq, computed as verify computes it
+        table = table.append_column("prev_seq", pa.chunked_array(
+            [order.of(b) for b in table.to_batches(max_chunksize=32_768)]))
+        pq.write_table(table, out / f"part-{p:04d}.parquet")
 
 
 def duckdb_counts(run_dir: Path) -> dict[str, int]:

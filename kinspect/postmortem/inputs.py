@@ -65,6 +65,7 @@ class RunInputs:
     broker_logs: dict[str, list[Path]] = field(default_factory=dict)
     final_log_partitions: list[int] = field(default_factory=list)
     final_log_rows: int = 0
+    final_log_ordered: bool = False  # every file has prev_seq (verify since issue 20)
     run: RunInfo | None = None
     run_id: str | None = None  # None: a run dir made before run ids
     replica_snapshots: list[Path] = field(default_factory=list)
@@ -156,7 +157,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
         pm.sent_upto = max(pm.sent_upto, mark.upto)
         topic, acks = topic or mark.topic, acks or mark.acks
         run_ids.add(mark.run_id)
-    final_files, partitions, final_rows = _final_log(run_dir, topic)
+    final_files, partitions, final_rows, ordered = _final_log(run_dir, topic)
     run = read_run(run_dir)
     ledger_runs = run_ids - {""}
     if len(ledger_runs) > 1 or (run and ledger_runs and ledger_runs != {run.run_id}):
@@ -172,24 +173,27 @@ def load_inputs(run_dir: Path) -> RunInputs:
         summary=_json_file(run_dir / SUMMARY_FILE),
         timeline=read_jsonl(run_dir / TIMELINE_FILE), faults=read_jsonl(run_dir / FAULTS_FILE),
         broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
-        final_log_rows=final_rows, refused=refused)
+        final_log_rows=final_rows, final_log_ordered=ordered, refused=refused)
 
 
-def _final_log(run_dir: Path, topic: str) -> tuple[list[Path], list[int], int]:
-    """The final log's files, their partitions and rows (footers only); missing: one line."""
+def _final_log(run_dir: Path, topic: str) -> tuple[list[Path], list[int], int, bool]:
+    """The final log's files, their partitions and rows (footers only), and whether each says
+    every record's previous seq; missing: one line."""
     final_dir = run_dir / FINAL_LOG_DIR
     final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
     if not final_files:
         raise KinspectError(f"{run_dir}: final_log/ missing: run `kinspect verify --topic "
                             f"{topic or 'TOPIC'} --run-dir {run_dir}` first")
-    partitions, final_rows = [], 0
+    partitions, final_rows, ordered = [], 0, True
     for path in final_files:
-        final_rows += _footer(path, FINAL_LOG_SCHEMA, run_dir).num_rows
+        meta = _footer(path, FINAL_LOG_SCHEMA, run_dir)
+        final_rows += meta.num_rows
+        ordered &= "prev_seq" in meta.schema.to_arrow_schema().names
         try:
             partitions.append(int(path.stem.split("-", 1)[1]))
         except ValueError:
             raise KinspectError(f"{path.relative_to(run_dir)}: expected part-NNNN.parquet") from None
-    return final_files, partitions, final_rows
+    return final_files, partitions, final_rows, ordered
 
 
 def _stat(meta: pq.FileMetaData, name: str, pick: Any, default: Any) -> Any:

@@ -147,27 +147,27 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: 
 
 def final_log_stats(final_log: Any, run_id: str | None) -> list[dict[str, Any]]:
     """Per partition: this run's records, foreign records, other runs' records, and this run's
-    records behind their producer's previous seq."""
+    records behind their producer's previous seq. With verify's prev_seq column that is one
+    pass; an older final log is sorted by (partition, producer, offset) here."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from kinspect.postmortem.job import is_ours
 
-    window = Window.partitionBy("partition", "producer").orderBy("offset")
-    ours = final_log.where(is_ours(run_id))
-    marked = ours.select("partition", (F.col("seq") < F.lag("seq").over(window)).alias("behind"))
-    own = {r["partition"]: r.asDict() for r in marked.groupBy("partition").agg(
-        F.count("*").alias("in_log"),
-        F.sum(F.when(F.col("behind"), 1).otherwise(0)).alias("reordered")).collect()}
+    mine = F.coalesce(is_ours(run_id), F.lit(False))
     foreign = F.col("producer").isNull()
-    others = final_log.groupBy("partition").agg(
-        F.sum(F.when(foreign, 1).otherwise(0)).alias("foreign"),
-        F.sum(F.when(~foreign & ~F.coalesce(is_ours(run_id), F.lit(False)), 1).otherwise(0))
-        .alias("other_runs")).collect()
-    rows = []
-    for r in others:
-        mine = own.get(r["partition"], {})
-        rows.append({"partition": r["partition"], "in_log": mine.get("in_log", 0),
-                     "reordered": mine.get("reordered", 0), "foreign": r["foreign"],
-                     "other_runs": r["other_runs"]})
-    return rows
+    if "prev_seq" in final_log.columns:
+        behind = F.col("seq") < F.col("prev_seq")
+    else:
+        window = Window.partitionBy("partition", "producer", "run").orderBy("offset")
+        behind = F.col("seq") < F.lag("seq").over(window)
+        final_log = final_log.withColumn("behind", behind)
+        behind = F.col("behind")
+
+    def n(cond: Any) -> Any:
+        return F.sum(F.when(cond, 1).otherwise(0))
+
+    rows = final_log.groupBy("partition").agg(
+        n(mine).alias("in_log"), n(mine & F.coalesce(behind, F.lit(False))).alias("reordered"),
+        n(foreign).alias("foreign"), n(~foreign & ~mine).alias("other_runs")).collect()
+    return [r.asDict() for r in rows]

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from kinspect.load.ledger import LEDGER_SCHEMA
 from kinspect.load.rundir import FINAL_LOG_DIR, LEDGER_DIR, SETTINGS_FILE
-from kinspect.load.verify import FINAL_LOG_SCHEMA
+from kinspect.load.verify import FINAL_LOG_SCHEMA, PreviousSeqs
 
 T0 = 1_700_000_000_000
 TOPIC = "kinspect-warmup"
@@ -57,12 +57,16 @@ def make_warmup_run(run_dir: Path) -> Path:
     kept[1].insert(50, kept[1][40])  # a duplicate, a little later: reordered too
     for partition, rows in kept.items():
         n = len(rows)
-        pq.write_table(_table(FINAL_LOG_SCHEMA, {
+        table = _table(FINAL_LOG_SCHEMA, {
             "topic": [TOPIC] * n, "partition": [partition] * n, "offset": list(range(n)),
             "id": [f"{p}-{s}" for p, s, _ in rows], "producer": [p for p, _, _ in rows],
             "seq": [s for _, s, _ in rows], "leader_epoch": [e for _, _, e in rows],
             "timestamp": [T0 + i * 10 for i in range(n)],
-        }, n), run_dir / FINAL_LOG_DIR / f"part-{partition:04d}.parquet")
+        }, n)
+        order = PreviousSeqs()  # as verify writes it: prev_seq beside each record
+        table = table.append_column("prev_seq", pa.chunked_array(
+            [order.of(b) for b in table.to_batches()]))
+        pq.write_table(table, run_dir / FINAL_LOG_DIR / f"part-{partition:04d}.parquet")
     faults = [{"ts": T0 + 1900, "action": "isolate", "target": "kafka1", "detail": "warm-up"}]
     (run_dir / "faults.jsonl").write_text("".join(json.dumps(f) + "\n" for f in faults))
     return run_dir

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kinspect.load.ledger import LedgerWriter
-from kinspect.load.verify import FINAL_LOG_SCHEMA
+from kinspect.load.verify import FINAL_LOG_SCHEMA, PreviousSeqs
 
 T0 = 1_700_000_000_000
 TOPIC = "t"
@@ -24,9 +24,10 @@ def log_stamp(ts: int) -> str:
 
 
 def write_final_log(run_dir: Path, partition: int, rows: list[tuple[int | None, int | None, int]],
-                    run: str | None = None) -> None:
+                    run: str | None = None, ordered: bool = True) -> None:
     """rows: (producer, seq, leader_epoch) in offset order; producer None = a foreign record.
-    `run` None writes ids as kinspect did before run ids (`<producer>-<seq>`)."""
+    `run` None writes ids as kinspect did before run ids (`<producer>-<seq>`); `ordered` adds
+    verify's prev_seq column (False: a final log written before it had one)."""
     out = run_dir / "final_log"
     out.mkdir(parents=True, exist_ok=True)
     n = len(rows)
@@ -40,6 +41,9 @@ def write_final_log(run_dir: Path, partition: int, rows: list[tuple[int | None, 
         "timestamp": pa.array([T0 + i for i in range(n)], pa.int64()),
         "run": pa.array([run if p is not None else None for p, _, _ in rows], pa.string()),
     }, schema=FINAL_LOG_SCHEMA)
+    if ordered:
+        table = table.append_column("prev_seq", pa.chunked_array(
+            [PreviousSeqs().of(b) for b in table.to_batches()] or [pa.array([], pa.int64())]))
     pq.write_table(table, out / f"part-{partition:04d}.parquet")
 
 

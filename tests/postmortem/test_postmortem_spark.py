@@ -99,6 +99,22 @@ def test_clean_run_zero_loss_and_no_timeline(spark: Any, tmp_path: Path) -> None
     assert "No timeline was recorded" in (tmp_path / "out" / "report.md").read_text()
 
 
+def test_a_final_log_without_prev_seq_is_judged_the_same(spark: Any, report_a: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    """A final log verified before prev_seq existed: the post-mortem sorts it itself and
+    reaches the same report (reordering included)."""
+    import pyarrow.parquet as pq
+
+    run = scenario_a(tmp_path / "run")
+    for part in (run / "final_log").glob("part-*.parquet"):
+        table = pq.read_table(part)
+        assert "prev_seq" in table.column_names
+        pq.write_table(table.drop_columns(["prev_seq"]), part)
+    report = run_postmortem(run, spark=spark, chart=False)
+    assert {k: report[k] for k in EXPECTED_A} == EXPECTED_A
+    assert report["partitions"] == report_a["partitions"]
+
+
 def test_unknown_tail_only_and_many_ranges(spark: Any, tmp_path: Path) -> None:
     """Every other seq lost: 60 ranges, capped at 50 with the rest counted; the unknown tail
     comes only from sent_upto."""

@@ -8,13 +8,17 @@ for all three: linger.ms=5, batch.size=1000000 (librdkafka's default, given to t
 too), and for the two librdkafka clients batch.num.messages=10000 and
 queue.buffering.max.messages=200000 (what kinspect sets). kcat writes no ledger; ours records
 every delivery report in the Parquet ledger. One kcat run warms the brokers first (not
-counted); then rounds alternate the tools, and medians are reported.
+counted); then rounds alternate the tools. Medians are reported; "of kcat" is the median of
+each round's ratio to the kcat run just before it (the machine is shared: conditions drift
+between rounds more than within one).
 
 kcat's rate is count / its wall time (process start included, a few ms); ours is acknowledged
 / (last ack - first send) from the ledger's footers, and also acknowledged / wall time of
 `kinspect load run` (Python start and the summary included). ProducerPerformance reports its
-own. `--rss` runs `kinspect load run` at each count and samples the resident memory of its
-process tree (runner + workers) every 100 ms.
+own. CPU per message is each tool's whole process tree (user + system, startup included):
+on a shared 2-core machine it says more than a rate does. `--rss` runs `kinspect load run`
+at each count and samples the resident memory of its process tree (runner + workers) every
+100 ms.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,22 +59,28 @@ def high_watermarks(bootstrap: str) -> int:
         consumer.close()
 
 
-def kcat(bootstrap: str, count: int, payload: Path) -> float:
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def kcat(bootstrap: str, count: int, payload: Path) -> dict[str, float]:
     """kcat -P from a file of `count` lines of SIZE bytes; msg/s over its wall time."""
     before = high_watermarks(bootstrap)
     options = [arg for k, v in {"acks": "all", **LIBRDKAFKA}.items() for arg in ("-X", f"{k}={v}")]
     with payload.open("rb") as lines:
-        started = time.perf_counter()
+        cpu, started = children_cpu_s(), time.perf_counter()
         proc = subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", TOPIC, *options],
                               stdin=lines, capture_output=True, text=True, timeout=600)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, children_cpu_s() - cpu
     added = high_watermarks(bootstrap) - before
     if proc.returncode != 0 or added != count:
         raise SystemExit(f"bench: kcat wrote {added} of {count}: {proc.stderr[-500:]}")
-    return count / wall
+    return {"rate": count / wall, "cpu_us": cpu / count * 1e6}
 
 
-def producer_performance(bootstrap: str, count: int) -> float:
+def producer_performance(bootstrap: str, count: int) -> dict[str, float]:
     import re
 
     props = [f"{k}={v}" for k, v in {"bootstrap.servers": bootstrap, "acks": "all",
@@ -78,11 +89,13 @@ def producer_performance(bootstrap: str, count: int) -> float:
         "org.apache.kafka.tools.ProducerPerformance", "--topic", TOPIC, "--num-records",
         str(count), "--record-size", str(SIZE), "--throughput", "-1", "--producer-props",
         *props, heap="512m")
+    cpu = children_cpu_s()
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    cpu = children_cpu_s() - cpu
     match = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
     if not match:
         raise SystemExit(f"bench: cannot read ProducerPerformance output:\n{out[-500:]}")
-    return float(match[-1][1])
+    return {"rate": float(match[-1][1]), "cpu_us": cpu / count * 1e6}
 
 
 def ledger_span_ms(run_dir: Path) -> int:
@@ -112,10 +125,10 @@ def load_command(count: int, producers: int, run_dir: Path) -> list[str]:
 def ours(count: int, producers: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kinspect-bench-run-") as tmp:
         run_dir = Path(tmp) / "run"
-        started = time.perf_counter()
+        cpu, started = children_cpu_s(), time.perf_counter()
         proc = subprocess.run(load_command(count, producers, run_dir), capture_output=True,
                               text=True, timeout=1800)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, children_cpu_s() - cpu
         if proc.returncode != 0:
             raise SystemExit(f"bench: kinspect load run failed: {proc.stderr[-500:]}")
         summary = json.loads(proc.stdout)
@@ -123,7 +136,8 @@ def ours(count: int, producers: int) -> dict[str, Any]:
     acked = int(summary["acked"])
     if acked != count:
         raise SystemExit(f"bench: kinspect acknowledged {acked} of {count}: {summary}")
-    return {"rate": acked / max(span_ms / 1000, 1e-3), "wall_rate": acked / wall}
+    return {"rate": acked / max(span_ms / 1000, 1e-3), "wall_rate": acked / wall,
+            "cpu_us": cpu / count * 1e6}
 
 
 def _tree(root: int) -> list[int]:
@@ -191,8 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss", default="", help="counts to measure peak RSS at, e.g. 1000000")
     args = parser.parse_args(argv)
     producer_counts = [int(p) for p in args.producers.split(",") if p]
-    rates: dict[str, list[float]] = {}
-    walls: dict[str, list[float]] = {}
+    runs: dict[str, list[dict[str, float]]] = {}
     rss = []
     with bench_lab() as lab, tempfile.TemporaryDirectory(prefix="kinspect-bench-kcat-") as tmp:
         bootstrap = lab["bootstrap"]
@@ -203,30 +216,35 @@ def main(argv: list[str] | None = None) -> int:
         kcat(bootstrap, args.count, payload)  # the brokers' JIT and page cache, for everyone
         for round_ in range(args.rounds):
             print(f"bench: round {round_ + 1}/{args.rounds}: kcat …", file=sys.stderr)
-            rates.setdefault("kcat", []).append(kcat(bootstrap, args.count, payload))
+            runs.setdefault("kcat", []).append(kcat(bootstrap, args.count, payload))
             for producers in producer_counts:
                 name = f"kinspect, {producers} producer{'s' if producers > 1 else ''}"
                 print(f"bench: round {round_ + 1}: {name} …", file=sys.stderr)
-                mine = ours(args.count, producers)
-                rates.setdefault(name, []).append(mine["rate"])
-                walls.setdefault(name, []).append(mine["wall_rate"])
+                runs.setdefault(name, []).append(ours(args.count, producers))
             if not args.no_java:
                 print(f"bench: round {round_ + 1}: ProducerPerformance …", file=sys.stderr)
-                rates.setdefault("ProducerPerformance", []).append(
+                runs.setdefault("ProducerPerformance", []).append(
                     producer_performance(bootstrap, args.count))
         for count in [int(c) for c in args.rss.split(",") if c]:
             print(f"bench: peak RSS of kinspect load run at {count:,} …", file=sys.stderr)
             rss.append(peak_rss(count, 1))
-    kcat_rate = statistics.median(rates["kcat"])
+    def median(name: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[name])
+
+    def of_kcat(name: str) -> float:  # round by round: kcat ran just before, same conditions
+        return statistics.median(mine["rate"] / theirs["rate"]
+                                 for mine, theirs in zip(runs[name], runs["kcat"], strict=True))
+
     print(f"\n## Producers side by side ({args.count:,} x {SIZE} B, {PARTITIONS} partitions, "
-          f"RF 3, acks=all, median of {args.rounds})")
-    print("| client | msg/s | of kcat | msg/s incl. process start | runs |")
-    print("|---|---:|---:|---:|---|")
-    for name, values in rates.items():
-        rate = statistics.median(values)
-        wall = f"{statistics.median(walls[name]):,.0f}" if name in walls else "-"
-        runs = ", ".join(f"{v / 1000:.0f}k" for v in values)
-        print(f"| {name} | {rate:,.0f} | {rate / kcat_rate:.0%} | {wall} | {runs} |")
+          f"RF 3, acks=all, median of {args.rounds}; load average {os.getloadavg()[0]:.1f})")
+    print("| client | msg/s | of kcat | msg/s incl. process start | CPU µs/msg | runs |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, values in runs.items():
+        rate = median(name, "rate")
+        wall = f"{median(name, 'wall_rate'):,.0f}" if "wall_rate" in values[0] else "-"
+        each = ", ".join(f"{v['rate'] / 1000:.0f}k" for v in values)
+        print(f"| {name} | {rate:,.0f} | {of_kcat(name):.0%} | {wall} | "
+              f"{median(name, 'cpu_us'):.2f} | {each} |")
     if rss:
         print("\n| `kinspect load run`, 1 producer | peak RSS, process tree | largest process | "
               "wall |")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,9 @@ from kinspect.errors import KinspectError
 # started, so it is refused here.
 MASTER = re.compile(r"^(local(\[(\d+|\*)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn)$")
 MEMORY = re.compile(r"^[1-9]\d*[kmgtKMGT]?$")
+REMOTE = re.compile(r"^sc://(\[[0-9a-fA-F:.]+\]|[^\s/:\[\]]+)(:\d+)?(/;\S*)?/?$")
+# How Spark (FAILED_READ_FILE.FILE_NOT_EXIST) and Hadoop (FileNotFoundException) name a file gone.
+NOT_THERE = re.compile(r"(?:reading file |File )(\S+?)\.?\s+(?:File )?does not exist")
 
 
 def register(commands: Any) -> None:
@@ -26,6 +31,8 @@ def register(commands: Any) -> None:
     pm.add_argument("--json", action="store_true", help="exactly the report JSON on stdout")
     pm.add_argument("--master", default="local[2]",
                     help="Spark master: local[2] (default), local[*], spark://host:7077, ...")
+    pm.add_argument("--remote", metavar="sc://HOST:PORT",
+                    help="a Spark Connect server instead of a master (needs pyspark[connect])")
     pm.add_argument("--out", type=Path, help="where the reports go (default RUN_DIR/postmortem)")
     pm.add_argument("--driver-memory", default="2g", metavar="SIZE",
                     help="Spark driver memory, e.g. 2g (default; local mode runs in the driver)")
@@ -50,9 +57,19 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
     if args.run_dir is None:
         raise KinspectError("RUN_DIR is missing (or --serve for a warm engine)")
     existing_dir(args.run_dir, "RUN_DIR")
-    if not MASTER.match(args.master):
+    if args.remote is not None:  # the Connect server stands for the master from here on
+        if args.master != "local[2]":
+            raise KinspectError("--master and --remote both say where Spark runs: give one")
+        if not REMOTE.match(args.remote):
+            raise KinspectError(f"--remote {args.remote!r} is not a Spark Connect URL "
+                                "(sc://host:15002)")
+        args.master = args.remote
+    elif not MASTER.match(args.master):
         raise KinspectError(f"--master {args.master!r} is not a Spark master (local[2], local[*],"
                             " spark://host:7077, yarn, k8s://...)")
+    if not args.master.startswith("local"):  # executors get the paths as the driver writes them
+        args.run_dir = args.run_dir.resolve()
+        args.out = args.out.resolve() if args.out else None
     if not MEMORY.match(args.driver_memory):
         raise KinspectError(f"--driver-memory {args.driver_memory!r} is not a size (e.g. 2g, "
                             "512m)")
@@ -62,12 +79,28 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise KinspectError(f"--conf wants KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
-    report = _postmortem(args, conf)
+    with _shared_paths(args.master):
+        report = _postmortem(args, conf)
     if args.json:
         print(json.dumps(report))
     else:
         print(summary(report))
     return 0
+
+
+@contextmanager
+def _shared_paths(master: str) -> Iterator[None]:
+    """A file the driver listed and an executor cannot open: the run dir is not shared."""
+    try:
+        yield
+    except KinspectError as exc:
+        missing = NOT_THERE.search(str(exc.__context__ or ""))
+        if master.startswith("local") or missing is None:
+            raise
+        raise KinspectError(f"the executors of {master} cannot read {missing.group(1)}: on a "
+                            "cluster the run dir (and --out) must be at the same path on every "
+                            "executor, on a shared file system (README: Running the post-mortem "
+                            "on a Spark cluster)") from None
 
 
 def _postmortem(args: argparse.Namespace, conf: dict[str, str]) -> dict[str, Any]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from kinspect.checks import existing_dir
 from kinspect.cli.common import progress
+from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
 
 # What Spark takes as a master and as a memory size; anything else fails only after the JVM
@@ -79,8 +80,9 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise KinspectError(f"--conf wants KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
-    with _shared_paths(args.master):
-        report = _postmortem(args, conf)
+    # stages with their time on a terminal; Spark's own logging (--verbose) would tear them
+    with Display(live=False if args.verbose else None) as display, _shared_paths(args.master):
+        report = _postmortem(args, conf, display.line)
     if args.json:
         print(json.dumps(report))
     else:
@@ -103,7 +105,8 @@ def _shared_paths(master: str) -> Iterator[None]:
                             "on a Spark cluster)") from None
 
 
-def _postmortem(args: argparse.Namespace, conf: dict[str, str]) -> dict[str, Any]:
+def _postmortem(args: argparse.Namespace, conf: dict[str, str],
+                say: Callable[[str], None] = progress) -> dict[str, Any]:
     """On the warm engine when one runs with the same master (and no session settings asked
     for), else on a session of its own: the same job either way."""
     from kinspect.postmortem import run_postmortem
@@ -112,10 +115,10 @@ def _postmortem(args: argparse.Namespace, conf: dict[str, str]) -> dict[str, Any
     plain = not (args.cold or conf or args.verbose or args.driver_memory != "2g")
     engine = engine_status() if plain else None
     if engine is not None and engine.usable and engine.master == args.master:
-        progress(f"on the warm Spark engine (pid {engine.pid}, {engine.state})")
-        return postmortem_on_engine(args.run_dir, args.out, not args.no_chart, progress)
+        say(f"on the warm Spark engine (pid {engine.pid}, {engine.state})")
+        return postmortem_on_engine(args.run_dir, args.out, not args.no_chart, say)
     return run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
-                          progress=progress, chart=not args.no_chart,
+                          progress=say, chart=not args.no_chart,
                           memory=args.driver_memory, conf=conf)
 
 

@@ -56,7 +56,8 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
     if args.serve:
         return _serve(args)
     if args.run_dir is None:
-        raise KinspectError("RUN_DIR is missing (or --serve for a warm engine)")
+        raise KinspectError("the following arguments are required: RUN_DIR "
+                            "(or --serve for a warm engine)")
     existing_dir(args.run_dir, "RUN_DIR")
     if args.remote is not None:  # the Connect server stands for the master from here on
         if args.master != "local[2]":

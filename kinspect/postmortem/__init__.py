@@ -123,30 +123,33 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
     from kinspect.postmortem.match import match
 
     say(f"reading ledger: {inputs.ledger_rows:,} rows in {len(inputs.ledger_files):,} files")
-    ledger = job.ledger_frame(spark, inputs)
+    # Each side is read three or four times (bitmaps, exceptions, timing or order): decoded
+    # once and kept, in memory where it fits and on local disk where it does not.
+    ledger = job.ledger_frame(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     say(f"reading final log: {inputs.final_log_rows:,} rows in {len(inputs.final_log_files)} partitions")
-    every_run = job.final_log_frame(spark, inputs)
+    every_run = job.final_log_frame(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     final_log = every_run.where(job.is_ours(inputs.run_id))
-    say("matching acknowledgements with the final log by message id…")
-    found = match(spark, inputs, ledger, final_log, say)
+    kept = [ledger, every_run]  # unpersisted at the end, whatever happens
     epochs: list[dict[str, Any]] = []
-    lost = None
     try:
+        say("matching acknowledgements with the final log by message id…")
+        found = match(spark, inputs, ledger, final_log, say)
         if found.lost is not None:
+            kept.append(found.lost)
             say(f"acked but lost: {found.lost_total:,}; who acknowledged them…")
             held = job.held_frame(spark, held_path, inputs.run_id) if held_path else None
             lost = queries.attribute(found.lost, every_run, held, history).persist(
                 StorageLevel.MEMORY_AND_DISK)
+            kept.append(lost)
             epochs = queries.lost_by_epoch(lost)
         say("acknowledgements over time…")
         bounds, per_second, gaps, per_part = queries.ack_timing(ledger, fault_ts, found.lost,
                                                                 found.lost_total)
+        say("final log: order within each producer…")
+        log_stats = queries.final_log_stats(every_run, inputs.run_id)
     finally:
-        for frame in (lost, found.lost):
-            if frame is not None:
-                frame.unpersist()
-    say("final log: order within each producer…")
-    log_stats = queries.final_log_stats(every_run, inputs.run_id)
+        for frame in kept:
+            frame.unpersist()
     groups, ranges = found.groups(per_part), found.lost_ranges
     return (f"pyspark {pyspark.__version__}", groups, epochs, ranges, log_stats, gaps, bounds,
             per_second, found.notes)

@@ -1,11 +1,8 @@
-"""The Spark job: ledger x final log by message identity, with one big shuffle.
+"""The Spark session and the job's inputs as DataFrames (ledger, final log, kept replicas).
 
 Plan, chosen for a 2-core laptop and for a cluster alike (no Python UDFs, nothing big
-collected): the ledger, the final log and the seqs the ledger's metadata says were sent are
-unioned as slim rows on one long key (producer << 40 | seq) and grouped once; that is the
-join. Only the slim result (key, status, copies, partition) is cached; every count comes
-from one aggregation over it, and the few lost ids get their details back from the ledger
-(see queries.py). Only small results reach the driver.
+collected): a message id is one long key (producer << 40 | seq); the match of ledger and
+final log is done as bitmaps (match.py), the rest by small queries (queries.py).
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ from kinspect.load.rundir import FINAL_LOG_DIR, LEDGER_DIR
 from kinspect.postmortem.inputs import RunInputs
 
 KEY_SHIFT = 40
-ACKED, FAILED, UNKNOWN, CANDIDATE, LOG_COPY = 0, 1, 2, 3, 4
-SOURCE_SHIFT = 20  # partitions below 2**20 - 1
+ACKED, FAILED, UNKNOWN = 0, 1, 2
 Progress = Callable[[str], None]
 QUIET_LOG4J2 = """status = error
 appender.console.type = Console
@@ -140,31 +136,16 @@ def ledger_frame(spark: Any, inputs: RunInputs) -> Any:
                       F.col("leader_epoch").alias("epoch"), status.alias("st"), "send_ts", "ack_ts")
 
 
-def candidates(spark: Any, inputs: RunInputs, progress: Progress) -> list[Any]:
-    """Seqs that may have been sent without a ledger row (sent_upto says so): grouping them
-    with the ledger marks those with no row as unknown, without a separate anti-join."""
-    from pyspark.sql import functions as F
-
-    out = []
-    for producer, meta in sorted(inputs.producers.items()):
-        if meta.rows >= meta.sent_upto + 1:
-            continue
-        contiguous = 0 <= meta.max_seq == meta.rows - 1  # rows are 0..max_seq: only a tail is missing
-        lo = meta.max_seq + 1 if contiguous else 0
-        progress(f"producer {producer}: {meta.sent_upto + 1 - meta.rows:,} sent seqs have no ledger "
-                 "row: counting them as unknown")
-        out.append(spark.range(lo, meta.sent_upto + 1).select(
-            _key(F.lit(producer), F.col("id")).alias("key")))
-    return out
-
-
 def final_log_frame(spark: Any, inputs: RunInputs) -> Any:
-    """Every record the cluster kept, of any run (the `run` column tells whose)."""
-    from kinspect.load.verify import FINAL_LOG_SCHEMA
+    """Every record the cluster kept, of any run (the `run` column tells whose), with each
+    record's previous seq when verify wrote it."""
+    from kinspect.load.verify import FINAL_LOG_FILE_SCHEMA, FINAL_LOG_SCHEMA
 
-    return (spark.read.schema(_schema(FINAL_LOG_SCHEMA)).option("pathGlobFilter", "part-*.parquet")
+    schema = FINAL_LOG_FILE_SCHEMA if inputs.final_log_ordered else FINAL_LOG_SCHEMA
+    columns = ["partition", "offset", "producer", "seq", "leader_epoch", "run"]
+    return (spark.read.schema(_schema(schema)).option("pathGlobFilter", "part-*.parquet")
             .parquet(str(inputs.run_dir / FINAL_LOG_DIR))
-            .select("partition", "offset", "producer", "seq", "leader_epoch", "run"))
+            .select(*columns, *(["prev_seq"] if inputs.final_log_ordered else [])))
 
 
 def is_ours(run_id: str | None) -> Any:
@@ -185,54 +166,3 @@ def held_frame(spark: Any, path: Path, run_id: str | None) -> Any:
         _key(F.col("producer"), F.col("seq")).alias("key"),
         F.regexp_extract("node", r"(\d+)$", 1).cast("int").alias("h_broker"),
         F.col("batch_epoch").alias("h_epoch"), "snapshot_ms")
-
-
-def match(ledger: Any, final_log: Any, extra: list[Any]) -> Any:
-    """One slim row per id: status (null: not in the ledger), copies in the log, partition.
-
-    Each input row is shuffled as (key, v) with v = source << 20 | partition + 1, the source
-    being the ledger status (0-2), a candidate seq (3) or a log copy (4): min(v) is the ledger's
-    word, max(v) a log copy if any. Two columns instead of four make the one big shuffle small.
-    """
-    from pyspark.sql import functions as F
-
-    def code(source: Any, part: Any) -> Any:
-        return F.shiftleft(source, SOURCE_SHIFT).bitwiseOR(part + 1).alias("v")
-
-    rows = ledger.select("key", code(F.col("st"), F.col("l_part")))
-    rows = rows.unionByName(final_log.where(F.col("producer").isNotNull() & F.col("seq").isNotNull())
-                            .select(_key(F.col("producer"), F.col("seq")).alias("key"),
-                                    code(F.lit(LOG_COPY), F.col("partition"))))
-    for frame in extra:
-        rows = rows.unionByName(frame.select("key", code(F.lit(CANDIDATE), F.lit(-1))))
-    mask = (1 << SOURCE_SHIFT) - 1
-    grouped = rows.groupBy("key").agg(
-        F.min("v").alias("lo"), F.max("v").alias("hi"),
-        F.sum(F.when(F.shiftright("v", SOURCE_SHIFT) == LOG_COPY, 1).otherwise(0)).alias("copies"))
-    first = F.shiftright("lo", SOURCE_SHIFT)
-    st = F.when(first == CANDIDATE, UNKNOWN).when(first < CANDIDATE, first)
-    pp = F.when(F.col("copies") > 0, F.col("hi").bitwiseAND(mask)).otherwise(
-        F.col("lo").bitwiseAND(mask)) - 1
-    return grouped.select("key", st.alias("st"), F.col("copies").cast("int").alias("copies"),
-                          pp.alias("pp"))
-
-
-def counts(slim: Any) -> list[dict[str, Any]]:
-    """Every count, per partition (-1: never reached a partition), in one aggregation."""
-    from pyspark.sql import functions as F
-
-    st, copies = F.col("st"), F.col("copies")
-
-    def n(cond: Any) -> Any:
-        return F.sum(F.when(cond, 1).otherwise(0))
-
-    rows = slim.groupBy("pp").agg(
-        n(st.isNotNull()).alias("sent"), n(st == ACKED).alias("acked"),
-        n(st == FAILED).alias("failed"), n(st == UNKNOWN).alias("unknown"),
-        n(copies > 0).alias("in_log_ids"), n((st == ACKED) & (copies == 0)).alias("acked_lost"),
-        n((st.isNull() | (st != ACKED)) & (copies > 0)).alias("unacked_present"),
-        n((st == UNKNOWN) & (copies > 0)).alias("unknown_present"),
-        n(st.isNull()).alias("not_in_ledger"),
-        F.sum(F.greatest(copies - 1, F.lit(0))).alias("duplicates"),
-        n(copies > 1).alias("duplicate_ids")).collect()
-    return [r.asDict() for r in rows]

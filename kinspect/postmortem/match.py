@@ -90,6 +90,9 @@ def candidates(inputs: RunInputs) -> IdSet:
 
 
 def _frame(spark: Any, keys: Any, **columns: Any) -> Any:
+    """A small table of ids made on the driver, shipped as Arrow (row by row through pickle
+    it took 14 s for 300,000 ids here; as Arrow 2 s)."""
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     return spark.createDataFrame(pa.table({"key": pa.array(keys, pa.int64()), **columns}))
 
 
@@ -198,6 +201,7 @@ def _duplicates(spark: Any, nearby: Any, producers: np.ndarray,
 
     if len(words) == 0:
         return []
+    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     suspects = F.broadcast(spark.createDataFrame(pa.table({
         "producer": pa.array(producers, pa.int32()), "word": pa.array(words, pa.int64())})))
     copies = (nearby.withColumn("word", F.shiftright("seq", 6)).join(suspects, ["producer", "word"])

@@ -212,6 +212,7 @@ NO_LAB: list[Case] = [
     Case(("postmortem", "{good}", "--driver-memory", "0g"), "is not a size"),
     Case(("postmortem", "{good}", "--conf", "nokey"), "--conf wants KEY=VALUE"),
     Case(("postmortem",), "required: RUN_DIR"),
+    Case(("postmortem", "--serve", "--master", "banana"), "is not a Spark master"),
     # snapshot, watch, health
     Case(("watch", "--interval", "0", *B), "--interval: must be a number between 0.2 and 300"),
     Case(("watch", "--interval", "-1", *B), "--interval: must be a number"),

@@ -1,10 +1,11 @@
 """One producer process: sends ids, records every delivery report in the ledger, publishes stats.
 
 The hot path is one produce() and one callback per message, so it does as little per message
-in Python as it can: values come from a bytes template (`prefix%d|xxx…`, one per digit count),
-the delivery callback only appends the message (and an error, when there is one) to a list,
-and every few thousand reports `_absorb` turns them into ledger columns at once (seqs parsed
-in one comprehension, send times looked up in a numpy window, latencies bucketed with numpy).
+in Python as it can: values come from a bytes template (`prefix%d|xxx…`, one per digit count)
+and are handed to produce() in a loop run by C (map), the delivery callback only appends the
+message (and an error, when there is one) to a list, and every few thousand reports `_absorb`
+turns them into ledger columns at once (seqs read from the values as one byte matrix, send
+times looked up in a numpy window, latencies bucketed with numpy).
 Ack times are stamped per poll() that served reports, not per message: reports wait in
 librdkafka's queue until a poll, so that is when the producer learns of them.
 
@@ -25,11 +26,14 @@ import os
 import signal
 import sys
 import time
+from collections import deque
+from itertools import repeat
+from operator import length_hint
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from kinspect.clients.kafka import AuthWatch
 from kinspect.load.ledger import ACKED, FAILED, QUEUE_FULL, LedgerWriter
@@ -166,13 +170,13 @@ class Worker:
         self._absorbed_ms = now
         if count > (stamps[-1][0] if stamps else 0):  # served outside _poll (none expected)
             stamps.append((count, now))
-        seqs = self._seqs([m.value() for m in reports])
-        partitions = [m.partition() for m in reports]
+        seqs = self._seqs(list(map(Message.value, reports)))
+        partitions = list(map(Message.partition, reports))
         offsets: list[int | None] | None = None
         epochs: list[int | None] | None = None
         if not self.unanswered:  # acks=0: librdkafka numbers a batch from -1: not offsets
-            offsets = [m.offset() for m in reports]
-            epochs = [m.leader_epoch() for m in reports]
+            offsets = list(map(Message.offset, reports))
+            epochs = list(map(Message.leader_epoch, reports))
         ends = np.array([end for end, _ in stamps])
         ack_ts = np.repeat(np.array([ts for _, ts in stamps], np.int64),
                            np.diff(ends, prepend=0))
@@ -194,7 +198,7 @@ class Worker:
         failures.clear()
         stamps.clear()
 
-    def _seqs(self, values: list[bytes]) -> Any:
+    def _seqs(self, values: list[Any]) -> Any:
         """The seq in each value (`prefix<seq>|…`). Values all of the message size, as with
         any size that fits 18 digits, are read as one byte matrix, a digit count at a time."""
         start, size = len(self.prefix), self.settings.size
@@ -204,9 +208,10 @@ class Worker:
         raw = np.frombuffer(joined, np.uint8).reshape(len(values), size)
         head = raw[:, start : start + 19]
         widths = np.argmax(head == ord("|"), axis=1)
+        narrow, wide = int(widths.min()), int(widths.max())
         seqs = np.empty(len(values), np.int64)
-        for width in np.unique(widths):
-            rows = widths == width
+        for width in range(narrow, wide + 1):  # nearly always one
+            rows = slice(None) if narrow == wide else widths == width
             digits = head[rows, :width].astype(np.int64) - ord("0")
             seqs[rows] = digits @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
         return seqs
@@ -275,11 +280,12 @@ class Worker:
         refused: list[int] = []
         full = False
         while done < count and not full:
-            try:
-                for value in values[done:] if done else values:
-                    produce(topic, value)
-                    done += 1
-            except BufferError:
+            left = iter(values[done:] if done else values)
+            try:  # produce(topic, value) for each value, looped in C
+                deque(map(produce, repeat(topic), left), maxlen=0)
+                done = count
+            except BufferError:  # the value it refused was taken from `left`
+                done = count - length_hint(left) - 1
                 if self.refuse_when_full:  # the application drops it: a failed send
                     refused.append(first + done)
                     done += 1

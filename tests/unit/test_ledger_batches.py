@@ -140,9 +140,9 @@ def test_latencies_in_bulk_fill_the_same_buckets(tmp_path: Path) -> None:
 
 
 def mock_worker(run_dir: Path, count: int, **changes: Any) -> Worker:
-    settings = LoadSettings(topic="mock", bootstrap="mock:1", acks="all", count=count, rate=None,
-                            run_id="0a1b2c3d", extra={**MOCK, **changes.pop("extra", {})},
-                            **changes)
+    settings = LoadSettings(**{"topic": "mock", "bootstrap": "mock:1", "acks": "all",
+                               "count": count, "rate": None, "run_id": "0a1b2c3d", **changes,
+                               "extra": {**MOCK, **changes.get("extra", {})}})
     settings.save(run_dir)
     return Worker(settings, 0, run_dir)
 
@@ -162,6 +162,23 @@ def test_the_worker_ledgers_every_report(tmp_path: Path) -> None:
     pairs = set(zip(ledger["partition"].to_pylist(), ledger["offset"].to_pylist(), strict=True))
     assert len(pairs) == 30_000
     assert worker.stats.acked_count == 30_000 and worker.in_flight == 0
+
+
+def test_acks0_reports_carry_no_offsets(tmp_path: Path) -> None:
+    worker = mock_worker(tmp_path, 5_000, acks="0")
+    assert worker.run() == 0
+    ledger = read_ledger(tmp_path)
+    assert set(ledger["offset"].to_pylist()) == {-1}
+    assert set(ledger["leader_epoch"].to_pylist()) == {None}
+    assert ledger_totals(tmp_path)["acked"] == 5_000
+
+
+def test_a_full_buffer_waits_and_every_seq_is_sent_once(tmp_path: Path) -> None:
+    worker = mock_worker(tmp_path, 20_000, extra={"queue.buffering.max.messages": "300"})
+    assert worker.run() == 0
+    ledger = read_ledger(tmp_path)
+    assert sorted(ledger["seq"].to_pylist()) == list(range(20_000))
+    assert set(ledger["status"].to_pylist()) == {"acked"}
 
 
 def test_a_full_buffer_refused_is_ledgered_as_refused(tmp_path: Path) -> None:

@@ -137,16 +137,16 @@ def ledger_totals(run_dir: Path) -> dict[str, Any]:
     status: dict[str, int] = {}
     by_error: dict[str, int] = {}
     for path in sorted(ledger_dir(run_dir).glob("p*.parquet")):
-        chunk = pq.ParquetFile(path)
         producer = chunk_producer(path)
-        upto = max(sent_upto.get(producer, -1), chunk_sent_upto(chunk.schema_arrow.metadata))
-        for batch in chunk.iter_batches(READ_BATCH, columns=["seq", "status", "error"]):
-            rows[producer] = rows.get(producer, 0) + batch.num_rows
-            largest = pc.max(batch["seq"]).as_py()
-            upto = upto if largest is None else max(upto, largest)
-            _count(status, pc.value_counts(batch["status"]))
-            failed = pc.filter(batch["error"], pc.equal(batch["status"], "failed"))
-            _count(by_error, pc.value_counts(failed))
+        with pq.ParquetFile(path) as chunk:
+            upto = max(sent_upto.get(producer, -1), chunk_sent_upto(chunk.schema_arrow.metadata))
+            for batch in chunk.iter_batches(READ_BATCH, columns=["seq", "status", "error"]):
+                rows[producer] = rows.get(producer, 0) + batch.num_rows
+                largest = pc.max(batch["seq"]).as_py()
+                upto = upto if largest is None else max(upto, largest)
+                _count(status, pc.value_counts(batch["status"]))
+                failed = pc.filter(batch["error"], pc.equal(batch["status"], "failed"))
+                _count(by_error, pc.value_counts(failed))
         sent_upto[producer] = upto
     sent = sum(upto + 1 for upto in sent_upto.values())
     synthesized = sum(max(0, upto + 1 - rows.get(p, 0)) for p, upto in sent_upto.items())

@@ -122,24 +122,32 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: 
         F.min(F.when(after, F.col("ack_ts"))).alias("after"),
         F.min(F.when(after & kept, F.col("ack_ts"))).alias("kept"))
     buckets = buckets.cache()
-    try:
-        bounds = buckets.agg(F.min("lo").alias("first_ack_ts"), F.max("hi").alias("last_ack_ts"),
-                             F.min("after").alias("first_ack_after_fault_ts"),
-                             F.min("kept").alias("first_kept_ack_after_fault_ts")).first().asDict()
-        if fault_ts is None:
-            bounds["first_ack_after_fault_ts"] = bounds["first_kept_ack_after_fault_ts"] = None
-        rows = {}
-        for r in buckets.groupBy("pp").agg(*(F.sum(c).alias(c) for c in
-                                             ("acked", "failed", "unknown"))).collect():
-            rows.update({(r["pp"], st): int(r[name]) for st, name in
-                         ((ACKED, "acked"), (FAILED, "failed"), (UNKNOWN, "unknown")) if r[name]})
+    try:  # three small jobs; what is left to sort or fold is few rows, done here
+        names = {ACKED: "acked", FAILED: "failed", UNKNOWN: "unknown"}
+        parts = buckets.groupBy("pp").agg(
+            *(F.sum(c).alias(c) for c in names.values()), F.min("lo").alias("lo"),
+            F.max("hi").alias("hi"), F.min("after").alias("after"),
+            F.min("kept").alias("kept")).collect()
+        rows = {(r["pp"], st): int(r[name]) for r in parts for st, name in names.items()
+                if r[name]}
+
+        def pick(how: Any, column: str) -> Any:
+            values = [r[column] for r in parts if r[column] is not None]
+            return how(values) if values else None
+
+        bounds = {"first_ack_ts": pick(min, "lo"), "last_ack_ts": pick(max, "hi"),
+                  "first_ack_after_fault_ts": pick(min, "after") if fault_ts is not None else None,
+                  "first_kept_ack_after_fault_ts":
+                      pick(min, "kept") if fault_ts is not None else None}
         timed = buckets.where(F.col("b").isNotNull())
-        per_second = timed.groupBy(F.floor(F.col("b") * BUCKET_MS / 1000).alias("second")).agg(
-            F.sum("acked").alias("acked"), F.sum("failed").alias("failed")).orderBy("second").collect()
+        per_second = sorted(timed.groupBy(F.floor(F.col("b") * BUCKET_MS / 1000).alias("second"))
+                            .agg(F.sum("acked").alias("acked"), F.sum("failed").alias("failed"))
+                            .collect(), key=lambda r: r["second"])
         window = Window.partitionBy("pp").orderBy("b")
-        gaps = (timed.where(F.col("acked") > 0)
-                .select("pp", F.lag("hi").over(window).alias("start"), F.col("lo").alias("end"))
-                .where(F.col("end") - F.col("start") >= gap_ms).orderBy("pp", "start").collect())
+        gaps = sorted(timed.where(F.col("acked") > 0)
+                      .select("pp", F.lag("hi").over(window).alias("start"), F.col("lo").alias("end"))
+                      .where(F.col("end") - F.col("start") >= gap_ms).collect(),
+                      key=lambda r: (r["pp"], r["start"]))
     finally:
         buckets.unpersist()
     return bounds, [r.asDict() for r in per_second], [r.asDict() for r in gaps], rows

@@ -155,6 +155,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     progress(f"{len(scenarios) * args.repeat} runs; results go to {results} as they finish")
     rows: list[dict[str, Any]] = []
     spark = None
+    # Spark warms up while the first scenario resets the lab and loads it; its post-mortem
+    # and every later one then start at once.
+    warming = _WarmSpark()
     display = Display().start()  # a bar over the runs; each run's steps as stages
     try:
         for n in range(args.repeat):
@@ -162,9 +165,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                 display.bar("matrix", len(rows), len(scenarios) * args.repeat, "runs", scenario.name)
                 display.say(f"--- {scenario.name} (run {n + 1} of {args.repeat})")
                 if spark is None and "netem" not in scenario.needs:
-                    from kinspect.postmortem.job import start_spark
-
-                    spark = start_spark()
+                    spark = warming.session()
                 try:
                     row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", display.line,
                                        spark=spark)
@@ -178,10 +179,33 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         display.bar("matrix", len(rows), len(rows), "runs")
     finally:
         display.stop()
-        if spark is not None:
-            spark.stop()
+        warming.stop()
     table = markdown_table(rows) if args.markdown else text_table(rows)
     print(table)
     if args.out:
         write_table(args.out, table)
     return 0
+
+
+class _WarmSpark:
+    """A Spark session started in a thread of its own (the matrix's first scenario meanwhile)."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from kinspect.postmortem.job import start_spark
+
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="spark-start")
+        self._future = self._pool.submit(start_spark)
+
+    def session(self) -> Any:
+        """The session, once started; a failure to start is one line, as a cold start says it."""
+        try:
+            return self._future.result()
+        except Exception as exc:
+            raise KinspectError(f"cannot start Spark: {str(exc).strip()[:300]}") from None
+
+    def stop(self) -> None:
+        self._pool.shutdown(wait=True)
+        if self._future.exception() is None:
+            self._future.result().stop()

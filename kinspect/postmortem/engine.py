@@ -39,12 +39,14 @@ class WarmEngine:
     def boot(self) -> None:
         """Start the session and warm it; the state says how it went."""
         from kinspect.postmortem import job, run_postmortem
-        from kinspect.postmortem.warmup import make_warmup_run
+        from kinspect.postmortem.warmup import make_warmup_run, warm_attribution
 
         try:
             self._spark = job.start_spark(self.master, memory=self.memory)
             with tempfile.TemporaryDirectory(prefix="kinspect-warmup-") as tmp:
-                run_postmortem(make_warmup_run(Path(tmp) / "run"), spark=self._spark)
+                run = make_warmup_run(Path(tmp) / "run")
+                run_postmortem(run, spark=self._spark)
+                warm_attribution(self._spark, run)
             self.state = READY
         except Exception as exc:  # the engine is optional: say why, and let callers go cold
             self.state, self.error = FAILED, str(exc).strip().splitlines()[0][:300] if str(exc) \

@@ -70,3 +70,31 @@ def make_warmup_run(run_dir: Path) -> Path:
     faults = [{"ts": T0 + 1900, "action": "isolate", "target": "kafka1", "detail": "warm-up"}]
     (run_dir / "faults.jsonl").write_text("".join(json.dumps(f) + "\n" for f in faults))
     return run_dir
+
+
+def warm_attribution(spark: object, run_dir: Path) -> None:
+    """The measured-attribution queries too (a kept replica snapshot and the brokers'
+    leadership history), which the made-up run dir above has no evidence to reach."""
+    from kinspect.postmortem import job, queries
+    from kinspect.postmortem.inputs import load_inputs
+    from kinspect.postmortem.segments import HELD_SCHEMA
+
+    held = run_dir / "warmup-held.parquet"
+    lost = list(range(200, 260))
+    pq.write_table(_table(HELD_SCHEMA, {
+        "snapshot": ["warmup"] * len(lost), "snapshot_ms": [T0 + 5000] * len(lost),
+        "node": ["kafka1"] * len(lost), "partition": [0] * len(lost), "offset": lost,
+        "batch_epoch": [2] * len(lost), "producer": [0] * len(lost), "seq": lost}, len(lost)),
+        held)
+    inputs = load_inputs(run_dir)
+    every_run = job.final_log_frame(spark, inputs)
+    ledger = job.ledger_frame(spark, inputs)
+    history = [(0, 1, 2, 150, T0 + 1500, None, 150, T0 + 4000),
+               (0, 2, 3, 180, T0 + 2100, None, None, None)]
+    from pyspark.sql import functions as F
+
+    details = ledger.where(F.col("st") == job.ACKED).select(
+        "key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch").where(
+        F.col("offset").between(200, 259))
+    queries.lost_by_epoch(queries.attribute(details, every_run, job.held_frame(
+        spark, held, inputs.run_id), history))

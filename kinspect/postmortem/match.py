@@ -4,7 +4,7 @@ Before: every ledger row and log record went through one big shuffle on its id (
 10 M-message post-mortem). Now Spark folds each side into bitmaps per (producer, 32,768-seq
 bucket) where the data is read (bitmap_construct_agg; the shuffle carries a few thousand 4 KiB
 bitmaps), and the driver does the set algebra (idsets.py): acked-but-lost is `acked - present`.
-Only the exceptions come back as rows, and only through broadcast joins: the lost ids (their
+Only the exceptions come back as rows, and through broadcast joins when they are few: the lost ids (their
 ack details, for attribution), the unacknowledged ids the log holds (their partitions), and
 the ids written more than once (found only in buckets whose record count exceeds their bits).
 
@@ -25,6 +25,7 @@ import pyarrow as pa
 from kinspect.postmortem.idsets import IdSet, ranges
 from kinspect.postmortem.inputs import RunInputs
 from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN
+from kinspect.postmortem.queries import BROADCAST_ROWS
 
 RANGE_CAP = 50  # lost ranges listed per producer; the rest are counted
 CANDIDATE = 3  # an id that may have been sent (sent_upto) and has no ledger row: unknown
@@ -96,6 +97,14 @@ def _frame(spark: Any, keys: Any, **columns: Any) -> Any:
     return spark.createDataFrame(pa.table({"key": pa.array(keys, pa.int64()), **columns}))
 
 
+def _small(frame: Any, rows: int) -> Any:
+    """Broadcast a table of exceptions when it is small; millions of lost ids (a 100 M-message
+    run losing 3 %) go through a shuffle join instead of filling the driver's heap."""
+    from pyspark.sql import functions as F
+
+    return F.broadcast(frame) if rows <= BROADCAST_ROWS else frame
+
+
 def _key() -> Any:
     from pyspark.sql import functions as F
 
@@ -133,7 +142,7 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any) 
     kinds = [(lost_ids, 0), (unacked_ids, 1)]
     keys = np.concatenate([ids.keys(KEY_SHIFT) for ids, _ in kinds])
     kind = np.concatenate([np.full(len(ids), k, np.int8) for ids, k in kinds])
-    exceptions = (ledger.join(F.broadcast(_frame(spark, keys, kind=pa.array(kind))), "key")
+    exceptions = (ledger.join(_small(_frame(spark, keys, kind=pa.array(kind)), len(keys)), "key")
                   .persist(StorageLevel.MEMORY_AND_DISK))
     lost = None
     lost_by_part: Counter[int] = Counter()
@@ -150,8 +159,8 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any) 
     wanted = np.unique(np.concatenate([
         (suspects[0].astype(np.int64) << (KEY_SHIFT - 6)) | suspects[1],
         unacked_keys >> 6]))
-    nearby = (ours.withColumn("key", _key()).join(F.broadcast(_frame(spark, wanted).select(
-        F.col("key").alias("w"))), F.shiftright("key", 6) == F.col("w"))
+    nearby = (ours.withColumn("key", _key()).join(_small(_frame(spark, wanted).select(
+        F.col("key").alias("w")), len(wanted)), F.shiftright("key", 6) == F.col("w"))
         .select("key", "producer", "seq", "partition").persist(StorageLevel.MEMORY_AND_DISK))
     unacked = _unacked_present(spark, exceptions.where(F.col("kind") == 1), nearby, unacked_ids,
                                cand)
@@ -177,8 +186,9 @@ def _unacked_present(spark: Any, ledger_rows: Any, nearby: Any, ids: IdSet,
     if len(keys) == 0:
         return []
     is_cand = (ids & cand).keys(KEY_SHIFT)
-    frame = F.broadcast(_frame(spark, keys).join(
-        _frame(spark, is_cand, cand=pa.array([True] * len(is_cand), pa.bool_())), "key", "left"))
+    frame = _small(_frame(spark, keys).join(
+        _frame(spark, is_cand, cand=pa.array([True] * len(is_cand), pa.bool_())), "key", "left"),
+        len(keys))
     shift = 20  # best status first, then its partition, as one number
     best = ledger_rows.groupBy("key").agg(
         F.min(F.shiftleft("st", shift).bitwiseOR(F.col("l_part") + 1)).alias("sp"))
@@ -188,7 +198,8 @@ def _unacked_present(spark: Any, ledger_rows: Any, nearby: Any, ids: IdSet,
         .when(F.col("cand"), F.lit(CANDIDATE))
     lp = F.when(F.col("sp").isNotNull(), F.col("sp").bitwiseAND((1 << shift) - 1) - 1) \
         .when(F.col("cand"), F.lit(-1))
-    joined = frame.join(F.broadcast(best), "key", "left").join(F.broadcast(where), "key", "left")
+    joined = frame.join(_small(best, len(keys)), "key", "left").join(
+        _small(where, len(keys)), "key", "left")
     return [r.asDict() for r in joined.groupBy(status.alias("st"), lp.alias("lp"), "logp")
             .count().collect()]
 
@@ -202,8 +213,9 @@ def _duplicates(spark: Any, nearby: Any, producers: np.ndarray,
     if len(words) == 0:
         return []
     spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-    suspects = F.broadcast(spark.createDataFrame(pa.table({
-        "producer": pa.array(producers, pa.int32()), "word": pa.array(words, pa.int64())})))
+    suspects = _small(spark.createDataFrame(pa.table({
+        "producer": pa.array(producers, pa.int32()), "word": pa.array(words, pa.int64())})),
+        len(words))
     copies = (nearby.withColumn("word", F.shiftright("seq", 6)).join(suspects, ["producer", "word"])
               .groupBy("producer", "seq").agg(F.count("*").alias("c"),
                                               F.max("partition").alias("pp"))

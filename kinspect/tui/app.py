@@ -9,6 +9,7 @@ messages; only the handlers change the app's state.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -356,7 +357,10 @@ def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
                     expected=cluster.expected_brokers, title=redact(cluster.label),
                     admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None)
     if cluster.lab is not None:
-        KinspectApp(feed, LabConsole(), no_confirm=no_confirm, engine=EngineKeeper()).run()
+        # KINSPECT_WARM_ENGINE=0: no Spark beside the screen (m then starts its own)
+        warm = os.environ.get("KINSPECT_WARM_ENGINE", "1") != "0"
+        KinspectApp(feed, LabConsole(), no_confirm=no_confirm,
+                    engine=EngineKeeper() if warm else None).run()
         say_running_loads(cluster.bootstrap)
         return 0
     reason = (f"fault keys act only on a lab kinspect started; {redact(cluster.label)} is not "

@@ -31,8 +31,10 @@ def tmux(*args: str) -> str:
 def screen(lab: dict[str, Any]) -> Iterator[None]:
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (make system-deps installs it)")
+    # No warm Spark engine here: its JVM would share the 2 cores with what these tests time
+    # (the quit test below runs with it).
     command = (f"env KINSPECT_HOME={os.environ['KINSPECT_HOME']} TERM=xterm-256color "
-               f"{sys.executable} -m kinspect ui")
+               f"KINSPECT_WARM_ENGINE=0 {sys.executable} -m kinspect ui")
     tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "36", command)
     yield
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)

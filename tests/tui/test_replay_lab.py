@@ -60,7 +60,8 @@ def test_a_recorded_leader_kill_replays_at_its_time(lab: dict[str, Any], zk: Kaz
     killed_at = now_ms()
     try:
         kinspect("lab", "kill", f"kafka{old}")
-        new = wait(lambda: (leader := partition_state(zk, "test1", 0)["leader"]) != old
+        # -1 is no leader at all: the controller writes it for a moment when it dies too
+        new = wait(lambda: (leader := partition_state(zk, "test1", 0)["leader"]) not in (old, -1)
                    and leader, 30, "a new leader")
         wait(lambda: leader_on_feed() == new, 10, "the new leader in the live feed")
         time.sleep(1.5)  # the lab poll takes the journal's kill entry
@@ -86,11 +87,21 @@ def test_a_recorded_leader_kill_replays_at_its_time(lab: dict[str, Any], zk: Kaz
                 p = app.snapshot.partition("test1", 0) if app.snapshot else None
                 return p.leader if p else None
 
-            await until(pilot, lambda: leader() not in (None, new), "the old leader, paused")
+            # the state in force just before the election: the old leader, or none at all when
+            # the feed saw the partition leaderless for a moment
+            start = rec.frame(rec.locate(changed_at - 1)).snapshot.partition("test1", 0)
+            before_change = start.leader if start else None
+            assert before_change != new
+            await until(pilot, lambda: leader() == before_change, "the state before, paused")
             while leader() != new:  # one recorded change at a time up to the election
                 before = replay.cursor
                 await pilot.press("full_stop")
                 await until(pilot, lambda before=before: replay.cursor != before, "a step")
+                shown = rec.frame(replay.cursor).snapshot.partition("test1", 0)
+                expected = shown.leader if shown else None
+                # the feed moves its cursor before the app takes the frame: wait for that too
+                await until(pilot, lambda expected=expected: leader() == expected,
+                            "the stepped-to frame on screen")
             assert replay.position_ms == changed_at
             header = str(app.query_one("#header").render())
             assert "(epoch" in header

@@ -15,10 +15,19 @@ import pytest
 from kazoo.client import KazooClient
 
 from kinspect.lab.topics import create_topics
+from kinspect.postmortem.engine_client import engine_socket, engine_status
 from tests.helpers import kinspect, partition_state, wait_until
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 SOCKET = "kinspect-test"
+
+
+def ui_command(*settings: str) -> str:
+    """`kinspect ui` as a shell in the pane runs it. Without COLUMNS and LINES: readline,
+    loaded under pytest, exports the 80x24 it found, and Textual would believe them over the
+    pane's real size."""
+    return (f"env -u COLUMNS -u LINES KINSPECT_HOME={os.environ['KINSPECT_HOME']} "
+            f"TERM=xterm-256color {' '.join(settings)} {sys.executable} -m kinspect ui")
 
 
 def tmux(*args: str) -> str:
@@ -32,9 +41,8 @@ def screen(lab: dict[str, Any]) -> Iterator[None]:
         pytest.skip("tmux is not installed (make system-deps installs it)")
     # No warm Spark engine here: its JVM would share the 2 cores with what these tests time
     # (the quit test below runs with it).
-    command = (f"env KINSPECT_HOME={os.environ['KINSPECT_HOME']} TERM=xterm-256color "
-               f"KINSPECT_WARM_ENGINE=0 {sys.executable} -m kinspect ui")
-    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "36", command)
+    tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "36",
+         ui_command("KINSPECT_WARM_ENGINE=0"))
     yield
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
 
@@ -105,19 +113,23 @@ def test_quit_names_the_loads_that_keep_running(lab: dict[str, Any], tmp_path: P
                                "quit-load", "--duration", "600", "--rate", "500", "--run-dir",
                                str(tmp_path), "--json", "--no-timeline"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    command = (f"env KINSPECT_HOME={os.environ['KINSPECT_HOME']} TERM=xterm-256color "
-               f"{sys.executable} -m kinspect ui; sleep 120")
+    command = ui_command() + "; sleep 120"
     try:
         wait_until((tmp_path / "workers.json").exists, 30, "the load under way")
         tmux("new-session", "-d", "-s", "ui", "-x", "250", "-y", "30", command)
         wait_until(lambda: "controller" in screen_text() and "partitions" in screen_text(), 60,
                    "the UI to draw its first snapshot")
+        # The warm Spark engine for m starts with the screen, and its state is in the header.
+        wait_until(lambda: "spark " in screen_text(), 30, "the engine's state in the header")
+        wait_until(lambda: engine_status() is not None, 60, "the engine answering")
         tmux("send-keys", "-t", "ui", "q")
         said = wait_until(lambda: "keeps running" in screen_text() and screen_text(), 20,
                           "the quit message")
         assert (f"the load on quit-load keeps running (pid {runner.pid}); stop it with: "
                 f"kinspect load stop --run-dir {tmp_path}") in said
         assert runner.poll() is None  # quitting the screen is not stopping the load
+        # ...but the engine it started ends with it (its socket gone with it)
+        wait_until(lambda: not engine_socket().exists(), 60, "the engine to end with the TUI")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
         kinspect("load", "stop", "--run-dir", str(tmp_path), check=False)

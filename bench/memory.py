@@ -45,13 +45,21 @@ def children() -> dict[int, list[int]]:
     return tree
 
 
+def descendants(root: int) -> list[int]:
+    """root and every process under it."""
+    tree, out, todo = children(), [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(tree.get(pid, []))
+    return out
+
+
 def tree_rss(pid: int) -> dict[str, int]:
     """Resident bytes of pid and all its descendants, in all and by role (the command itself,
     its load workers, anything else it started); {} once it is gone."""
-    tree, todo = children(), [pid]
     out: dict[str, int] = {}
-    while todo:
-        current = todo.pop()
+    for current in descendants(pid):
         try:
             rss = int(Path(f"/proc/{current}/statm").read_text().split()[1]) * PAGE
             cmdline = Path(f"/proc/{current}/cmdline").read_bytes()
@@ -61,7 +69,6 @@ def tree_rss(pid: int) -> dict[str, int]:
                 "worker" if b"kinspect.load.worker" in cmdline else "other")
         out[role] = out.get(role, 0) + rss
         out["tree"] = out.get("tree", 0) + rss
-        todo.extend(tree.get(current, []))
     return out
 
 

@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.lab import bench_lab
+from bench.memory import descendants
 from kinspect.lab.dist import ensure
 from kinspect.lab.topics import create_topics
 
@@ -140,26 +141,6 @@ def ours(count: int, producers: int) -> dict[str, Any]:
             "cpu_us": cpu / count * 1e6}
 
 
-def _tree(root: int) -> list[int]:
-    """root and every descendant, from /proc (no psutil needed)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
 def _rss_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -180,7 +161,7 @@ def peak_rss(count: int, producers: int) -> dict[str, Any]:
 
         def sample() -> None:
             while proc.poll() is None:
-                sizes = [_rss_kb(pid) for pid in _tree(proc.pid)]
+                sizes = [_rss_kb(pid) for pid in descendants(proc.pid)]
                 peak["tree"] = max(peak["tree"], sum(sizes))
                 peak["largest"] = max(peak["largest"], max(sizes, default=0))
                 time.sleep(0.1)

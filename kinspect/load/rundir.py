@@ -165,6 +165,11 @@ def load_running(run_dir: Path) -> bool:
         pid = int(pid_file.read_text().strip())
     except (OSError, ValueError):
         return False
+    return pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of that pid exists (one of another user's counts: it is alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

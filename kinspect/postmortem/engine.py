@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
+from kinspect.load.rundir import pid_alive
 
 STARTING, READY, BUSY, FAILED = "starting", "ready", "busy", "failed"
 
@@ -134,6 +135,7 @@ def serve(socket_path: Path, master: str = "local[2]", memory: str = "2g",
         socket_path.unlink()
     engine = WarmEngine(master, memory)
     server = _Server(str(socket_path), _Handler)
+    socket_path.chmod(0o600)  # a job names paths to read and write: ours alone to ask
     server.engine = engine
     stop = threading.Event()
 
@@ -152,7 +154,7 @@ def serve(socket_path: Path, master: str = "local[2]", memory: str = "2g",
             if engine.state != STARTING and not told:
                 say(f"engine {engine.state}" + (f": {engine.error}" if engine.error else ""))
                 told = True
-            if parent_pid is not None and not _alive(parent_pid):
+            if parent_pid is not None and not pid_alive(parent_pid):
                 break
     finally:
         server.shutdown()
@@ -161,12 +163,3 @@ def serve(socket_path: Path, master: str = "local[2]", memory: str = "2g",
         engine.stop()
     return 0
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -92,8 +92,7 @@ def candidates(inputs: RunInputs) -> IdSet:
 
 def _frame(spark: Any, keys: Any, **columns: Any) -> Any:
     """A small table of ids made on the driver, shipped as Arrow (row by row through pickle
-    it took 14 s for 300,000 ids here; as Arrow 2 s)."""
-    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    it took 14 s for 300,000 ids here; a pyarrow Table goes as Arrow: 2 s)."""
     return spark.createDataFrame(pa.table({"key": pa.array(keys, pa.int64()), **columns}))
 
 
@@ -144,29 +143,36 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any) 
     kind = np.concatenate([np.full(len(ids), k, np.int8) for ids, k in kinds])
     exceptions = (ledger.join(_small(_frame(spark, keys, kind=pa.array(kind)), len(keys)), "key")
                   .persist(StorageLevel.MEMORY_AND_DISK))
+    kept = [exceptions]  # unpersisted here whatever happens; `lost` goes back to the caller
     lost = None
     lost_by_part: Counter[int] = Counter()
-    if lost_total:
-        lost = (exceptions.where((F.col("kind") == 0) & (F.col("st") == ACKED))
-                .select("key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch")
-                .dropDuplicates(["key"]).persist(StorageLevel.MEMORY_AND_DISK))
-        lost_by_part.update({int(r["pp"]): int(r["count"])
-                             for r in lost.groupBy("pp").count().collect()})
-    # The log's records in the runs of 64 ids that matter (an unacknowledged id held, or more
-    # records than ids), read once for both questions.
-    suspects = (producers[twice], words["word"].to_numpy()[twice])
-    unacked_keys = unacked_ids.keys(KEY_SHIFT)
-    wanted = np.unique(np.concatenate([
-        (suspects[0].astype(np.int64) << (KEY_SHIFT - 6)) | suspects[1],
-        unacked_keys >> 6]))
-    nearby = (ours.withColumn("key", _key()).join(_small(_frame(spark, wanted).select(
-        F.col("key").alias("w")), len(wanted)), F.shiftright("key", 6) == F.col("w"))
-        .select("key", "producer", "seq", "partition").persist(StorageLevel.MEMORY_AND_DISK))
-    unacked = _unacked_present(spark, exceptions.where(F.col("kind") == 1), nearby, unacked_ids,
-                               cand)
-    exceptions.unpersist()
-    dups = _duplicates(spark, nearby, *suspects)
-    nearby.unpersist()
+    try:
+        if lost_total:
+            lost = (exceptions.where((F.col("kind") == 0) & (F.col("st") == ACKED))
+                    .select("key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch")
+                    .dropDuplicates(["key"]).persist(StorageLevel.MEMORY_AND_DISK))
+            lost_by_part.update({int(r["pp"]): int(r["count"])
+                                 for r in lost.groupBy("pp").count().collect()})
+        # The log's records in the runs of 64 ids that matter (an unacknowledged id held, or
+        # more records than ids), read once for both questions.
+        suspects = (producers[twice], words["word"].to_numpy()[twice])
+        wanted = np.unique(np.concatenate([
+            (suspects[0].astype(np.int64) << (KEY_SHIFT - 6)) | suspects[1],
+            unacked_ids.keys(KEY_SHIFT) >> 6]))
+        nearby = (ours.withColumn("key", _key()).join(_small(_frame(spark, wanted).select(
+            F.col("key").alias("w")), len(wanted)), F.shiftright("key", 6) == F.col("w"))
+            .select("key", "producer", "seq", "partition").persist(StorageLevel.MEMORY_AND_DISK))
+        kept.append(nearby)
+        unacked = _unacked_present(spark, exceptions.where(F.col("kind") == 1), nearby,
+                                   unacked_ids, cand)
+        dups = _duplicates(spark, nearby, *suspects)
+    except BaseException:
+        if lost is not None:
+            lost.unpersist()
+        raise
+    finally:
+        for frame in kept:
+            frame.unpersist()
     lost_ranges = []
     for producer in lost_ids.producers():
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)
@@ -212,7 +218,6 @@ def _duplicates(spark: Any, nearby: Any, producers: np.ndarray,
 
     if len(words) == 0:
         return []
-    spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
     suspects = _small(spark.createDataFrame(pa.table({
         "producer": pa.array(producers, pa.int32()), "word": pa.array(words, pa.int64())})),
         len(words))

@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.postmortem.test_chart_lanes import isolation_report
 from tests.tui.recorded import recorded_app
 
 SIZE = (100, 30)
@@ -83,3 +85,15 @@ def test_partition_editor(snap_compare: Any) -> None:
 
 def test_read_only_footer(snap_compare: Any) -> None:
     assert snap_compare(recorded_app(read_only=True), terminal_size=SIZE)
+
+
+def test_report_screen(snap_compare: Any) -> None:
+    """The post-mortem report: its lanes (faults, leaders, acked/failed, the lost window) above
+    the timeline, for an acks1-isolate-leader-like report."""
+    from kinspect.tui.report_screen import ReportScreen
+
+    async def open_report(pilot: Any) -> None:
+        await pilot.app.push_screen(ReportScreen(isolation_report(), Path("/tmp/run/postmortem")))
+        await pilot.pause()
+
+    assert snap_compare(recorded_app(), terminal_size=(120, 45), run_before=open_report)

@@ -111,14 +111,12 @@ def _postmortem(args: argparse.Namespace, conf: dict[str, str],
     """On the warm engine when one runs with the same master (and no session settings asked
     for), else on a session of its own: the same job either way."""
     from kinspect.postmortem import run_postmortem
-    from kinspect.postmortem.engine_client import engine_status, postmortem_on_engine
+    from kinspect.postmortem.engine_client import postmortem_if_warm
 
     plain = not (args.cold or conf or args.verbose or args.driver_memory != "2g")
-    engine = engine_status() if plain else None
-    if engine is not None and engine.usable and engine.master == args.master:
-        say(f"on the warm Spark engine (pid {engine.pid}, {engine.state})")
-        return postmortem_on_engine(args.run_dir, args.out, not args.no_chart, say)
-    return run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
+    report = (postmortem_if_warm(args.run_dir, args.out, not args.no_chart, say, args.master)
+              if plain else None)
+    return report or run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
                           progress=say, chart=not args.no_chart,
                           memory=args.driver_memory, conf=conf)
 

@@ -46,7 +46,12 @@ def engine_socket(home: Path | None = None) -> Path:
 
 
 def _connect(path: Path, timeout_s: float) -> socket.socket | None:
-    if not path.exists():
+    """A connection to our own engine: a socket in the shared temp dir that another user made
+    could hand back any report, so only one of ours is asked."""
+    try:
+        if path.stat().st_uid != os.getuid():
+            return None
+    except OSError:
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout_s)
@@ -77,6 +82,27 @@ def engine_status(path: Path | None = None, timeout_s: float = 1.0) -> EngineSta
                         str(answer.get("error", "")))
 
 
+class EngineGone(KinspectError):
+    """No warm engine answers, or it ended mid-job: the job can still run cold."""
+
+
+def postmortem_if_warm(run_dir: Path, out: Path | None = None, chart: bool = True,
+                       say: Callable[[str], None] | None = None,
+                       master: str | None = None) -> dict[str, Any] | None:
+    """The report from the warm engine when a usable one runs (with `master`, if named); None
+    when there is none or it ended before answering: the caller runs the post-mortem cold."""
+    say = say or (lambda _line: None)
+    engine = engine_status()
+    if engine is None or not engine.usable or master not in (None, engine.master):
+        return None
+    say(f"post-mortem on the warm Spark engine (pid {engine.pid}, {engine.state})")
+    try:
+        return postmortem_on_engine(run_dir, out, chart, say)
+    except EngineGone as exc:
+        say(f"{exc}: running it on a Spark session of its own")
+        return None
+
+
 def postmortem_on_engine(run_dir: Path, out: Path | None = None, chart: bool = True,
                          say: Callable[[str], None] | None = None,
                          path: Path | None = None) -> dict[str, Any]:
@@ -84,22 +110,25 @@ def postmortem_on_engine(run_dir: Path, out: Path | None = None, chart: bool = T
     say = say or (lambda _line: None)
     sock = _connect(path or engine_socket(), 5.0)
     if sock is None:
-        raise KinspectError("the warm Spark engine is not running")
+        raise EngineGone("the warm Spark engine is not running")
     request = {"op": "postmortem", "run_dir": str(run_dir.resolve()),
                "out": str(out.resolve()) if out else None, "chart": chart}
     with sock, sock.makefile("rwb") as stream:
         sock.settimeout(None)  # a big run takes minutes; the engine says how far it got
         stream.write(json.dumps(request).encode() + b"\n")
         stream.flush()
-        for line in stream:
-            answer = json.loads(line)
-            if "say" in answer:
-                say(str(answer["say"]))
-            elif "report" in answer:
-                return dict(answer["report"])
-            elif "error" in answer:
-                raise KinspectError(str(answer["error"]))
-    raise KinspectError("the warm Spark engine went away during the post-mortem")
+        try:
+            for line in stream:
+                answer = json.loads(line)
+                if "say" in answer:
+                    say(str(answer["say"]))
+                elif "report" in answer:
+                    return dict(answer["report"])
+                elif "error" in answer:
+                    raise KinspectError(str(answer["error"]))
+        except (OSError, json.JSONDecodeError):
+            pass
+    raise EngineGone("the warm Spark engine went away during the post-mortem")
 
 
 def start_engine(parent_pid: int | None = None, home: Path | None = None) -> subprocess.Popen[bytes]:

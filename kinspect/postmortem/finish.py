@@ -106,14 +106,11 @@ def finish_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
     """verify → evidence → the PySpark post-mortem; returns the report. The post-mortem runs
     on `spark`, else on the warm engine when one runs (the TUI starts it), else cold."""
     from kinspect.postmortem import run_postmortem
-    from kinspect.postmortem.engine_client import engine_status, postmortem_on_engine
+    from kinspect.postmortem.engine_client import postmortem_if_warm
 
     verify_run(run_dir, bootstrap, config, lab, say)
-    engine = engine_status() if spark is None else None
-    if engine is not None and engine.usable:
-        (say or (lambda _line: None))(f"post-mortem on the warm Spark engine ({engine.state})")
-        return postmortem_on_engine(run_dir, chart=chart, say=say)
-    return run_postmortem(run_dir, progress=say, spark=spark, chart=chart)
+    report = postmortem_if_warm(run_dir, chart=chart, say=say) if spark is None else None
+    return report or run_postmortem(run_dir, progress=say, spark=spark, chart=chart)
 
 
 def loads_on(topic: str) -> list[Path]:

@@ -99,15 +99,16 @@ def _first_line(exc: BaseException) -> str:
 
 def _held_table(inputs: Any, out: Path, say: Callable[[str], None]) -> Path | None:
     """The kept replica snapshots as a Parquet table for Spark (None when none were kept)."""
-    if not inputs.replica_snapshots:
+    if not inputs.replica_snapshots or not inputs.run_id:  # only a run's own ids are matched
         return None
     import pyarrow.parquet as pq
 
     from kinspect.postmortem.segments import read_snapshots
 
-    held = read_snapshots(inputs.replica_snapshots, inputs.topic)
+    held = read_snapshots(inputs.replica_snapshots, inputs.topic, inputs.run_id)
     table = held.table()
-    say(f"replica snapshots: {len(inputs.replica_snapshots)}, {table.num_rows:,} records held")
+    say(f"replica snapshots: {len(inputs.replica_snapshots)}, {table.num_rows:,} of the run's "
+        "records held")
     path = out / "replicas-held.parquet"
     pq.write_table(table, path)
     return path

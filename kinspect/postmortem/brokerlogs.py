@@ -21,6 +21,7 @@ containers are UTC anyway, so stamps are read as UTC, never in this machine's zo
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -45,12 +46,22 @@ _ZK_EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session 0x[
                          r"|\[ZooKeeperClient [^\]]*\] Session expired\.")
 _ZK_NEW = re.compile(r"Initializing a new session to|Session establishment complete")
 _REGISTERED = re.compile(r"Registered broker (\d+) at path")
+# Every line that can matter says one of these. Plain substring tests are fast; the patterns
+# above are not (`\S+-\d+` tried at each position of a long line): they run only on a line
+# that says what they look for, and the date is parsed only for those.
+_WORTH_A_LOOK = ("ISR from", "starts at", "Truncating", "successfully elected",
+                 "Changed partition", "Registered broker", "ZooKeeper", "Session e", "new session")
 
 
 def parse_ts(stamp: str, millis: str) -> int:
     """UTC 'YYYY-mm-dd HH:MM:SS' + millis -> epoch ms (the lab's JVMs log in UTC)."""
-    moment = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
-    return int(moment.timestamp()) * 1000 + int(millis)
+    return _seconds(stamp) * 1000 + int(millis)
+
+
+@functools.lru_cache(maxsize=4096)
+def _seconds(stamp: str) -> int:
+    """Lines come many to a second: strptime once per second seen."""
+    return int(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp())
 
 
 
@@ -60,6 +71,8 @@ def _ids(text: str) -> list[int]:
 
 def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
     """One event for a line that matters, else None."""
+    if not any(word in line for word in _WORTH_A_LOOK):
+        return None
     match = _LINE.match(line.rstrip("\n"))
     if match is None:
         return None
@@ -67,7 +80,7 @@ def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
     prefix = _BROKER_PREFIX.search(text)
     broker = int(prefix[1]) if prefix else broker_id_of(node)
     base: dict[str, Any] = {"ts": ts, "source": "broker-log", "node": node or None, "level": level}
-    if found := _ISR.search(text):
+    if "ISR from" in text and (found := _ISR.search(text)):
         part = _PARTITION_PREFIX.search(text)
         old, new = _ids(found[2]), _ids(found[3])
         kind = "log_isr_shrink" if found[1] == "Shrinking" else "log_isr_expand"
@@ -75,7 +88,7 @@ def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
                 "severity": "warn" if kind == "log_isr_shrink" else "info", "old_isr": old,
                 "new_isr": new, "detail": f"broker {broker}: {found[1].lower()} ISR "
                 f"{found[2]} → {found[3] or '(empty)'}"}
-    if found := _STARTS.search(text):
+    if "starts at" in text and (found := _STARTS.search(text)):
         epoch, offset = int(found[3]), int(found[4])
         if found[1] == "Follower":
             current = _CURRENT_LEADER.search(text)
@@ -86,22 +99,20 @@ def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
         return {**base, "kind": "log_leader_start", "partition": found[2], "broker": broker,
                 "severity": "warn", "epoch": epoch, "offset": offset,
                 "detail": f"broker {broker} leads from epoch {epoch} at offset {offset:,}"}
-    if found := _TRUNC_FETCHER.search(text):
+    if "Truncating" in text and (found := _TRUNC_FETCHER.search(text) or _TRUNC_LOG.search(text)):
         return _truncation(base, found[1], int(found[2]), broker)
-    if found := _TRUNC_LOG.search(text):
-        return _truncation(base, found[1], int(found[2]), broker)
-    if found := _ELECTED.search(text):
+    if "successfully elected" in text and (found := _ELECTED.search(text)):
         elected = int(found[1])
         return {**base, "kind": "log_controller_elected", "partition": None, "broker": elected,
                 "severity": "warn", "epoch": int(found[2]),
                 "detail": f"broker {elected} elected controller (epoch {found[2]})"}
-    if found := _CHANGED.search(text):
+    if "Changed partition" in text and (found := _CHANGED.search(text)):
         leader, epoch = int(found[4]), int(found[5])
         return {**base, "kind": "log_leader_and_isr", "partition": found[1],
                 "broker": leader if leader >= 0 else None, "severity": "info", "epoch": epoch,
                 "leader": leader, "detail": f"controller set leader {leader} at epoch {epoch} "
                 f"({found[2]} → {found[3]})"}
-    if found := _REGISTERED.search(text):
+    if "Registered broker" in text and (found := _REGISTERED.search(text)):
         return {**base, "kind": "log_broker_registered", "partition": None, "broker": int(found[1]),
                 "severity": "info", "detail": f"broker {found[1]} registered in ZooKeeper"}
     if _ZK_EXPIRED.search(text):

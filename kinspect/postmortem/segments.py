@@ -19,10 +19,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
-IDS = re.compile(rb"([0-9a-f]{8})-(\d{1,9})-(\d{1,18})\|")
+IDS = re.compile(rb"([0-9a-f]{8})-(\d{1,9})-(\d{1,18})\|")  # any run's message
+
+
+def ids_of(run_id: str) -> re.Pattern[bytes]:
+    """One run's messages: led by a literal, so the scan skips ahead (10x faster than IDS
+    over the 100-byte values of a demo's logs)."""
+    return re.compile(rb"(" + re.escape(run_id.encode()) + rb")-(\d{1,9})-(\d{1,18})\|")
 HELD_SCHEMA = pa.schema([
     ("snapshot", pa.string()), ("snapshot_ms", pa.int64()), ("node", pa.string()),
     ("partition", pa.int32()), ("offset", pa.int64()), ("batch_epoch", pa.int32()),
@@ -82,43 +89,62 @@ def record_values(records: bytes) -> Iterator[tuple[int, bytes]]:
 
 @dataclass
 class Held:
-    """Column buffers for HELD_SCHEMA, and what could not be read."""
+    """The records found, one Arrow table per segment, and what could not be read."""
 
-    columns: dict[str, list[object]] = field(
-        default_factory=lambda: {name: [] for name in HELD_SCHEMA.names})
+    chunks: list[pa.Table] = field(default_factory=list)
     skipped_batches: int = 0
 
-    def add(self, where: tuple[str, int, str, int], offset: int, epoch: int,
-            ident: tuple[str, int, int]) -> None:
-        for name, value in zip(HELD_SCHEMA.names, (*where, offset, epoch, *ident), strict=True):
-            self.columns[name].append(value)
-
     def table(self) -> pa.Table:
-        return pa.table(self.columns, schema=HELD_SCHEMA)
+        return pa.concat_tables(self.chunks) if self.chunks else HELD_SCHEMA.empty_table()
 
 
-def read_segment(path: Path, where: tuple[str, int, str, int], held: Held) -> None:
-    """Add every kinspect message of one segment file; `where` = (snapshot, ms, node, partition)."""
+def read_segment(path: Path, where: tuple[str, int, str, int], held: Held,
+                 ids: re.Pattern[bytes] = IDS) -> None:
+    """Add every kinspect message (of `ids`) of one segment file; `where` = (snapshot, ms,
+    node, partition).
+
+    Columns are gathered per segment and converted by Arrow at once: per record in Python it
+    took 2.6 s for the 630,000 records a 100,000-message demo leaves in three replicas."""
+    offsets: list[np.ndarray] = []
+    epochs: list[np.ndarray] = []
+    idents: list[tuple[bytes, bytes, bytes]] = []
     for batch in read_batches(path.read_bytes()):
         if batch.attributes & 0x07 or batch.attributes & 0x20:  # compressed, or a control batch
             held.skipped_batches += batch.attributes & 0x07 != 0
             continue
-        found = IDS.findall(batch.records)
-        if len(found) == batch.count:  # the fast path: one id per record, offsets in order
-            for i, (run, producer, seq) in enumerate(found):
-                held.add(where, batch.base_offset + i, batch.leader_epoch,
-                         (run.decode(), int(producer), int(seq)))
+        found = ids.findall(batch.records)
+        if not found:  # another run's batch (a reused topic)
             continue
-        for delta, value in record_values(batch.records):
-            match = IDS.match(value)
-            if match:
-                held.add(where, batch.base_offset + delta, batch.leader_epoch,
-                         (match[1].decode(), int(match[2]), int(match[3])))
+        if len(found) == batch.count:  # the fast path: one id per record, offsets in order
+            deltas = np.arange(batch.count, dtype=np.int64)
+        else:
+            pairs = [(delta, match.groups()) for delta, value in record_values(batch.records)
+                     if (match := ids.match(value))]
+            deltas = np.array([delta for delta, _ in pairs], np.int64)
+            found = [ident for _, ident in pairs]
+        offsets.append(batch.base_offset + deltas)
+        epochs.append(np.full(len(deltas), batch.leader_epoch, np.int32))
+        idents.extend(found)
+    if idents:
+        held.chunks.append(_chunk(where, np.concatenate(offsets), np.concatenate(epochs), idents))
 
 
-def read_snapshots(snapshots: list[Path], topic: str) -> Held:
-    """`snapshot/<node>/<topic>-<p>/*.log` for every kept snapshot of a run."""
+def _chunk(where: tuple[str, int, str, int], offsets: np.ndarray, epochs: np.ndarray,
+           ids: list[tuple[bytes, bytes, bytes]]) -> pa.Table:
+    runs, producers, seqs = (pa.array(column, pa.binary()).cast(pa.string())
+                             for column in zip(*ids, strict=True))
+    n = len(ids)
+    return pa.table([pa.repeat(pa.scalar(value, kind), n) for value, kind in
+                     zip(where, HELD_SCHEMA.types[:4], strict=True)]
+                    + [pa.array(offsets), pa.array(epochs), runs, producers.cast(pa.int32()),
+                       seqs.cast(pa.int64())], schema=HELD_SCHEMA)
+
+
+def read_snapshots(snapshots: list[Path], topic: str, run_id: str | None = None) -> Held:
+    """`snapshot/<node>/<topic>-<p>/*.log` for every kept snapshot of a run: the messages of
+    `run_id` only (the post-mortem asks about no other), or of any run when None."""
     held = Held()
+    ids = ids_of(run_id) if run_id else IDS
     pattern = re.compile(rf"^{re.escape(topic)}-(\d+)$")
     for snapshot in snapshots:
         stamp = snapshot.name.split("-", 1)[0]
@@ -129,5 +155,6 @@ def read_snapshots(snapshots: list[Path], topic: str) -> Held:
                 if found is None:
                     continue
                 for segment in sorted(part.glob("*.log")):
-                    read_segment(segment, (snapshot.name, ms, node.name, int(found[1])), held)
+                    read_segment(segment, (snapshot.name, ms, node.name, int(found[1])), held,
+                                 ids)
     return held

@@ -10,7 +10,7 @@ import pytest
 from kinspect.errors import KinspectError
 from kinspect.load.ledger import LedgerWriter, read_ledger
 from kinspect.load.rundir import begin_run, latest_run, mark, parse_message_id, read_run
-from kinspect.postmortem.segments import Held, read_segment
+from kinspect.postmortem.segments import Held, ids_of, read_segment
 
 
 def test_message_ids_carry_the_run() -> None:
@@ -107,3 +107,20 @@ def test_segment_reader_finds_ids_offsets_and_epochs(tmp_path: Path) -> None:
     assert [(r["offset"], r["batch_epoch"], r["producer"], r["seq"]) for r in rows] == \
         [(0, 4, 0, 0), (1, 4, 0, 1), (3, 5, 1, 7)]
     assert {r["node"] for r in rows} == {"kafka2"} and {r["run"] for r in rows} == {"0a1b2c3d"}
+
+
+def test_segment_reader_of_one_run_skips_the_others(tmp_path: Path) -> None:
+    """A reused topic: another run's batches, and one batch mixing both runs (the slow path)."""
+    segment = tmp_path / "00000000000000000000.log"
+    other = _batch(0, 3, [b"ffffffff-0-0|xx", b"ffffffff-0-1|xx"])
+    ours = _batch(2, 4, [b"0a1b2c3d-0-0|xx", b"0a1b2c3d-0-1|xx"])
+    mixed = _batch(4, 4, [b"ffffffff-0-2|xx", b"0a1b2c3d-2-9|x"])
+    segment.write_bytes(other + ours + mixed)
+    held = Held()
+    read_segment(segment, ("snap", 1, "kafka1", 0), held, ids_of("0a1b2c3d"))
+    rows = held.table().to_pylist()
+    assert [(r["offset"], r["batch_epoch"], r["producer"], r["seq"], r["run"]) for r in rows] == \
+        [(2, 4, 0, 0, "0a1b2c3d"), (3, 4, 0, 1, "0a1b2c3d"), (5, 4, 2, 9, "0a1b2c3d")]
+    everyone = Held()
+    read_segment(segment, ("snap", 1, "kafka1", 0), everyone)
+    assert everyone.table().num_rows == 6

@@ -17,12 +17,15 @@ leader climbs past it). Every other run's acknowledgements at or past the epoch 
 doomed. The count is the post-mortem's
 acked-but-lost, known while it happens; they agree when the run is over (README: tolerance).
 
-`LedgerTail` reads each ledger chunk once, as the producers write them (every 500 ms).
+`LedgerTail` reads each ledger chunk once, as the producers write them (every 500 ms), and
+keeps each producer's acknowledgements of a partition as ranges of consecutive offsets
+acknowledged at one instant (one per producer batch, about): judging needs only where each run
+starts and ends and when its writes came, so memory follows batches, not messages.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,26 +79,61 @@ class LiveLoss:
             int(data.get("pending", 0)))
 
 
-@dataclass
-class _Acks:
-    """One producer's acknowledged offsets of one partition, in the order they came, and when."""
+class _Ranges:
+    """One producer's acknowledgements of one partition, in the order they came, as ranges.
 
-    offset_parts: list[np.ndarray] = field(default_factory=list)
-    ts_parts: list[np.ndarray] = field(default_factory=list)
+    A range is (first offset, last offset, ack_ts) of offsets that arrived one after another,
+    each one more than the last, stamped at one instant: a producer batch is acknowledged at
+    once, so a run of millions of acks is a few thousand ranges, not an array per offset. The
+    columns live in one (3, capacity) array grown by doubling, so memory follows batches."""
+
+    def __init__(self) -> None:
+        self._buf = np.empty((3, 16), np.int64)
+        self.size = 0  # ranges held
+        self.acks = 0  # rows taken, those without an offset too (they are pending as well)
 
     def add(self, offsets: np.ndarray, ack_ts: np.ndarray) -> None:
-        self.offset_parts.append(offsets)
-        self.ts_parts.append(ack_ts)
+        self.acks += offsets.size
+        known = offsets >= 0  # -1: no offset (acks=0): says nothing of any leader's log
+        new = ranges_of(offsets[known], ack_ts[known])
+        if new.shape[1] and self.size and self._continues(new[:, 0]):
+            self._buf[1, self.size - 1] = new[1, 0]  # a batch split across two chunks
+            new = new[:, 1:]
+        self._reserve(new.shape[1])
+        self._buf[:, self.size:self.size + new.shape[1]] = new
+        self.size += new.shape[1]
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if len(self.offset_parts) != 1:
-            self.offset_parts = [_joined(self.offset_parts)]
-            self.ts_parts = [_joined(self.ts_parts)]
-        return self.offset_parts[0], self.ts_parts[0]
+    def _continues(self, first: np.ndarray) -> bool:
+        last = self._buf[:, self.size - 1]
+        return bool(first[0] == last[1] + 1 and first[2] == last[2])
+
+    def _reserve(self, more: int) -> None:
+        capacity = self._buf.shape[1]
+        if self.size + more <= capacity:
+            return
+        grown = np.empty((3, max(2 * capacity, self.size + more)), np.int64)
+        grown[:, :self.size] = self._buf[:, :self.size]
+        self._buf = grown
+
+    def ranges(self) -> np.ndarray:
+        """(3, n): first offsets, last offsets, ack times; a view, valid until the next add."""
+        return self._buf[:, :self.size]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._buf.nbytes)
 
 
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+def ranges_of(offsets: np.ndarray, ack_ts: np.ndarray) -> np.ndarray:
+    """Offsets in arrival order as (3, n) ranges: a new one wherever the next offset is not
+    one more than the last or was acknowledged at another instant (so no range hides a drop)."""
+    if offsets.size == 0:
+        return np.empty((3, 0), np.int64)
+    breaks = np.flatnonzero((np.diff(offsets) != 1) | (np.diff(ack_ts) != 0)) + 1
+    firsts = np.concatenate(([0], breaks))
+    lasts = np.concatenate((breaks - 1, [offsets.size - 1]))
+    return np.stack((offsets[firsts], offsets[lasts], ack_ts[firsts])).astype(
+        np.int64, copy=False)
 
 
 def doomed_in_runs(offsets: np.ndarray, ack_ts: np.ndarray, start: int,
@@ -104,16 +142,24 @@ def doomed_in_runs(offsets: np.ndarray, ack_ts: np.ndarray, start: int,
 
     `leader_end` is the leader's log end as measured at `measured_at` (ms) or later: a write
     the leader acknowledged before then lies below it."""
-    if offsets.size == 0:
+    return doomed_in_ranges(ranges_of(offsets, ack_ts), start, leader_end, measured_at)
+
+
+def doomed_in_ranges(ranges: np.ndarray, start: int, leader_end: int | None,
+                     measured_at: int | None) -> int:
+    """`doomed_in_runs` over (3, n) ranges (`ranges_of`), in O(ranges): a run ends where the
+    next range starts below the last one's end (offsets inside a range only climb)."""
+    first, last, ts = ranges
+    if first.size == 0:
         return 0
-    cuts = np.flatnonzero(np.diff(offsets) < 0) + 1
-    last = int(cuts[-1]) if cuts.size else 0
-    tail, tail_ts = offsets[last:], ack_ts[last:]
-    current = bool(tail[0] >= start)
+    cuts = np.flatnonzero(first[1:] < last[:-1]) + 1
+    tail = int(cuts[-1]) if cuts.size else 0
+    current = bool(first[tail] >= start)
     if current and leader_end is not None and measured_at is not None:
-        current = not bool(np.any((tail >= leader_end) & (tail_ts <= measured_at)))
-    judged = offsets[:last] if current else offsets
-    return int(np.count_nonzero(judged >= start))
+        current = not bool(np.any((last[tail:] >= leader_end) & (ts[tail:] <= measured_at)))
+    if current:
+        first, last = first[:tail], last[:tail]
+    return int(np.maximum(last - np.maximum(first, start) + 1, 0).sum())
 
 
 class LedgerTail:
@@ -122,7 +168,7 @@ class LedgerTail:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._seen: set[str] = set()
-        self._acks: dict[Key, _Acks] = {}
+        self._acks: dict[Key, _Ranges] = {}
         self._writers: dict[tuple[str, int], tuple[int, ...]] = {}  # kept: they truncate later
         self.acked = 0
 
@@ -160,8 +206,17 @@ class LedgerTail:
                 for producer in np.unique(producers[in_partition]):
                     chosen = in_partition & (producers == producer)
                     key = (str(topic), int(partition), int(producer))
-                    self._acks.setdefault(key, _Acks()).add(offsets[chosen], ack_ts[chosen])
+                    self._acks.setdefault(key, _Ranges()).add(offsets[chosen], ack_ts[chosen])
         return int(acked.num_rows)
+
+    def held(self) -> dict[Key, int]:
+        """Ranges kept per (topic, partition, producer): what grows with batches, not acks."""
+        return {key: acks.size for key, acks in self._acks.items()}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the kept ranges' arrays (capacity included)."""
+        return sum(acks.nbytes for acks in self._acks.values())
 
     def partitions(self) -> set[tuple[str, int]]:
         """The partitions written to (for the observer to ask where their epoch starts)."""
@@ -177,12 +232,11 @@ class LedgerTail:
         for (topic, partition, _producer), acks in self._acks.items():
             p = parts.get((topic, partition))
             start = p.epoch_start if p is not None else None
-            offsets, ack_ts = acks.arrays()
             if p is None or start is None:
-                pending += offsets.size
+                pending += acks.acks
                 continue
-            count = doomed_in_runs(offsets, ack_ts, start, _leader_end(p),
-                                   snapshot.replica_logs_at)
+            count = doomed_in_ranges(acks.ranges(), start, _leader_end(p),
+                                     snapshot.replica_logs_at)
             counts[(topic, partition)] = counts.get((topic, partition), 0) + count
         doomed = []
         for (topic, partition), count in sorted(counts.items()):

@@ -122,6 +122,7 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
 
     from kinspect.postmortem import job, queries
     from kinspect.postmortem.match import match
+    from kinspect.postmortem.side_by_side import run_jobs, small
 
     say(f"reading ledger: {inputs.ledger_rows:,} rows in {len(inputs.ledger_files):,} files")
     # Each side is read three or four times (bitmaps, exceptions, timing or order): decoded
@@ -131,27 +132,37 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
     every_run = job.final_log_frame(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
     final_log = every_run.where(job.is_ours(inputs.run_id))
     kept = [ledger, every_run]  # unpersisted at the end, whatever happens
-    epochs: list[dict[str, Any]] = []
+    together = small(inputs)
     try:
         say("matching acknowledgements with the final log by message id…")
-        found = match(spark, inputs, ledger, final_log, say)
+        found = match(spark, inputs, ledger, final_log, say, together)
         if found.lost is not None:
             kept.append(found.lost)
+
+        def attribution() -> list[dict[str, Any]]:
+            if found.lost is None:
+                return []
             say(f"acked but lost: {found.lost_total:,}; who acknowledged them…")
             held = job.held_frame(spark, held_path, inputs.run_id) if held_path else None
             lost = queries.attribute(found.lost, every_run, held, history).persist(
                 StorageLevel.MEMORY_AND_DISK)
             kept.append(lost)
-            epochs = queries.lost_by_epoch(lost)
-        say("acknowledgements over time…")
-        bounds, per_second, gaps, per_part = queries.ack_timing(ledger, fault_ts, found.lost,
-                                                                found.lost_total)
-        say("final log: order within each producer…")
-        log_stats = queries.final_log_stats(every_run, inputs.run_id)
+            return queries.lost_by_epoch(lost)
+
+        def timing() -> Any:
+            say("acknowledgements over time…")
+            return queries.ack_timing(ledger, fault_ts, found.lost, found.lost_total)
+
+        def order() -> list[dict[str, Any]]:
+            say("final log: order within each producer…")
+            return queries.final_log_stats(every_run, inputs.run_id)
+
+        epochs, (bounds, per_second, gaps, per_part), log_stats = run_jobs(
+            together, attribution, timing, order)
     finally:
         for frame in kept:
             frame.unpersist()
-    groups, ranges = found.groups(per_part), found.lost_ranges
+    groups, ranges = found.groups(per_part, epochs), found.lost_ranges
     return (f"pyspark {pyspark.__version__}", groups, epochs, ranges, log_stats, gaps, bounds,
             per_second, found.notes)
 

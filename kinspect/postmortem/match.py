@@ -26,6 +26,7 @@ from kinspect.postmortem.idsets import IdSet, ranges
 from kinspect.postmortem.inputs import RunInputs
 from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN
 from kinspect.postmortem.queries import BROADCAST_ROWS
+from kinspect.postmortem.side_by_side import run_jobs
 
 RANGE_CAP = 50  # lost ranges listed per producer; the rest are counted
 CANDIDATE = 3  # an id that may have been sent (sent_upto) and has no ledger row: unknown
@@ -39,15 +40,19 @@ class Match:
     lost_total: int
     lost_ranges: list[dict[str, Any]]  # producer, lo, hi, ranges (all of this producer's runs)
     notes: list[str]
-    lost_by_part: Counter[int]
     unacked: list[dict[str, Any]]  # the log's unacknowledged ids by (st, lp, logp)
     duplicates: list[dict[str, Any]]  # per log partition
     candidates_absent: int  # maybe sent, no ledger row, not in the log: partition -1
 
-    def groups(self, per_part: dict[tuple[int, int], int]) -> list[dict[str, Any]]:
+    def groups(self, per_part: dict[tuple[int, int], int],
+               epochs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The counts per partition (pp; -1: none), given the ledger's rows per (partition,
-        status) (queries.ack_timing counts them in its pass over the ledger)."""
-        return _groups(per_part, self.lost_by_part, self.unacked, self.duplicates,
+        status) (queries.ack_timing counts them in its pass over the ledger) and the lost ids
+        by partition and epoch (queries.lost_by_epoch: one row per lost id went into them)."""
+        lost_by_part: Counter[int] = Counter()
+        for row in epochs:
+            lost_by_part[int(row["pp"])] += int(row["count"])
+        return _groups(per_part, lost_by_part, self.unacked, self.duplicates,
                        self.candidates_absent)
 
 
@@ -110,12 +115,15 @@ def _key() -> Any:
     return F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
 
 
-def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any) -> Match:
-    """Every count per partition, the lost ids' details and their ranges."""
+def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any,
+          together: bool = False) -> Match:
+    """Every count per partition, the lost ids' details and their ranges; `together`: the
+    ledger's and the log's bitmaps in two jobs side by side (side_by_side.py)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    rows = _bitmaps(_ids(ledger), "st")
+    ours = final_log.where(F.col("producer").isNotNull() & F.col("seq").isNotNull())
+    rows, words = run_jobs(together, lambda: _bitmaps(_ids(ledger), "st"), lambda: _words(ours))
     by_status = {s: IdSet.from_buckets((p, b, bm) for p, b, st, bm, _ in rows if st == s)
                  for s in (ACKED, FAILED, UNKNOWN)}
     acked, failed_rows, unknown_rows = by_status[ACKED], by_status[FAILED], by_status[UNKNOWN]
@@ -129,8 +137,6 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any) 
     for producer in cand.producers():
         say(f"producer {producer}: {len(IdSet({producer: cand.bits[producer]})):,} sent seqs "
             "have no ledger row: counting them as unknown")
-    ours = final_log.where(F.col("producer").isNotNull() & F.col("seq").isNotNull())
-    words = _words(ours)
     producers, masks = words["producer"].to_numpy(), words["mask"].to_numpy()
     present = IdSet.from_words(producers, words["word"].to_numpy(), masks)
     twice = words["n"].to_numpy() > np.bitwise_count(masks.view(np.uint64))
@@ -145,14 +151,11 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any) 
                   .persist(StorageLevel.MEMORY_AND_DISK))
     kept = [exceptions]  # unpersisted here whatever happens; `lost` goes back to the caller
     lost = None
-    lost_by_part: Counter[int] = Counter()
     try:
         if lost_total:
             lost = (exceptions.where((F.col("kind") == 0) & (F.col("st") == ACKED))
                     .select("key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch")
                     .dropDuplicates(["key"]).persist(StorageLevel.MEMORY_AND_DISK))
-            lost_by_part.update({int(r["pp"]): int(r["count"])
-                                 for r in lost.groupBy("pp").count().collect()})
         # The log's records in the runs of 64 ids that matter (an unacknowledged id held, or
         # more records than ids), read once for both questions.
         suspects = (producers[twice], words["word"].to_numpy()[twice])
@@ -178,7 +181,7 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any) 
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)
         lost_ranges += [{"producer": producer, "lo": lo, "hi": hi, "ranges": total}
                         for lo, hi in runs]
-    return Match(lost, lost_total, lost_ranges, notes, lost_by_part, unacked, dups,
+    return Match(lost, lost_total, lost_ranges, notes, unacked, dups,
                  len(cand - present))
 
 

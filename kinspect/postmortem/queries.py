@@ -26,41 +26,58 @@ def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any,
     the one that later truncated its log below that offset (it lost the message), else the one
     whose epoch is older than the record the final log kept at that offset.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     spark = lost.sparkSession
     history = spark.createDataFrame(leaderships, LEADERSHIP_SCHEMA) if leaderships else None
-    leaders = (F.broadcast(history.select("pp", F.col("i_epoch").alias("h_epoch"),
-                                          F.col("i_broker").alias("leader_of_epoch")))
-               if history is not None else None)
-    found = lost.join(held, "key") if held is not None else None
-    if found is not None:
-        if leaders is not None:
-            found = found.join(leaders, ["pp", "h_epoch"], "left")
-        else:
-            found = found.withColumn("leader_of_epoch", F.lit(None).cast("int"))
-        first = Window.partitionBy("key").orderBy(
-            (F.col("h_broker") == F.col("leader_of_epoch")).desc_nulls_last(), F.col("snapshot_ms"))
-        found = (found.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
-                 .select("key", "pp", "offset", "ack_ts", F.col("h_epoch").alias("epoch"),
-                         F.coalesce("leader_of_epoch", "h_broker").alias("broker"),
-                         F.lit("measured").alias("method")))
-        rest = lost.join(found.select("key"), "key", "left_anti")
+    # One pass: each lost id beside its measured answer (if a snapshot held it) and its
+    # inferred one (if the history names a leader); the measured one wins.
+    out = lost
+    if held is not None:
+        out = out.join(_measured(lost, held, history), "key", "left")
     else:
-        rest = lost
-    inferred = _infer(rest, final_log, history)
-    return found.unionByName(inferred) if found is not None else inferred
+        out = out.withColumn("m_epoch", F.lit(None).cast("int")) \
+            .withColumn("m_broker", F.lit(None).cast("int"))
+    if history is not None:
+        out = out.join(_inferred(lost, final_log, history), "key", "left")
+    else:
+        out = out.withColumn("guess", F.lit(None).cast("int")) \
+            .withColumn("i_broker", F.lit(None).cast("int"))
+    measured = F.col("m_epoch").isNotNull()
+    return out.select(
+        "key", "pp", "offset", "ack_ts",
+        F.when(measured, F.col("m_epoch")).otherwise(F.coalesce("epoch", "guess")).alias("epoch"),
+        F.when(measured, F.col("m_broker")).otherwise(F.col("i_broker")).alias("broker"),
+        F.when(measured, F.lit("measured")).otherwise(F.lit("inferred")).alias("method"))
 
 
-def _infer(lost: Any, final_log: Any, history: Any) -> Any:
+def _measured(lost: Any, held: Any, history: Any) -> Any:
+    """key, m_epoch, m_broker: the batch epoch a kept snapshot holds the id at, and the broker
+    that led that epoch (the holder itself when the history does not say)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    unknown = F.lit(None).cast("int")
-    if history is None:
-        return lost.select("key", "pp", "offset", "ack_ts", "epoch", unknown.alias("broker"),
-                           F.lit("inferred").alias("method"))
+    found = lost.select("key", "pp").join(held, "key")
+    if history is not None:
+        leaders = F.broadcast(history.select("pp", F.col("i_epoch").alias("h_epoch"),
+                                             F.col("i_broker").alias("leader_of_epoch")))
+        found = found.join(leaders, ["pp", "h_epoch"], "left")
+    else:
+        found = found.withColumn("leader_of_epoch", F.lit(None).cast("int"))
+    first = Window.partitionBy("key").orderBy(
+        (F.col("h_broker") == F.col("leader_of_epoch")).desc_nulls_last(), F.col("snapshot_ms"))
+    return (found.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
+            .select("key", F.col("h_epoch").alias("m_epoch"),
+                    F.coalesce("leader_of_epoch", "h_broker").alias("m_broker")))
+
+
+def _inferred(lost: Any, final_log: Any, history: Any) -> Any:
+    """key, guess, i_broker: among the brokers that believed they led the partition from at or
+    below the ack's offset when the ack came, the one that later truncated below it, else the
+    one whose epoch is older than the record the final log kept at that offset."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     kept = final_log.select(F.col("partition").alias("pp"), "offset",
                             F.col("leader_epoch").alias("final_epoch"))
     cand = (lost.join(kept, ["pp", "offset"], "left").join(F.broadcast(history), "pp")
@@ -73,11 +90,8 @@ def _infer(lost: Any, final_log: Any, history: Any) -> Any:
     older = F.col("final_epoch").isNull() | (F.col("i_epoch") < F.col("final_epoch"))
     score = F.when(truncated, 2).otherwise(0) + F.when(older, 1).otherwise(0)
     best = Window.partitionBy("key").orderBy(score.desc(), F.col("start_ts").desc())
-    chosen = (cand.withColumn("n", F.row_number().over(best)).where(F.col("n") == 1)
-              .select("key", F.col("i_epoch").alias("guess"), F.col("i_broker").alias("broker")))
-    return (lost.join(chosen, "key", "left")
-            .select("key", "pp", "offset", "ack_ts", F.coalesce("epoch", "guess").alias("epoch"),
-                    "broker", F.lit("inferred").alias("method")))
+    return (cand.withColumn("n", F.row_number().over(best)).where(F.col("n") == 1)
+            .select("key", F.col("i_epoch").alias("guess"), F.col("i_broker").alias("i_broker")))
 
 
 def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:

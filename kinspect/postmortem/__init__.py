@@ -151,7 +151,7 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
 
         def timing() -> Any:
             say("acknowledgements over time…")
-            return queries.ack_timing(ledger, fault_ts, found.lost, found.lost_total)
+            return queries.ack_timing(ledger, fault_ts, found.lost_keys)
 
         def order() -> list[dict[str, Any]]:
             say("final log: order within each producer…")

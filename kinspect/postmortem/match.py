@@ -37,6 +37,7 @@ COUNTS = ("sent", "acked", "failed", "unknown", "in_log_ids", "acked_lost", "una
 @dataclass
 class Match:
     lost: Any  # DataFrame: key, pp, offset, ack_ts, epoch of every acked-but-lost id (or None)
+    lost_keys: Any  # DataFrame: key, was_lost of every acked-but-lost id, made on the driver
     lost_total: int
     lost_ranges: list[dict[str, Any]]  # producer, lo, hi, ranges (all of this producer's runs)
     notes: list[str]
@@ -181,7 +182,9 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any,
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)
         lost_ranges += [{"producer": producer, "lo": lo, "hi": hi, "ranges": total}
                         for lo, hi in runs]
-    return Match(lost, lost_total, lost_ranges, notes, unacked, dups,
+    lost_keys = _small(_frame(spark, lost_ids.keys(KEY_SHIFT), was_lost=pa.array(
+        np.ones(lost_total, np.bool_))), lost_total) if lost_total else None
+    return Match(lost, lost_keys, lost_total, lost_ranges, notes, unacked, dups,
                  len(cand - present))
 
 

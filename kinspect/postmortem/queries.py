@@ -104,9 +104,9 @@ def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:
     return [r.asDict() for r in rows]
 
 
-def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: int = 0,
-               gap_ms: int = GAP_MS) -> tuple[dict[str, Any], list[dict[str, Any]],
-                                              list[dict[str, Any]], dict[tuple[int, int], int]]:
+def ack_timing(ledger: Any, fault_ts: int | None, lost_keys: Any = None, gap_ms: int = GAP_MS,
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]],
+                          dict[tuple[int, int], int]]:
     """Run bounds, acked/failed per second (the chart), per-partition gaps with no ack, the
     first acks after the fault (any, and the first whose message the cluster kept), and the
     ledger's rows per (partition, status) (match.py's per-partition counts start from them).
@@ -119,10 +119,8 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost: Any = None, lost_count: 
 
     reported = ledger  # rows without an ack time (unknown) fall in bucket null: counted, not drawn
     kept = F.lit(True)
-    if lost is not None and fault_ts is not None:
-        keys = lost.select("key", F.lit(True).alias("was_lost"))
-        keys = F.broadcast(keys) if lost_count <= BROADCAST_ROWS else keys
-        reported = reported.join(keys, "key", "left")
+    if lost_keys is not None and fault_ts is not None:  # keys made on the driver: no job waits
+        reported = reported.join(lost_keys, "key", "left")
         kept = F.col("was_lost").isNull()
     acked = F.col("st") == ACKED
     after = acked & (F.col("ack_ts") > (fault_ts or 0))

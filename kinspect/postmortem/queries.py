@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from kinspect.postmortem.job import ACKED, FAILED, UNKNOWN
 from kinspect.postmortem.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
 
@@ -54,7 +58,6 @@ def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any,
 def _measured(lost: Any, held: Any, history: Any) -> Any:
     """key, m_epoch, m_broker: the batch epoch a kept snapshot holds the id at, and the broker
     that led that epoch (the holder itself when the history does not say)."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     found = lost.select("key", "pp").join(held, "key")
@@ -64,18 +67,20 @@ def _measured(lost: Any, held: Any, history: Any) -> Any:
         found = found.join(leaders, ["pp", "h_epoch"], "left")
     else:
         found = found.withColumn("leader_of_epoch", F.lit(None).cast("int"))
-    first = Window.partitionBy("key").orderBy(
-        (F.col("h_broker") == F.col("leader_of_epoch")).desc_nulls_last(), F.col("snapshot_ms"))
-    return (found.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
-            .select("key", F.col("h_epoch").alias("m_epoch"),
-                    F.coalesce("leader_of_epoch", "h_broker").alias("m_broker")))
+    # The copy its epoch's leader held first, else the earliest copy: the least of a struct
+    # per id (a hash aggregate; a window would sort every copy).
+    holder = F.col("h_broker") == F.col("leader_of_epoch")
+    rank = F.when(holder, 0).when(~holder, 1).otherwise(2)
+    first = F.min(F.struct(rank.alias("r"), "snapshot_ms", F.col("h_epoch").alias("e"),
+                           F.coalesce("leader_of_epoch", "h_broker").alias("b"))).alias("f")
+    return found.groupBy("key").agg(first).select(
+        "key", F.col("f.e").alias("m_epoch"), F.col("f.b").alias("m_broker"))
 
 
 def _inferred(lost: Any, final_log: Any, history: Any) -> Any:
     """key, guess, i_broker: among the brokers that believed they led the partition from at or
     below the ack's offset when the ack came, the one that later truncated below it, else the
     one whose epoch is older than the record the final log kept at that offset."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     kept = final_log.select(F.col("partition").alias("pp"), "offset",
@@ -89,9 +94,11 @@ def _inferred(lost: Any, final_log: Any, history: Any) -> Any:
                  & (F.col("trunc_ts") >= F.col("ack_ts")))
     older = F.col("final_epoch").isNull() | (F.col("i_epoch") < F.col("final_epoch"))
     score = F.when(truncated, 2).otherwise(0) + F.when(older, 1).otherwise(0)
-    best = Window.partitionBy("key").orderBy(score.desc(), F.col("start_ts").desc())
-    return (cand.withColumn("n", F.row_number().over(best)).where(F.col("n") == 1)
-            .select("key", F.col("i_epoch").alias("guess"), F.col("i_broker").alias("i_broker")))
+    # The best score, then the latest start: the least of a struct per id, as in _measured.
+    best = F.min(F.struct((-score).alias("s"), (-F.col("start_ts")).alias("t"),
+                          F.col("i_epoch").alias("e"), F.col("i_broker").alias("b"))).alias("f")
+    return cand.groupBy("key").agg(best).select(
+        "key", F.col("f.e").alias("guess"), F.col("f.b").alias("i_broker"))
 
 
 def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:
@@ -114,7 +121,6 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost_keys: Any = None, gap_ms:
     100 ms buckets keep gap edges exact: a gap of >= 1 s leaves the buckets inside it empty, so
     the last ack before it and the first after it are the max and min of neighbouring buckets.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     reported = ledger  # rows without an ack time (unknown) fall in bucket null: counted, not drawn
@@ -133,36 +139,39 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost_keys: Any = None, gap_ms:
         F.max(F.when(acked, F.col("ack_ts"))).alias("hi"),
         F.min(F.when(after, F.col("ack_ts"))).alias("after"),
         F.min(F.when(after & kept, F.col("ack_ts"))).alias("kept"))
-    buckets = buckets.cache()
-    try:  # three small jobs; what is left to sort or fold is few rows, done here
-        names = {ACKED: "acked", FAILED: "failed", UNKNOWN: "unknown"}
-        parts = buckets.groupBy("pp").agg(
-            *(F.sum(c).alias(c) for c in names.values()), F.min("lo").alias("lo"),
-            F.max("hi").alias("hi"), F.min("after").alias("after"),
-            F.min("kept").alias("kept")).collect()
-        rows = {(r["pp"], st): int(r[name]) for r in parts for st, name in names.items()
-                if r[name]}
+    # One job: the buckets are few (partitions x 10 a second of the run: 600,000 for a run of
+    # nearly three hours), so bounds, the chart's seconds and the gaps are folded here.
+    return _fold_buckets(buckets.toArrow(), fault_ts is not None, gap_ms)
 
-        def pick(how: Any, column: str) -> Any:
-            values = [r[column] for r in parts if r[column] is not None]
-            return how(values) if values else None
 
-        bounds = {"first_ack_ts": pick(min, "lo"), "last_ack_ts": pick(max, "hi"),
-                  "first_ack_after_fault_ts": pick(min, "after") if fault_ts is not None else None,
-                  "first_kept_ack_after_fault_ts":
-                      pick(min, "kept") if fault_ts is not None else None}
-        timed = buckets.where(F.col("b").isNotNull())
-        per_second = sorted(timed.groupBy(F.floor(F.col("b") * BUCKET_MS / 1000).alias("second"))
-                            .agg(F.sum("acked").alias("acked"), F.sum("failed").alias("failed"))
-                            .collect(), key=lambda r: r["second"])
-        window = Window.partitionBy("pp").orderBy("b")
-        gaps = sorted(timed.where(F.col("acked") > 0)
-                      .select("pp", F.lag("hi").over(window).alias("start"), F.col("lo").alias("end"))
-                      .where(F.col("end") - F.col("start") >= gap_ms).collect(),
-                      key=lambda r: (r["pp"], r["start"]))
-    finally:
-        buckets.unpersist()
-    return bounds, [r.asDict() for r in per_second], [r.asDict() for r in gaps], rows
+def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> tuple[
+        dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[tuple[int, int], int]]:
+    names = {ACKED: "acked", FAILED: "failed", UNKNOWN: "unknown"}
+    parts = table.group_by("pp").aggregate(
+        [(name, "sum") for name in names.values()]
+        + [("lo", "min"), ("hi", "max"), ("after", "min"), ("kept", "min")]).to_pylist()
+    rows = {(r["pp"], st): int(r[f"{name}_sum"]) for r in parts for st, name in names.items()
+            if r[f"{name}_sum"]}
+
+    def pick(how: Any, column: str) -> Any:
+        values = [r[column] for r in parts if r[column] is not None]
+        return how(values) if values else None
+
+    bounds = {"first_ack_ts": pick(min, "lo_min"), "last_ack_ts": pick(max, "hi_max"),
+              "first_ack_after_fault_ts": pick(min, "after_min") if after_fault else None,
+              "first_kept_ack_after_fault_ts": pick(min, "kept_min") if after_fault else None}
+    timed = table.filter(pc.is_valid(table["b"]))
+    seconds = timed["b"].to_numpy() * BUCKET_MS // 1000
+    per_second = timed.select(["acked", "failed"]).append_column(
+        "second", pa.array(seconds)).group_by("second").aggregate(
+        [("acked", "sum"), ("failed", "sum")]).sort_by("second").to_pylist()
+    acked = timed.filter(pc.greater(timed["acked"], 0))
+    order = np.lexsort((acked["b"].to_numpy(), acked["pp"].to_numpy()))
+    pp, lo, hi = (acked[c].to_numpy()[order] for c in ("pp", "lo", "hi"))
+    after = np.flatnonzero((pp[1:] == pp[:-1]) & (lo[1:] - hi[:-1] >= gap_ms)) + 1
+    gaps = [{"pp": int(pp[k]), "start": int(hi[k - 1]), "end": int(lo[k])} for k in after]
+    return (bounds, [{"second": r["second"], "acked": r["acked_sum"], "failed": r["failed_sum"]}
+                     for r in per_second], gaps, rows)
 
 
 def final_log_stats(final_log: Any, run_id: str | None) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 On a demo's run (100,000 messages) each Spark job is mostly fixed cost: planning, scheduling,
 the round trips through py4j. Jobs that do not need each other's results overlap those on the
-two cores (the post-mortem after `m` went from 8.1 s to 6 s here). On a big run they would
+two cores (a 100,000-message run with 56,000 lost, in a warm session: 8.1-8.8 s before,
+5.6-7.0 s with this and the one-job ack timing). On a big run they would
 share the driver's heap instead, so above SIDE_BY_SIDE_ROWS they run one after another.
 """
 

@@ -32,7 +32,9 @@ def bars_wanted() -> bool:
 
 
 def plain(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """One write per line: lines said from two threads never share a line."""
+    sys.stderr.write(f"{line}\n")
+    sys.stderr.flush()
 
 
 def _summary(key: str, done: int, unit: str, elapsed: float) -> str:

@@ -142,7 +142,6 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
         def attribution() -> list[dict[str, Any]]:
             if found.lost is None:
                 return []
-            say(f"acked but lost: {found.lost_total:,}; who acknowledged them…")
             held = job.held_frame(spark, held_path, inputs.run_id) if held_path else None
             lost = queries.attribute(found.lost, every_run, held, history).persist(
                 StorageLevel.MEMORY_AND_DISK)
@@ -150,15 +149,16 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
             return queries.lost_by_epoch(lost)
 
         def timing() -> Any:
-            say("acknowledgements over time…")
             return queries.ack_timing(ledger, fault_ts, found.lost_keys)
 
         def order() -> list[dict[str, Any]]:
-            say("final log: order within each producer…")
             return queries.final_log_stats(every_run, inputs.run_id)
 
+        labels = (f"acked but lost: {found.lost_total:,}; who acknowledged them…"
+                  if found.lost is not None else "", "acknowledgements over time…",
+                  "final log: order within each producer…")
         epochs, (bounds, per_second, gaps, per_part), log_stats = run_jobs(
-            together, attribution, timing, order)
+            together, attribution, timing, order, say=say, labels=labels)
     finally:
         for frame in kept:
             frame.unpersist()

@@ -116,7 +116,9 @@ def _held_table(inputs: Any, out: Path, say: Callable[[str], None]) -> Path | No
 
 def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[str], None],
                  history: list[tuple[Any, ...]], held_path: Path | None) -> Any:
-    """Every Spark query: the match by bitmaps first (match.py), then only the exceptions."""
+    """Every Spark query: one aggregate per side for the match (match.py), then the lost ids'
+    attribution and the ledger's timing. Each side is read from Parquet by each query that
+    needs it: a columnar re-read costs less than building a cache of it."""
     import pyspark
     from pyspark import StorageLevel
 
@@ -124,47 +126,44 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
     from kinspect.postmortem.match import match
     from kinspect.postmortem.side_by_side import run_jobs, small
 
-    say(f"reading ledger: {inputs.ledger_rows:,} rows in {len(inputs.ledger_files):,} files")
-    # Each side is read three or four times (bitmaps, exceptions, timing or order): decoded
-    # once and kept, in memory where it fits and on local disk where it does not.
-    ledger = job.ledger_frame(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
-    say(f"reading final log: {inputs.final_log_rows:,} rows in {len(inputs.final_log_files)} partitions")
-    every_run = job.final_log_frame(spark, inputs).persist(StorageLevel.MEMORY_AND_DISK)
-    final_log = every_run.where(job.is_ours(inputs.run_id))
-    kept = [ledger, every_run]  # unpersisted at the end, whatever happens
+    say(f"reading ledger ({inputs.ledger_rows:,} rows in {len(inputs.ledger_files):,} files) "
+        f"and final log ({inputs.final_log_rows:,} rows in {len(inputs.final_log_files)} "
+        "partitions)…")
+    ledger = job.ledger_frame(spark, inputs)
+    every_run = job.final_log_frame(spark, inputs)
     together = small(inputs)
+    say("matching acknowledgements with the final log by message id…")
+    found = match(spark, inputs, ledger, every_run, say, together)
+    kept = []  # unpersisted at the end, whatever happens
+
+    def attribution() -> list[dict[str, Any]]:
+        if found.lost is None:
+            return []
+        lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
+        kept.append(lost)
+        held = job.held_frame(spark, held_path, inputs.run_id) if held_path else None
+        attributed = queries.attribute(lost, every_run, held, history, found.lost_total).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        kept.append(attributed)
+        return queries.lost_by_epoch(attributed)
+
+    def timing() -> Any:
+        return queries.ack_timing(ledger, fault_ts, found.lost_words)
+
+    def duplicates() -> list[dict[str, Any]]:
+        return found.duplicates(every_run, inputs.run_id)
+
+    labels = (f"acked but lost: {found.lost_total:,}; who acknowledged them…"
+              if found.lost is not None else "", "acknowledgements over time…",
+              "copies in the final log…" if len(found.suspects) else "")
     try:
-        say("matching acknowledgements with the final log by message id…")
-        found = match(spark, inputs, ledger, final_log, say, together)
-        if found.lost is not None:
-            kept.append(found.lost)
-
-        def attribution() -> list[dict[str, Any]]:
-            if found.lost is None:
-                return []
-            held = job.held_frame(spark, held_path, inputs.run_id) if held_path else None
-            lost = queries.attribute(found.lost, every_run, held, history).persist(
-                StorageLevel.MEMORY_AND_DISK)
-            kept.append(lost)
-            return queries.lost_by_epoch(lost)
-
-        def timing() -> Any:
-            return queries.ack_timing(ledger, fault_ts, found.lost_keys)
-
-        def order() -> list[dict[str, Any]]:
-            return queries.final_log_stats(every_run, inputs.run_id)
-
-        labels = (f"acked but lost: {found.lost_total:,}; who acknowledged them…"
-                  if found.lost is not None else "", "acknowledgements over time…",
-                  "final log: order within each producer…")
-        epochs, (bounds, per_second, gaps, per_part), log_stats = run_jobs(
-            together, attribution, timing, order, say=say, labels=labels)
+        epochs, (bounds, per_second, gaps), dups = run_jobs(
+            together, attribution, timing, duplicates, say=say, labels=labels)
     finally:
         for frame in kept:
             frame.unpersist()
-    groups, ranges = found.groups(per_part, epochs), found.lost_ranges
-    return (f"pyspark {pyspark.__version__}", groups, epochs, ranges, log_stats, gaps, bounds,
-            per_second, found.notes)
+    return (f"pyspark {pyspark.__version__}", found.groups(epochs, dups), epochs,
+            found.lost_ranges, found.log_stats, gaps, bounds, per_second, found.notes)
 
 
 def _add_consumer_side(report: dict[str, Any], side: dict[str, Any] | None) -> None:

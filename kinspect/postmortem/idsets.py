@@ -2,19 +2,16 @@
 
 A producer's seqs are dense (0, 1, 2, …), so "which ids did the ledger call acked, which did
 the final log hold" is a bit array per producer: 10 million messages are 1.25 MB a set. Spark
-builds the bits where the data is (bitmap_construct_agg, 32,768 seqs a bucket) and only the
-bitmaps reach the driver, where acked-but-lost is `acked & ~present`: no shuffle of rows.
+folds the ids into 64-bit masks where the data is (a mask per run of 64 seqs, match.py) and
+only the masks reach the driver, where acked-but-lost is `acked & ~present`: no shuffle of rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-
-BUCKET_BITS = 32_768  # Spark's bitmap_bucket_number / bitmap_bit_position bucket size
-BUCKET_BYTES = BUCKET_BITS // 8
 
 
 @dataclass
@@ -22,24 +19,6 @@ class IdSet:
     """Per producer, a packed bit array over seq (bit `seq % 8` of byte `seq // 8`)."""
 
     bits: dict[int, np.ndarray] = field(default_factory=dict)
-
-    @classmethod
-    def from_buckets(cls, rows: Iterable[tuple[int, int, bytes]]) -> IdSet:
-        """Rows of (producer, bucket, bitmap) as Spark makes them for value seq + 1: bucket
-        b >= 1 holds seqs (b - 1) * 32768 onwards; rows of one (producer, bucket) are OR-ed."""
-        chunks: dict[int, list[tuple[int, bytes]]] = {}
-        for producer, bucket, bitmap in rows:
-            chunks.setdefault(int(producer), []).append((int(bucket), bytes(bitmap)))
-        out = cls()
-        for producer, parts in chunks.items():
-            size = max(b for b, _ in parts) * BUCKET_BYTES
-            bits = np.zeros(size, np.uint8)
-            for bucket, bitmap in parts:
-                start = (bucket - 1) * BUCKET_BYTES
-                view = bits[start:start + len(bitmap)]
-                np.bitwise_or(view, np.frombuffer(bitmap, np.uint8), out=view)
-            out.bits[producer] = bits
-        return out
 
     @classmethod
     def from_words(cls, producers: np.ndarray, words: np.ndarray, masks: np.ndarray) -> IdSet:
@@ -102,6 +81,20 @@ class IdSet:
         """Every id as one long (producer << shift | seq), ascending."""
         parts = [(np.int64(p) << shift) | self.seqs(p) for p in sorted(self.bits)]
         return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def words(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
+        """The set as runs of 64 ids: (producer << shift | seq >> 6, mask with bit seq & 63),
+        the non-empty runs only, ascending."""
+        heads, masks = [], []
+        for producer in sorted(self.bits):
+            bits = self.bits[producer]
+            packed = np.pad(bits, (0, -len(bits) % 8)).view("<u8")
+            index = np.flatnonzero(packed)
+            heads.append((np.int64(producer) << shift) | index.astype(np.int64))
+            masks.append(packed[index].view(np.int64))
+        if not heads:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(heads), np.concatenate(masks)
 
     def producers(self) -> list[int]:
         """The producers with at least one id in the set."""

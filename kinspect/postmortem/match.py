@@ -1,12 +1,16 @@
-"""Matching the ledger with the final log by message id, as bitmaps: no shuffle of rows.
+"""Matching the ledger with the final log by message id: one aggregate per side, set algebra
+on the driver, and only the exceptions back as rows.
 
-Before: every ledger row and log record went through one big shuffle on its id (25 s of a
-10 M-message post-mortem). Now Spark folds each side into bitmaps per (producer, 32,768-seq
-bucket) where the data is read (bitmap_construct_agg; the shuffle carries a few thousand 4 KiB
-bitmaps), and the driver does the set algebra (idsets.py): acked-but-lost is `acked - present`.
-Only the exceptions come back as rows, and through broadcast joins when they are few: the lost ids (their
-ack details, for attribution), the unacknowledged ids the log holds (their partitions), and
-the ids written more than once (found only in buckets whose record count exceeds their bits).
+Each side is read once and folded where it is read into runs of 64 ids (a bit mask and a
+record count per (producer, seq >> 6), hash-aggregated): the ledger's per status and ledger
+partition, the final log's per partition, with the final log's other counts (this run's
+records, foreign ones, other runs', records behind their producer's previous seq) in the same
+pass. 10 M messages come back as ~250,000 rows a side. The driver does the rest with bit sets
+(idsets.py): acked-but-lost is `acked - present`; an unacknowledged id the log holds takes
+its best ledger status and partition from the ledger's sets and its log partition from the
+log's; an id in two partitions is a copy. Only two things go back to Spark as rows: the lost
+ids' ack details (a broadcast join while they are few, for attribution), and the records of
+the few runs of 64 ids that hold more records than ids (which id was written twice).
 
 Per partition, a message counts where the log holds it, else where the ledger sent it (-1:
 nowhere known); an acknowledgement names its partition, so an acknowledged id found in the
@@ -21,15 +25,18 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kinspect.postmortem.idsets import IdSet, ranges
 from kinspect.postmortem.inputs import RunInputs
-from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN
-from kinspect.postmortem.queries import BROADCAST_ROWS
+from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN, is_ours
+from kinspect.postmortem.queries import lost_in
+from kinspect.postmortem.queries import small_side as _small
 from kinspect.postmortem.side_by_side import run_jobs
 
 RANGE_CAP = 50  # lost ranges listed per producer; the rest are counted
 CANDIDATE = 3  # an id that may have been sent (sent_upto) and has no ledger row: unknown
+WORD_SHIFT = KEY_SHIFT - 6  # key >> 6 is producer << WORD_SHIFT | seq >> 6
 COUNTS = ("sent", "acked", "failed", "unknown", "in_log_ids", "acked_lost", "unacked_present",
           "unknown_present", "not_in_ledger", "duplicates", "duplicate_ids")
 
@@ -37,52 +44,95 @@ COUNTS = ("sent", "acked", "failed", "unknown", "in_log_ids", "acked_lost", "una
 @dataclass
 class Match:
     lost: Any  # DataFrame: key, pp, offset, ack_ts, epoch of every acked-but-lost id (or None)
-    lost_keys: Any  # DataFrame: key, was_lost of every acked-but-lost id, made on the driver
+    lost_words: Any  # DataFrame: lw, lm: the acked-but-lost ids in runs of 64 (see lost_in)
     lost_total: int
     lost_ranges: list[dict[str, Any]]  # producer, lo, hi, ranges (all of this producer's runs)
     notes: list[str]
     unacked: list[dict[str, Any]]  # the log's unacknowledged ids by (st, lp, logp)
-    duplicates: list[dict[str, Any]]  # per log partition
     candidates_absent: int  # maybe sent, no ledger row, not in the log: partition -1
+    per_part: dict[tuple[int, int], int]  # the ledger's rows per (partition, status)
+    log_stats: list[dict[str, Any]]  # per log partition: in_log, reordered, foreign, other_runs
+    by_partition: dict[tuple[int, ...], IdSet]  # log partition -> this run's ids it holds
+    suspects: np.ndarray  # runs of 64 ids (key >> 6) with more records than ids in a partition
 
-    def groups(self, per_part: dict[tuple[int, int], int],
-               epochs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The counts per partition (pp; -1: none), given the ledger's rows per (partition,
-        status) (queries.ack_timing counts them in its pass over the ledger) and the lost ids
-        by partition and epoch (queries.lost_by_epoch: one row per lost id went into them)."""
+    def duplicates(self, every_run: Any, run_id: str | None) -> list[dict[str, Any]]:
+        """Per log partition: ids held more than once and their extra copies (a Spark job
+        when some run of 64 ids holds more records than ids, so it can go beside others)."""
+        return _duplicates(every_run, run_id, self.suspects, self.by_partition)
+
+    def groups(self, epochs: list[dict[str, Any]],
+               duplicates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The counts per partition (pp; -1: none), given the lost ids by partition and epoch
+        (queries.lost_by_epoch: one row per lost id went into them) and the duplicates."""
         lost_by_part: Counter[int] = Counter()
         for row in epochs:
             lost_by_part[int(row["pp"])] += int(row["count"])
-        return _groups(per_part, lost_by_part, self.unacked, self.duplicates,
+        return _groups(self.per_part, lost_by_part, self.unacked, duplicates,
                        self.candidates_absent)
 
 
-def _bitmaps(frame: Any, *by: str) -> list[tuple[Any, ...]]:
-    """(producer, bucket, *by, bitmap, rows) for the ids of `frame` (value seq + 1 > 0)."""
+def _bit(column: str) -> Any:
+    """The id's bit in its run of 64: 1 << (seq & 63), from a seq or key column."""
     from pyspark.sql import functions as F
 
-    value = F.col("seq") + 1
-    return [tuple(r) for r in frame.select(
-        "producer", F.bitmap_bucket_number(value).alias("b"),
-        F.bitmap_bit_position(value).alias("pos"), *by).groupBy("producer", "b", *by).agg(
-        F.bitmap_construct_agg("pos").alias("bm"), F.count("*").alias("n")).collect()]
+    return F.expr(f"shiftleft(CAST(1 AS BIGINT), CAST({column} & 63 AS INT))")
 
 
-def _words(frame: Any) -> pa.Table:
-    """(producer, word, mask, n): the ids of `frame` 64 seqs a row, with how many records fell
-    in each word: more records than bits is where an id was written twice."""
+def ledger_words(ledger: Any) -> pa.Table:
+    """(w, st, l_part, m, n): per run of 64 ids (w = key >> 6), status and ledger partition,
+    the ids' bits and the rows."""
     from pyspark.sql import functions as F
 
-    bit = F.expr("shiftleft(CAST(1 AS BIGINT), CAST(seq & 63 AS INT))")
-    return frame.groupBy("producer", F.shiftright("seq", 6).alias("word")).agg(
-        F.bit_or(bit).alias("mask"), F.count("*").alias("n")).toArrow()
+    return ledger.groupBy(F.shiftright("key", 6).alias("w"), "st", "l_part").agg(
+        F.bit_or(_bit("key")).alias("m"), F.count("*").alias("n")).toArrow()
 
 
-def _ids(ledger: Any) -> Any:
+def log_words(final_log: Any, run_id: str | None) -> pa.Table:
+    """(w, partition, m, n, mine, foreign, other, behind): this run's ids per run of 64 and
+    log partition with their records, and per partition (w null) the records that carry no
+    id of this run; `mine`, `foreign`, `other` and `behind` count this run's records, records
+    with no producer, other runs' records, and this run's records behind their producer's
+    previous seq."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    return ledger.select(F.shiftright("key", KEY_SHIFT).cast("int").alias("producer"),
-                         F.col("key").bitwiseAND((1 << KEY_SHIFT) - 1).alias("seq"), "st", "l_part")
+    mine = F.coalesce(is_ours(run_id), F.lit(False))
+    foreign = F.col("producer").isNull()
+    if "prev_seq" in final_log.columns:
+        behind = F.col("seq") < F.col("prev_seq")
+    else:  # a final log from before verify wrote prev_seq: sorted here
+        window = Window.partitionBy("partition", "producer", "run").orderBy("offset")
+        final_log = final_log.withColumn("behind", F.col("seq") < F.lag("seq").over(window))
+        behind = F.col("behind")
+    has_id = mine & ~foreign & F.col("seq").isNotNull()
+    key = F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
+
+    def n(cond: Any) -> Any:
+        return F.sum(F.when(cond, 1).otherwise(0))
+
+    return final_log.groupBy(F.when(has_id, F.shiftright(key, 6)).alias("w"), "partition").agg(
+        F.bit_or(F.when(has_id, _bit("seq"))).alias("m"), F.count("*").alias("n"),
+        n(mine).alias("mine"), n(foreign).alias("foreign"), n(~foreign & ~mine).alias("other"),
+        n(mine & F.coalesce(behind, F.lit(False))).alias("behind")).toArrow()
+
+
+def _idset(table: pa.Table) -> IdSet:
+    w = table["w"].to_numpy()
+    return IdSet.from_words((w >> WORD_SHIFT).astype(np.int64), w & ((1 << WORD_SHIFT) - 1),
+                            table["m"].to_numpy())
+
+
+def _sets(table: pa.Table, *by: str) -> dict[tuple[int, ...], IdSet]:
+    """One IdSet per value of the `by` columns."""
+    keys = table.select(list(by)).group_by(list(by)).aggregate([]).to_pylist()
+    out = {}
+    for key in keys:
+        mask = None
+        for column in by:
+            cond = pc.equal(table[column], key[column])
+            mask = cond if mask is None else pc.and_(mask, cond)
+        out[tuple(int(key[c]) for c in by)] = _idset(table.filter(mask))
+    return out
 
 
 def candidates(inputs: RunInputs) -> IdSet:
@@ -102,35 +152,24 @@ def _frame(spark: Any, keys: Any, **columns: Any) -> Any:
     return spark.createDataFrame(pa.table({"key": pa.array(keys, pa.int64()), **columns}))
 
 
-def _small(frame: Any, rows: int) -> Any:
-    """Broadcast a table of exceptions when it is small; millions of lost ids (a 100 M-message
-    run losing 3 %) go through a shuffle join instead of filling the driver's heap."""
-    from pyspark.sql import functions as F
-
-    return F.broadcast(frame) if rows <= BROADCAST_ROWS else frame
-
-
-def _key() -> Any:
-    from pyspark.sql import functions as F
-
-    return F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
-
-
-def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any,
+def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
           together: bool = False) -> Match:
-    """Every count per partition, the lost ids' details and their ranges; `together`: the
-    ledger's and the log's bitmaps in two jobs side by side (side_by_side.py)."""
-    from pyspark import StorageLevel
+    """Every count per partition, the final log's counts, and the lost ids' keys and ranges;
+    `together`: the two sides' aggregates side by side (side_by_side.py). The lost ids' ack
+    details (`lost`) are a DataFrame not yet computed, for the caller to persist and use."""
     from pyspark.sql import functions as F
 
-    ours = final_log.where(F.col("producer").isNotNull() & F.col("seq").isNotNull())
-    rows, words = run_jobs(together, lambda: _bitmaps(_ids(ledger), "st"), lambda: _words(ours))
-    by_status = {s: IdSet.from_buckets((p, b, bm) for p, b, st, bm, _ in rows if st == s)
+    ledger_table, log_table = run_jobs(together, lambda: ledger_words(ledger),
+                                       lambda: log_words(every_run, inputs.run_id))
+    by_place = _sets(ledger_table, "st", "l_part")  # (status, ledger partition) -> ids
+    by_status = {s: _union(v for (st, _), v in by_place.items() if st == s)
                  for s in (ACKED, FAILED, UNKNOWN)}
-    acked, failed_rows, unknown_rows = by_status[ACKED], by_status[FAILED], by_status[UNKNOWN]
-    in_ledger = acked | failed_rows | unknown_rows
+    acked = by_status[ACKED]
+    in_ledger = acked | by_status[FAILED] | by_status[UNKNOWN]
+    per_part = {(int(r["l_part"]), int(r["st"])): int(r["n_sum"]) for r in
+                ledger_table.group_by(["l_part", "st"]).aggregate([("n", "sum")]).to_pylist()}
     notes = []
-    extra_rows = sum(r[-1] for r in rows) - len(in_ledger)
+    extra_rows = sum(per_part.values()) - len(in_ledger)
     if extra_rows:
         notes.append(f"the ledger has {extra_rows:,} rows for ids already in it: each id counted "
                      "once, by its best status")
@@ -138,101 +177,130 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, final_log: Any, say: Any,
     for producer in cand.producers():
         say(f"producer {producer}: {len(IdSet({producer: cand.bits[producer]})):,} sent seqs "
             "have no ledger row: counting them as unknown")
-    producers, masks = words["producer"].to_numpy(), words["mask"].to_numpy()
-    present = IdSet.from_words(producers, words["word"].to_numpy(), masks)
-    twice = words["n"].to_numpy() > np.bitwise_count(masks.view(np.uint64))
+    ids_table = log_table.filter(pc.is_valid(log_table["w"]))
+    by_partition = _sets(ids_table, "partition")  # log partition -> ids it holds
+    present = _union(by_partition.values())
+    twice = ids_table.filter(pc.greater(ids_table["n"], _popcount(ids_table)))
+    suspects = np.unique(twice["w"].to_numpy())
     lost_ids, unacked_ids = acked - present, present - acked
     lost_total = len(lost_ids)
     say(f"exceptions: {lost_total:,} acked but lost, {len(unacked_ids):,} in the log unacknowledged,"
-        f" {int(twice.sum()):,} runs of 64 ids with a copy")
-    kinds = [(lost_ids, 0), (unacked_ids, 1)]
-    keys = np.concatenate([ids.keys(KEY_SHIFT) for ids, _ in kinds])
-    kind = np.concatenate([np.full(len(ids), k, np.int8) for ids, k in kinds])
-    exceptions = (ledger.join(_small(_frame(spark, keys, kind=pa.array(kind)), len(keys)), "key")
-                  .persist(StorageLevel.MEMORY_AND_DISK))
-    kept = [exceptions]  # unpersisted here whatever happens; `lost` goes back to the caller
-    lost = None
-    try:
-        if lost_total:
-            lost = (exceptions.where((F.col("kind") == 0) & (F.col("st") == ACKED))
-                    .select("key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch")
-                    .dropDuplicates(["key"]).persist(StorageLevel.MEMORY_AND_DISK))
-        # The log's records in the runs of 64 ids that matter (an unacknowledged id held, or
-        # more records than ids), read once for both questions.
-        suspects = (producers[twice], words["word"].to_numpy()[twice])
-        wanted = np.unique(np.concatenate([
-            (suspects[0].astype(np.int64) << (KEY_SHIFT - 6)) | suspects[1],
-            unacked_ids.keys(KEY_SHIFT) >> 6]))
-        nearby = (ours.withColumn("key", _key()).join(_small(_frame(spark, wanted).select(
-            F.col("key").alias("w")), len(wanted)), F.shiftright("key", 6) == F.col("w"))
-            .select("key", "producer", "seq", "partition").persist(StorageLevel.MEMORY_AND_DISK))
-        kept.append(nearby)
-        unacked = _unacked_present(spark, exceptions.where(F.col("kind") == 1), nearby,
-                                   unacked_ids, cand)
-        dups = _duplicates(spark, nearby, *suspects)
-    except BaseException:
-        if lost is not None:
-            lost.unpersist()
-        raise
-    finally:
-        for frame in kept:
-            frame.unpersist()
+        f" {len(suspects):,} runs of 64 ids with a copy")
+    lost = lost_words = None
+    if lost_total:
+        heads, masks = lost_ids.words(WORD_SHIFT)
+        lost_words = _small(spark.createDataFrame(pa.table({"lw": heads, "lm": masks})),
+                            len(heads))
+        lost = (ledger.where(F.col("st") == ACKED)
+                .join(lost_words, F.shiftright("key", 6) == F.col("lw")).where(lost_in())
+                .select("key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch")
+                .dropDuplicates(["key"]))
     lost_ranges = []
     for producer in lost_ids.producers():
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)
         lost_ranges += [{"producer": producer, "lo": lo, "hi": hi, "ranges": total}
                         for lo, hi in runs]
-    lost_keys = _small(_frame(spark, lost_ids.keys(KEY_SHIFT), was_lost=pa.array(
-        np.ones(lost_total, np.bool_))), lost_total) if lost_total else None
-    return Match(lost, lost_keys, lost_total, lost_ranges, notes, unacked, dups,
-                 len(cand - present))
+    unacked = _unacked_present(unacked_ids, by_place, cand, by_partition)
+    return Match(lost, lost_words, lost_total, lost_ranges, notes, unacked, len(cand - present),
+                 per_part, _log_stats(log_table), by_partition, suspects)
 
 
-def _unacked_present(spark: Any, ledger_rows: Any, nearby: Any, ids: IdSet,
-                     cand: IdSet) -> list[dict[str, Any]]:
-    """Counts of the log's unacknowledged ids by (status, ledger partition, log partition);
-    status CANDIDATE: no ledger row but maybe sent; None: never sent by this run."""
+def _union(sets: Any) -> IdSet:
+    out = IdSet()
+    for one in sets:
+        out = out | one
+    return out
+
+
+def _popcount(table: pa.Table) -> pa.Array:
+    return pa.array(np.bitwise_count(table["m"].to_numpy().view(np.uint64)).astype(np.int64))
+
+
+def _log_stats(log_table: pa.Table) -> list[dict[str, Any]]:
+    rows = log_table.group_by("partition").aggregate(
+        [(column, "sum") for column in ("mine", "behind", "foreign", "other")]).to_pylist()
+    return [{"partition": r["partition"], "in_log": r["mine_sum"], "reordered": r["behind_sum"],
+             "foreign": r["foreign_sum"], "other_runs": r["other_sum"]} for r in rows]
+
+
+def _unacked_present(ids: IdSet, by_place: dict[tuple[int, ...], IdSet], cand: IdSet,
+                     by_partition: dict[tuple[int, ...], IdSet]) -> list[dict[str, Any]]:
+    """Counts of the log's unacknowledged ids by (status, ledger partition, log partition):
+    an id takes its best status and, within it, its least ledger partition; status CANDIDATE:
+    no ledger row but maybe sent (partition -1); None: never sent by this run. Its log
+    partition is the greatest that holds it."""
+    left = ids
+    places: list[tuple[int | None, int | None, IdSet]] = []
+    for (st, lp), where in sorted(by_place.items()):
+        if st == ACKED or not len(left):
+            continue
+        taken = left & where
+        left = left - taken
+        places.append((st, lp, taken))
+    taken = left & cand
+    places += [(CANDIDATE, -1, taken), (None, None, left - taken)]
+    rows = []
+    for status, part, these in places:
+        left = these
+        for (logp,), held in sorted(by_partition.items(), reverse=True):
+            here = left & held
+            count = len(here)
+            if count:
+                rows.append({"st": status, "lp": part, "logp": logp, "count": count})
+                left = left - here
+    return rows
+
+
+def _duplicates(every_run: Any, run_id: str | None, suspects: np.ndarray,
+                by_partition: dict[tuple[int, ...], IdSet]) -> list[dict[str, Any]]:
+    """Per log partition (the greatest that holds a copy): ids held more than once and their
+    extra copies. Copies in different partitions are seen in the sets; copies within one
+    partition only in a run of 64 ids whose records outnumber its ids, whose records Spark
+    then reads (and counts in every partition)."""
     from pyspark.sql import functions as F
 
-    keys = ids.keys(KEY_SHIFT)
-    if len(keys) == 0:
-        return []
-    is_cand = (ids & cand).keys(KEY_SHIFT)
-    frame = _small(_frame(spark, keys).join(
-        _frame(spark, is_cand, cand=pa.array([True] * len(is_cand), pa.bool_())), "key", "left"),
-        len(keys))
-    shift = 20  # best status first, then its partition, as one number
-    best = ledger_rows.groupBy("key").agg(
-        F.min(F.shiftleft("st", shift).bitwiseOR(F.col("l_part") + 1)).alias("sp"))
-    where = (nearby.join(frame.select("key"), "key")
-             .groupBy("key").agg(F.max("partition").alias("logp")))
-    status = F.when(F.col("sp").isNotNull(), F.shiftright("sp", shift)) \
-        .when(F.col("cand"), F.lit(CANDIDATE))
-    lp = F.when(F.col("sp").isNotNull(), F.col("sp").bitwiseAND((1 << shift) - 1) - 1) \
-        .when(F.col("cand"), F.lit(-1))
-    joined = frame.join(_small(best, len(keys)), "key", "left").join(
-        _small(where, len(keys)), "key", "left")
-    return [r.asDict() for r in joined.groupBy(status.alias("st"), lp.alias("lp"), "logp")
-            .count().collect()]
-
-
-def _duplicates(spark: Any, nearby: Any, producers: np.ndarray,
-                words: np.ndarray) -> list[dict[str, Any]]:
-    """Per log partition: ids held more than once and their extra copies, searched only in
-    the runs of 64 ids that hold more records than ids."""
-    from pyspark.sql import functions as F
-
-    if len(words) == 0:
-        return []
-    suspects = _small(spark.createDataFrame(pa.table({
-        "producer": pa.array(producers, pa.int32()), "word": pa.array(words, pa.int64())})),
-        len(words))
-    copies = (nearby.withColumn("word", F.shiftright("seq", 6)).join(suspects, ["producer", "word"])
-              .groupBy("producer", "seq").agg(F.count("*").alias("c"),
-                                              F.max("partition").alias("pp"))
-              .where(F.col("c") > 1))
-    return [r.asDict() for r in copies.groupBy("pp").agg(
-        F.count("*").alias("duplicate_ids"), F.sum(F.col("c") - 1).alias("duplicates")).collect()]
+    out: Counter[tuple[int, str]] = Counter()
+    copies: dict[int, np.ndarray] = {}  # producer -> per seq: partitions holding it
+    for held in by_partition.values():
+        for producer, bits in held.bits.items():
+            seen = np.unpackbits(bits, bitorder="little")
+            mine = copies.setdefault(producer, np.zeros(len(seen), np.uint8))
+            if len(mine) < len(seen):
+                mine = copies[producer] = np.pad(mine, (0, len(seen) - len(mine)))
+            mine[:len(seen)] += seen
+    for producer, count in copies.items():
+        multi = np.flatnonzero(count > 1)
+        words = (np.int64(producer) << WORD_SHIFT) | (multi >> 6)
+        multi = multi[~np.isin(words, suspects)]  # those are counted from their records below
+        if not len(multi):
+            continue
+        last = np.full(len(multi), -1, np.int64)
+        for (partition,), held in sorted(by_partition.items()):
+            bits = held.bits.get(producer, np.zeros(0, np.uint8))
+            inside = multi < len(bits) * 8
+            has = np.zeros(len(multi), bool)
+            has[inside] = (bits[multi[inside] >> 3] >> (multi[inside] & 7).astype(np.uint8)) & 1 == 1
+            last[has] = partition
+        for pp, n in zip(last, count[multi], strict=True):
+            out[(int(pp), "duplicate_ids")] += 1
+            out[(int(pp), "duplicates")] += int(n) - 1
+    if len(suspects):
+        frame = _small(_frame(every_run.sparkSession, suspects).select(F.col("key").alias("w")),
+                       len(suspects))
+        mine = every_run.where(is_ours(run_id) & F.col("producer").isNotNull()
+                               & F.col("seq").isNotNull())
+        key = F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
+        held = (mine.join(frame, F.shiftright(key, 6) == F.col("w"))
+                .groupBy("producer", "seq").agg(F.count("*").alias("c"),
+                                                F.max("partition").alias("pp"))
+                .where(F.col("c") > 1).groupBy("pp").agg(
+                    F.count("*").alias("ids"), F.sum(F.col("c") - 1).alias("extra")).collect())
+        for row in held:
+            out[(int(row["pp"]), "duplicate_ids")] += int(row["ids"])
+            out[(int(row["pp"]), "duplicates")] += int(row["extra"])
+    parts = sorted({pp for pp, _ in out})
+    return [{"pp": pp, "duplicate_ids": out[(pp, "duplicate_ids")],
+             "duplicates": out[(pp, "duplicates")]} for pp in parts]
 
 
 def _groups(per_part: dict[tuple[int, int], int], lost: Counter[int],

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinspect.postmortem.job import ACKED, FAILED, UNKNOWN
+from kinspect.postmortem.job import ACKED, FAILED
 from kinspect.postmortem.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
 
 GAP_MS = 1000  # no successful ack for this long while sending = unavailable
@@ -20,7 +20,25 @@ SLACK_MS = 1000  # an ack may land just after its broker logged the change (cloc
 BROADCAST_ROWS = 1_000_000  # fewer lost ids than this: ship them to the ledger, not vice versa
 
 
-def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any, ...]]) -> Any:
+def small_side(frame: Any, rows: int) -> Any:
+    """Broadcast a table of exceptions when it is small; millions of lost ids (a 100 M-message
+    run losing 3 %) go through a shuffle join instead of filling the driver's heap."""
+    from pyspark.sql import functions as F
+
+    return F.broadcast(frame) if rows <= BROADCAST_ROWS else frame
+
+
+def lost_in() -> Any:
+    """Whether a row joined on `key >> 6 == lw` to match.py's lost runs of 64 ids (lw, lm) is
+    one of their ids: its bit in the run's mask. The few thousand runs of a 10 M-message run
+    make a hash table that stays in cache; its 300,000 ids as keys took the join twice as long."""
+    from pyspark.sql import functions as F
+
+    return F.expr("shiftright(lm, CAST(key & 63 AS INT)) & 1 = 1")
+
+
+def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any, ...]],
+              lost_rows: int = 0) -> Any:
     """Who acknowledged each lost message, at which leader epoch, and how we know.
 
     measured: the message was found in a kept replica snapshot (segment files copied before any
@@ -43,7 +61,7 @@ def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any,
         out = out.withColumn("m_epoch", F.lit(None).cast("int")) \
             .withColumn("m_broker", F.lit(None).cast("int"))
     if history is not None:
-        out = out.join(_inferred(lost, final_log, history), "key", "left")
+        out = out.join(_inferred(lost, final_log, history, lost_rows), "key", "left")
     else:
         out = out.withColumn("guess", F.lit(None).cast("int")) \
             .withColumn("i_broker", F.lit(None).cast("int"))
@@ -77,14 +95,17 @@ def _measured(lost: Any, held: Any, history: Any) -> Any:
         "key", F.col("f.e").alias("m_epoch"), F.col("f.b").alias("m_broker"))
 
 
-def _inferred(lost: Any, final_log: Any, history: Any) -> Any:
+def _inferred(lost: Any, final_log: Any, history: Any, lost_rows: int) -> Any:
     """key, guess, i_broker: among the brokers that believed they led the partition from at or
     below the ack's offset when the ack came, the one that later truncated below it, else the
     one whose epoch is older than the record the final log kept at that offset."""
     from pyspark.sql import functions as F
 
+    # The final log's record at each lost id's offset: the lost offsets go to the log (a
+    # broadcast while they are few), not the whole log to them.
     kept = final_log.select(F.col("partition").alias("pp"), "offset",
-                            F.col("leader_epoch").alias("final_epoch"))
+                            F.col("leader_epoch").alias("final_epoch")).join(
+        small_side(lost.select("pp", "offset").distinct(), lost_rows), ["pp", "offset"])
     cand = (lost.join(kept, ["pp", "offset"], "left").join(F.broadcast(history), "pp")
             .where(((F.col("s_offset") < 0) | (F.col("s_offset") <= F.col("offset")))
                    & (F.col("start_ts") <= F.col("ack_ts") + SLACK_MS)
@@ -111,12 +132,10 @@ def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:
     return [r.asDict() for r in rows]
 
 
-def ack_timing(ledger: Any, fault_ts: int | None, lost_keys: Any = None, gap_ms: int = GAP_MS,
-               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]],
-                          dict[tuple[int, int], int]]:
-    """Run bounds, acked/failed per second (the chart), per-partition gaps with no ack, the
-    first acks after the fault (any, and the first whose message the cluster kept), and the
-    ledger's rows per (partition, status) (match.py's per-partition counts start from them).
+def ack_timing(ledger: Any, fault_ts: int | None, lost_words: Any = None, gap_ms: int = GAP_MS,
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run bounds, acked/failed per second (the chart), per-partition gaps with no ack, and the
+    first acks after the fault (any, and the first whose message the cluster kept).
 
     100 ms buckets keep gap edges exact: a gap of >= 1 s leaves the buckets inside it empty, so
     the last ack before it and the first after it are the max and min of neighbouring buckets.
@@ -125,16 +144,15 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost_keys: Any = None, gap_ms:
 
     reported = ledger  # rows without an ack time (unknown) fall in bucket null: counted, not drawn
     kept = F.lit(True)
-    if lost_keys is not None and fault_ts is not None:  # keys made on the driver: no job waits
-        reported = reported.join(lost_keys, "key", "left")
-        kept = F.col("was_lost").isNull()
+    if lost_words is not None and fault_ts is not None:  # made on the driver: no job waits
+        reported = reported.join(lost_words, F.shiftright("key", 6) == F.col("lw"), "left")
+        kept = ~F.coalesce(lost_in(), F.lit(False))
     acked = F.col("st") == ACKED
     after = acked & (F.col("ack_ts") > (fault_ts or 0))
     buckets = reported.groupBy(
         F.col("l_part").alias("pp"), F.floor(F.col("ack_ts") / BUCKET_MS).alias("b")).agg(
         F.sum(F.when(acked, 1).otherwise(0)).alias("acked"),
         F.sum(F.when(F.col("st") == FAILED, 1).otherwise(0)).alias("failed"),
-        F.sum(F.when(F.col("st") == UNKNOWN, 1).otherwise(0)).alias("unknown"),
         F.min(F.when(acked, F.col("ack_ts"))).alias("lo"),
         F.max(F.when(acked, F.col("ack_ts"))).alias("hi"),
         F.min(F.when(after, F.col("ack_ts"))).alias("after"),
@@ -145,13 +163,9 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost_keys: Any = None, gap_ms:
 
 
 def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> tuple[
-        dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[tuple[int, int], int]]:
-    names = {ACKED: "acked", FAILED: "failed", UNKNOWN: "unknown"}
+        dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     parts = table.group_by("pp").aggregate(
-        [(name, "sum") for name in names.values()]
-        + [("lo", "min"), ("hi", "max"), ("after", "min"), ("kept", "min")]).to_pylist()
-    rows = {(r["pp"], st): int(r[f"{name}_sum"]) for r in parts for st, name in names.items()
-            if r[f"{name}_sum"]}
+        [("lo", "min"), ("hi", "max"), ("after", "min"), ("kept", "min")]).to_pylist()
 
     def pick(how: Any, column: str) -> Any:
         values = [r[column] for r in parts if r[column] is not None]
@@ -171,7 +185,7 @@ def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> tuple[
     after = np.flatnonzero((pp[1:] == pp[:-1]) & (lo[1:] - hi[:-1] >= gap_ms)) + 1
     gaps = [{"pp": int(pp[k]), "start": int(hi[k - 1]), "end": int(lo[k])} for k in after]
     return (bounds, [{"second": r["second"], "acked": r["acked_sum"], "failed": r["failed_sum"]}
-                     for r in per_second], gaps, rows)
+                     for r in per_second], gaps)
 
 
 def final_log_stats(final_log: Any, run_id: str | None) -> list[dict[str, Any]]:

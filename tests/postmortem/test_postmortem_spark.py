@@ -85,7 +85,7 @@ def test_outputs_written(report_a: dict[str, Any]) -> None:
     assert "9 acknowledged messages were lost" in md and "| acked lost | 9 |" in md
     assert "no final log" in md  # partition 2
     assert (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
-    assert any(line.startswith("reading ledger: 36 rows") for line in report_a["_progress"])
+    assert any(line.startswith("reading ledger (36 rows") for line in report_a["_progress"])
 
 
 def test_clean_run_zero_loss_and_no_timeline(spark: Any, tmp_path: Path) -> None:

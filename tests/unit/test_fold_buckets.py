@@ -8,17 +8,16 @@ import threading
 import pyarrow as pa
 import pytest
 
-from kinspect.postmortem.job import ACKED, FAILED, UNKNOWN
 from kinspect.postmortem.queries import _fold_buckets
 from kinspect.postmortem.side_by_side import run_jobs
 
 T = 1_700_000_000_000  # a whole second: bucket T // 100
 
 
-def buckets(rows: list[tuple[int | None, int | None, int, int, int, int | None, int | None,
+def buckets(rows: list[tuple[int | None, int | None, int, int, int | None, int | None,
                              int | None, int | None]]) -> pa.Table:
-    names = ["pp", "b", "acked", "failed", "unknown", "lo", "hi", "after", "kept"]
-    types = [pa.int32(), pa.int64(), *[pa.int64()] * 7]
+    names = ["pp", "b", "acked", "failed", "lo", "hi", "after", "kept"]
+    types = [pa.int32(), pa.int64(), *[pa.int64()] * 6]
     return pa.table({n: pa.array([r[i] for r in rows], t)
                      for i, (n, t) in enumerate(zip(names, types, strict=True))})
 
@@ -26,25 +25,23 @@ def buckets(rows: list[tuple[int | None, int | None, int, int, int, int | None, 
 B = T // 100
 TABLE = buckets([
     # partition 0: acks in its first two buckets, 1.5 s with none, acks again
-    (0, B, 10, 0, 0, T + 5, T + 95, None, None),
-    (0, B + 1, 8, 1, 0, T + 105, T + 190, T + 150, T + 150),
-    (0, B + 17, 4, 0, 0, T + 1_710, T + 1_780, T + 1_710, T + 1_750),
+    (0, B, 10, 0, T + 5, T + 95, None, None),
+    (0, B + 1, 8, 1, T + 105, T + 190, T + 150, T + 150),
+    (0, B + 17, 4, 0, T + 1_710, T + 1_780, T + 1_710, T + 1_750),
     # partition 1: a bucket with only failures inside what would be a gap: it does not close it
-    (1, B, 5, 0, 0, T + 20, T + 60, None, None),
-    (1, B + 5, 0, 2, 0, None, None, None, None),
-    (1, B + 9, 6, 0, 0, T + 950, T + 990, T + 950, T + 960),
-    # unknown rows have no ack time: counted, never drawn
-    (1, None, 0, 0, 3, None, None, None, None),
+    (1, B, 5, 0, T + 20, T + 60, None, None),
+    (1, B + 5, 0, 2, None, None, None, None),
+    (1, B + 9, 6, 0, T + 950, T + 990, T + 950, T + 960),
+    # unknown rows have no ack time: never drawn
+    (1, None, 0, 0, None, None, None, None),
 ])
 
 
 def test_bounds_counts_seconds_and_gaps_come_from_the_buckets() -> None:
-    bounds, per_second, gaps, rows = _fold_buckets(TABLE, True, 1000)
+    bounds, per_second, gaps = _fold_buckets(TABLE, True, 1000)
     assert bounds == {"first_ack_ts": T + 5, "last_ack_ts": T + 1_780,
                       "first_ack_after_fault_ts": T + 150,
                       "first_kept_ack_after_fault_ts": T + 150}
-    assert rows == {(0, ACKED): 22, (0, FAILED): 1, (1, ACKED): 11, (1, FAILED): 2,
-                    (1, UNKNOWN): 3}
     assert per_second == [{"second": T // 1000, "acked": 10 + 8 + 5 + 6, "failed": 1 + 2},
                           {"second": T // 1000 + 1, "acked": 4, "failed": 0}]
     # partition 0: 190 -> 1,710 is a gap; partition 1: 60 -> 950 is under a second
@@ -60,8 +57,8 @@ def test_without_a_fault_there_is_no_first_ack_after_it() -> None:
 
 
 def test_an_empty_ledger_folds_to_nothing() -> None:
-    bounds, per_second, gaps, rows = _fold_buckets(buckets([]), True, 1000)
-    assert (per_second, gaps, rows) == ([], [], {})
+    bounds, per_second, gaps = _fold_buckets(buckets([]), True, 1000)
+    assert (per_second, gaps) == ([], [])
     assert set(bounds.values()) == {None}
 
 

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinspect.postmortem.idsets import BUCKET_BITS, IdSet, ranges
-
-
-def spark_buckets(producer: int, seqs: set[int]) -> list[tuple[int, int, bytes]]:
-    """What bitmap_construct_agg makes for value seq + 1: bucket (v-1)//32768 + 1, bit
-    (v-1) % 32768, little-endian within each byte of a 4 KiB bitmap."""
-    out: dict[int, bytearray] = {}
-    for seq in seqs:
-        bucket, bit = seq // BUCKET_BITS + 1, seq % BUCKET_BITS
-        out.setdefault(bucket, bytearray(BUCKET_BITS // 8))[bit // 8] |= 1 << (bit % 8)
-    return [(producer, b, bytes(bm)) for b, bm in out.items()]
+from kinspect.postmortem.idsets import IdSet, ranges
 
 
 def words(producer: int, seqs: set[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What match._words makes: a 64-bit mask per (producer, seq // 64)."""
+    """What match.ledger_words and log_words make: a 64-bit mask per (producer, seq // 64)."""
     masks: dict[int, int] = {}
     for seq in seqs:
         masks[seq // 64] = masks.get(seq // 64, 0) | (1 << (seq % 64))
@@ -32,7 +22,7 @@ def test_set_algebra_matches_python_sets() -> None:
     rng = np.random.default_rng(3)
     acked = {int(s) for s in rng.choice(100_000, 60_000, replace=False)}
     present = {int(s) for s in rng.choice(100_000, 70_000, replace=False)} | {63, 64, 99_999}
-    a = IdSet.from_buckets(spark_buckets(2, acked))
+    a = IdSet.from_words(*words(2, acked))
     p = IdSet.from_words(*words(2, present))
     assert len(a) == len(acked) and len(p) == len(present)
     assert set(map(int, (a - p).seqs(2))) == acked - present
@@ -43,9 +33,19 @@ def test_set_algebra_matches_python_sets() -> None:
     assert list(keys) == sorted(keys)
 
 
+def test_runs_of_64_go_back_and_forth() -> None:
+    """IdSet.words gives what from_words takes (the lost ids go to Spark this way)."""
+    seqs = {0, 1, 63, 64, 200, 4_095, 70_001}
+    both = IdSet.from_words(*words(3, seqs)) | IdSet.from_words(*words(9, {5}))
+    heads, masks = both.words(34)
+    assert list(heads) == sorted(heads) and len(heads) == 5 + 1
+    again = IdSet.from_words((heads >> 34).astype(np.int32), heads & ((1 << 34) - 1), masks)
+    assert set(map(int, again.seqs(3))) == seqs and list(again.seqs(9)) == [5]
+    assert IdSet().words(34)[0].size == 0
+
+
 def test_producers_apart_and_ranges_of_seqs() -> None:
-    both = (IdSet.from_buckets(spark_buckets(0, {1, 2, 3}))
-            | IdSet.from_buckets(spark_buckets(1, {40_000})))
+    both = IdSet.from_words(*words(0, {1, 2, 3})) | IdSet.from_words(*words(1, {40_000}))
     assert both.producers() == [0, 1] and len(both) == 4
     empty = both - both
     assert empty.producers() == [] and len(empty) == 0

@@ -193,8 +193,9 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
                             len(heads))
         lost = (ledger.where(F.col("st") == ACKED)
                 .join(lost_words, F.shiftright("key", 6) == F.col("lw")).where(lost_in())
-                .select("key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch")
-                .dropDuplicates(["key"]))
+                .select("key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch"))
+        if extra_rows:  # an id acknowledged twice: one of its rows (no shuffle without them)
+            lost = lost.dropDuplicates(["key"])
     lost_ranges = []
     for producer in lost_ids.producers():
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)

@@ -46,80 +46,93 @@ def attribute(lost: Any, final_log: Any, held: Any, leaderships: list[tuple[Any,
     that epoch wrote it. inferred: from the brokers' own leadership history: among the brokers
     that believed they led the partition from at or below the ack's offset when the ack came,
     the one that later truncated its log below that offset (it lost the message), else the one
-    whose epoch is older than the record the final log kept at that offset.
+    whose epoch is older than the record the final log kept at that offset. `lost_rows`: how
+    many lost ids (0: unknown, few).
+
+    One aggregate: every candidate answer of every lost id (each copy a snapshot held, each
+    leader the history names, and "no answer") is a struct ordered best first, and each id
+    keeps its least (a hash aggregate; the measured answers sort before the inferred ones).
     """
+    from functools import reduce
+
     from pyspark.sql import functions as F
 
     spark = lost.sparkSession
     history = spark.createDataFrame(leaderships, LEADERSHIP_SCHEMA) if leaderships else None
-    # One pass: each lost id beside its measured answer (if a snapshot held it) and its
-    # inferred one (if the history names a leader); the measured one wins.
-    out = lost
+    details = lost.select("key", "pp", "offset", "ack_ts", F.col("epoch").alias("l_epoch"))
+    nothing = details.withColumn("c", _answer(NO_ANSWER, F.lit(0), F.lit(0), F.lit(None),
+                                              F.lit(None)))
+    answers = [nothing]
     if held is not None:
-        out = out.join(_measured(lost, held, history), "key", "left")
-    else:
-        out = out.withColumn("m_epoch", F.lit(None).cast("int")) \
-            .withColumn("m_broker", F.lit(None).cast("int"))
+        answers.append(_measured(details, held, history, lost_rows))
     if history is not None:
-        out = out.join(_inferred(lost, final_log, history, lost_rows), "key", "left")
-    else:
-        out = out.withColumn("guess", F.lit(None).cast("int")) \
-            .withColumn("i_broker", F.lit(None).cast("int"))
-    measured = F.col("m_epoch").isNotNull()
-    return out.select(
+        answers.append(_inferred(details, final_log, history, lost_rows))
+    best = reduce(lambda a, b: a.unionByName(b), answers).groupBy(
+        "key", "pp", "offset", "ack_ts", "l_epoch").agg(F.min("c").alias("c"))
+    kind = F.col("c.k")
+    return best.select(
         "key", "pp", "offset", "ack_ts",
-        F.when(measured, F.col("m_epoch")).otherwise(F.coalesce("epoch", "guess")).alias("epoch"),
-        F.when(measured, F.col("m_broker")).otherwise(F.col("i_broker")).alias("broker"),
-        F.when(measured, F.lit("measured")).otherwise(F.lit("inferred")).alias("method"))
+        F.when(kind == MEASURED, F.col("c.e")).otherwise(
+            F.coalesce("l_epoch", F.when(kind == INFERRED, F.col("c.e")))).alias("epoch"),
+        F.when(kind != NO_ANSWER, F.col("c.b")).alias("broker"),
+        F.when(kind == MEASURED, F.lit("measured")).otherwise(F.lit("inferred")).alias("method"))
 
 
-def _measured(lost: Any, held: Any, history: Any) -> Any:
-    """key, m_epoch, m_broker: the batch epoch a kept snapshot holds the id at, and the broker
-    that led that epoch (the holder itself when the history does not say)."""
+MEASURED, INFERRED, NO_ANSWER = 0, 1, 2  # the order answers are preferred in
+
+
+def _answer(kind: int, first: Any, then: Any, epoch: Any, broker: Any) -> Any:
+    """One candidate answer: its kind, two orderings within the kind, the epoch and broker."""
     from pyspark.sql import functions as F
 
-    found = lost.select("key", "pp").join(held, "key")
+    return F.struct(F.lit(kind).alias("k"), first.cast("long").alias("o1"),
+                    then.cast("long").alias("o2"), epoch.cast("int").alias("e"),
+                    broker.cast("int").alias("b"))
+
+
+def _measured(details: Any, held: Any, history: Any, lost_rows: int) -> Any:
+    """Each copy of a lost id a kept snapshot holds: the batch's epoch and the broker that led
+    that epoch (the holder itself when the history does not say); the copy its epoch's leader
+    held first, else the earliest copy, is the better answer."""
+    from pyspark.sql import functions as F
+
+    found = held.where(F.col("h_epoch").isNotNull()).join(small_side(details, lost_rows), "key")
     if history is not None:
         leaders = F.broadcast(history.select("pp", F.col("i_epoch").alias("h_epoch"),
                                              F.col("i_broker").alias("leader_of_epoch")))
         found = found.join(leaders, ["pp", "h_epoch"], "left")
     else:
         found = found.withColumn("leader_of_epoch", F.lit(None).cast("int"))
-    # The copy its epoch's leader held first, else the earliest copy: the least of a struct
-    # per id (a hash aggregate; a window would sort every copy).
     holder = F.col("h_broker") == F.col("leader_of_epoch")
     rank = F.when(holder, 0).when(~holder, 1).otherwise(2)
-    first = F.min(F.struct(rank.alias("r"), "snapshot_ms", F.col("h_epoch").alias("e"),
-                           F.coalesce("leader_of_epoch", "h_broker").alias("b"))).alias("f")
-    return found.groupBy("key").agg(first).select(
-        "key", F.col("f.e").alias("m_epoch"), F.col("f.b").alias("m_broker"))
+    return found.select(*details.columns, _answer(
+        MEASURED, rank, F.col("snapshot_ms"), F.col("h_epoch"),
+        F.coalesce("leader_of_epoch", "h_broker")).alias("c"))
 
 
-def _inferred(lost: Any, final_log: Any, history: Any, lost_rows: int) -> Any:
-    """key, guess, i_broker: among the brokers that believed they led the partition from at or
-    below the ack's offset when the ack came, the one that later truncated below it, else the
-    one whose epoch is older than the record the final log kept at that offset."""
+def _inferred(details: Any, final_log: Any, history: Any, lost_rows: int) -> Any:
+    """Each broker that believed it led the partition from at or below the ack's offset when
+    the ack came; the one that later truncated below it, else the one whose epoch is older
+    than the record the final log kept at that offset, then the latest start, is better."""
     from pyspark.sql import functions as F
 
     # The final log's record at each lost id's offset: the lost offsets go to the log (a
-    # broadcast while they are few), not the whole log to them.
+    # broadcast while they are few), not the whole log to them, and back the same way.
     kept = final_log.select(F.col("partition").alias("pp"), "offset",
                             F.col("leader_epoch").alias("final_epoch")).join(
-        small_side(lost.select("pp", "offset").distinct(), lost_rows), ["pp", "offset"])
-    cand = (lost.join(kept, ["pp", "offset"], "left").join(F.broadcast(history), "pp")
+        small_side(details.select("pp", "offset"), lost_rows), ["pp", "offset"], "left_semi")
+    cand = (details.join(small_side(kept, lost_rows), ["pp", "offset"], "left")
+            .join(F.broadcast(history), "pp")
             .where(((F.col("s_offset") < 0) | (F.col("s_offset") <= F.col("offset")))
                    & (F.col("start_ts") <= F.col("ack_ts") + SLACK_MS)
                    & (F.col("end_ts").isNull() | (F.col("ack_ts") <= F.col("end_ts") + SLACK_MS))
-                   & (F.col("epoch").isNull() | (F.col("epoch") == F.col("i_epoch")))))
+                   & (F.col("l_epoch").isNull() | (F.col("l_epoch") == F.col("i_epoch")))))
     truncated = (F.col("trunc_offset").isNotNull() & (F.col("trunc_offset") <= F.col("offset"))
                  & (F.col("trunc_ts") >= F.col("ack_ts")))
     older = F.col("final_epoch").isNull() | (F.col("i_epoch") < F.col("final_epoch"))
     score = F.when(truncated, 2).otherwise(0) + F.when(older, 1).otherwise(0)
-    # The best score, then the latest start: the least of a struct per id, as in _measured.
-    best = F.min(F.struct((-score).alias("s"), (-F.col("start_ts")).alias("t"),
-                          F.col("i_epoch").alias("e"), F.col("i_broker").alias("b"))).alias("f")
-    return cand.groupBy("key").agg(best).select(
-        "key", F.col("f.e").alias("guess"), F.col("f.b").alias("i_broker"))
+    return cand.select(*details.columns, _answer(
+        INFERRED, -score, -F.col("start_ts"), F.col("i_epoch"), F.col("i_broker")).alias("c"))
 
 
 def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ TOPIC = "kinspect-warmup"
 # loops a real run spends its time in (the first post-mortem of a 100,000-message run after
 # the warm-up: 5.3-5.9 s with 400, 4.4-4.6 s with 10,000; warm-up ~10 s either way).
 MESSAGES = 10_000
+LOST_FROM, LOST_TO = MESSAGES // 5, MESSAGES // 2  # producer 0's seqs (= offsets) lost
 
 
 def _table(schema: pa.Schema, columns: Mapping[str, Sequence[object]], rows: int) -> pa.Table:
@@ -42,20 +43,20 @@ def make_warmup_run(run_dir: Path) -> Path:
     for producer in (0, 1):
         seqs = list(range(MESSAGES - 10))  # the last 10: sent, never answered (sent_upto)
         failed = {s for s in seqs if s % 97 == 5}
-        lost = set(range(200, 260)) if producer == 0 else set()
+        lost = set(range(LOST_FROM, LOST_TO)) if producer == 0 else set()
         offsets = {s: i for i, s in enumerate(seqs)}
         status = ["failed" if s in failed else "acked" for s in seqs]
         pq.write_table(_table(LEDGER_SCHEMA, {
             "id": [f"{producer}-{s}" for s in seqs], "producer": [producer] * len(seqs),
             "seq": seqs, "topic": [TOPIC] * len(seqs), "partition": [producer] * len(seqs),
             "offset": [-1 if s in failed else offsets[s] for s in seqs],
-            "leader_epoch": [None if s in failed else (1 if s < 200 else 2) for s in seqs],
+            "leader_epoch": [None if s in failed else (1 if s < LOST_FROM else 2) for s in seqs],
             "status": status, "error": ["_MSG_TIMED_OUT" if s in failed else None for s in seqs],
             "send_ts": [T0 + s * 10 for s in seqs], "ack_ts": [T0 + s * 10 + 4 for s in seqs],
         }, len(seqs)).replace_schema_metadata({
             "kinspect.sent_upto": str(MESSAGES - 1), "kinspect.topic": TOPIC, "kinspect.acks": "1"}),
             run_dir / LEDGER_DIR / f"p{producer:03d}-000000.parquet")
-        kept[producer] = [(producer, s, 1 if s < 200 else 3) for s in seqs
+        kept[producer] = [(producer, s, 1 if s < LOST_FROM else 3) for s in seqs
                           if s not in failed and s not in lost]
     kept[1].insert(50, kept[1][40])  # a duplicate, a little later: reordered too
     for partition, rows in kept.items():
@@ -70,7 +71,7 @@ def make_warmup_run(run_dir: Path) -> Path:
         table = table.append_column("prev_seq", pa.chunked_array(
             [order.of(b) for b in table.to_batches()]))
         pq.write_table(table, run_dir / FINAL_LOG_DIR / f"part-{partition:04d}.parquet")
-    faults = [{"ts": T0 + 1900, "action": "isolate", "target": "kafka1", "detail": "warm-up"}]
+    faults = [{"ts": T0 + LOST_FROM * 10 - 100, "action": "isolate", "target": "kafka1", "detail": "warm-up"}]
     (run_dir / "faults.jsonl").write_text("".join(json.dumps(f) + "\n" for f in faults))
     return run_dir
 
@@ -83,21 +84,22 @@ def warm_attribution(spark: object, run_dir: Path) -> None:
     from kinspect.postmortem.segments import HELD_SCHEMA
 
     held = run_dir / "warmup-held.parquet"
-    lost = list(range(200, 260))
+    lost = list(range(LOST_FROM, LOST_TO))
     pq.write_table(_table(HELD_SCHEMA, {
-        "snapshot": ["warmup"] * len(lost), "snapshot_ms": [T0 + 5000] * len(lost),
+        "snapshot": ["warmup"] * len(lost), "snapshot_ms": [T0 + LOST_TO * 10 + 1000] * len(lost),
         "node": ["kafka1"] * len(lost), "partition": [0] * len(lost), "offset": lost,
         "batch_epoch": [2] * len(lost), "producer": [0] * len(lost), "seq": lost}, len(lost)),
         held)
     inputs = load_inputs(run_dir)
     every_run = job.final_log_frame(spark, inputs)
     ledger = job.ledger_frame(spark, inputs)
-    history = [(0, 1, 2, 150, T0 + 1500, None, 150, T0 + 4000),
-               (0, 2, 3, 180, T0 + 2100, None, None, None)]
+    start = LOST_FROM - 50  # broker 1 led from here, and truncated back to it later
+    history = [(0, 1, 2, start, T0 + start * 10, None, start, T0 + LOST_TO * 10 + 1000),
+               (0, 2, 3, LOST_FROM - 20, T0 + LOST_FROM * 10 + 200, None, None, None)]
     from pyspark.sql import functions as F
 
     details = ledger.where(F.col("st") == job.ACKED).select(
         "key", F.col("l_part").alias("pp"), "offset", "ack_ts", "epoch").where(
-        F.col("offset").between(200, 259))
+        F.col("offset").between(LOST_FROM, LOST_TO - 1))
     queries.lost_by_epoch(queries.attribute(details, every_run, job.held_frame(
         spark, held, inputs.run_id), history))

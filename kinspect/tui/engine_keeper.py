@@ -2,8 +2,9 @@
 
 The engine is a process of its own (`kinspect postmortem --serve`): a JVM in the TUI's process
 would share its terminal, and a slow start must never block a key. An engine that already
-answers (started by hand, or by another TUI on this KINSPECT_HOME) is used and left running;
-one started here ends with the TUI.
+answers (started by hand, or by another TUI on this KINSPECT_HOME) is used and left running,
+and when it ends one is started here (a TUI reopened at once must not keep the old one's
+ending engine); one started here ends with the TUI.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class EngineKeeper:
         last = ""
         while not self._stop.wait(POLL_S):
             status = engine_status()
+            if status is None and self._process is None:  # the engine we used has ended
+                self._process = start_engine(parent_pid=os.getpid())
             if status is None:
                 alive = self._process is not None and self._process.poll() is None
                 state, detail = ("starting" if alive else "off"), ""

@@ -22,14 +22,14 @@ class IdSet:
 
     @classmethod
     def from_words(cls, producers: np.ndarray, words: np.ndarray, masks: np.ndarray) -> IdSet:
-        """Rows of (producer, word, mask): bit i of `mask` is seq word * 64 + i (each
-        (producer, word) once, as a GROUP BY makes them)."""
+        """Rows of (producer, word, mask): bit i of `mask` is seq word * 64 + i; the rows of
+        one (producer, word) are OR-ed (one per partition or status, as a GROUP BY makes them)."""
         out = cls()
         for producer in np.unique(producers):
             mine = producers == producer
             index = words[mine]
             packed = np.zeros(int(index.max()) + 1, "<u8")
-            packed[index] = masks[mine].astype(np.uint64)
+            np.bitwise_or.at(packed, index, masks[mine].view(np.uint64))
             out.bits[int(producer)] = packed.view(np.uint8)
         return out
 
@@ -95,6 +95,22 @@ class IdSet:
         if not heads:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(heads), np.concatenate(masks)
+
+    def masks_at(self, heads: np.ndarray, shift: int) -> np.ndarray:
+        """The set's 64-bit mask at each run of 64 ids `heads` (producer << shift | seq >> 6)
+        names, as uint64 (0 where it holds none)."""
+        out = np.zeros(len(heads), np.uint64)
+        producers = heads >> shift
+        for producer in np.unique(producers):
+            bits = self.bits.get(int(producer))
+            if bits is None:
+                continue
+            packed = np.pad(bits, (0, -len(bits) % 8)).view("<u8")
+            mine = np.flatnonzero(producers == producer)
+            index = heads[mine] & ((1 << shift) - 1)
+            inside = index < len(packed)
+            out[mine[inside]] = packed[index[inside]]
+        return out
 
     def producers(self) -> list[int]:
         """The producers with at least one id in the set."""

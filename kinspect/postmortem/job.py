@@ -68,7 +68,7 @@ def start_spark(master: str = "local[2]", verbose: bool = False, memory: str = "
 
     from pyspark.sql import SparkSession
 
-    from kinspect.postmortem import cluster
+    from kinspect.postmortem import cluster, jvm_archive
 
     local = master.startswith("local")
     cluster.check_master(master)
@@ -94,6 +94,8 @@ def start_spark(master: str = "local[2]", verbose: bool = False, memory: str = "
     for key in keys if local else keys[:1]:
         given = extra.get(key, "")
         options = ["-XX:+UseParallelGC"] if local and not re.search(r"-XX:\+Use\w*GC\b", given) else []
+        if key == keys[0]:  # the driver's classes from their archive (jvm_archive.py)
+            options += jvm_archive.driver_options()
         if not verbose:
             options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}")
         if options:

@@ -52,13 +52,15 @@ class Match:
     candidates_absent: int  # maybe sent, no ledger row, not in the log: partition -1
     per_part: dict[tuple[int, int], int]  # the ledger's rows per (partition, status)
     log_stats: list[dict[str, Any]]  # per log partition: in_log, reordered, foreign, other_runs
-    by_partition: dict[tuple[int, ...], IdSet]  # log partition -> this run's ids it holds
+    across: Counter[tuple[int, str]]  # copies in different partitions, by (pp, count name)
     suspects: np.ndarray  # runs of 64 ids (key >> 6) with more records than ids in a partition
 
     def duplicates(self, every_run: Any, run_id: str | None) -> list[dict[str, Any]]:
         """Per log partition: ids held more than once and their extra copies (a Spark job
         when some run of 64 ids holds more records than ids, so it can go beside others)."""
-        return _duplicates(every_run, run_id, self.suspects, self.by_partition)
+        found = self.across + _copies_within(every_run, run_id, self.suspects)
+        return [{"pp": pp, "duplicate_ids": found[(pp, "duplicate_ids")],
+                 "duplicates": found[(pp, "duplicates")]} for pp in sorted({p for p, _ in found})]
 
     def groups(self, epochs: list[dict[str, Any]],
                duplicates: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -122,19 +124,6 @@ def _idset(table: pa.Table) -> IdSet:
                             table["m"].to_numpy())
 
 
-def _sets(table: pa.Table, *by: str) -> dict[tuple[int, ...], IdSet]:
-    """One IdSet per value of the `by` columns."""
-    keys = table.select(list(by)).group_by(list(by)).aggregate([]).to_pylist()
-    out = {}
-    for key in keys:
-        mask = None
-        for column in by:
-            cond = pc.equal(table[column], key[column])
-            mask = cond if mask is None else pc.and_(mask, cond)
-        out[tuple(int(key[c]) for c in by)] = _idset(table.filter(mask))
-    return out
-
-
 def candidates(inputs: RunInputs) -> IdSet:
     """Seqs that may have been sent without a ledger row (the metadata's sent_upto)."""
     spans = {}
@@ -161,8 +150,9 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
 
     ledger_table, log_table = run_jobs(together, lambda: ledger_words(ledger),
                                        lambda: log_words(every_run, inputs.run_id))
-    by_place = _sets(ledger_table, "st", "l_part")  # (status, ledger partition) -> ids
-    by_status = {s: _union(v for (st, _), v in by_place.items() if st == s)
+    # Dense bit sets only per status and for the log as a whole (1 bit a message each); what
+    # needs partitions is worked out on the few runs of 64 ids it concerns.
+    by_status = {s: _idset(ledger_table.filter(pc.equal(ledger_table["st"], s)))
                  for s in (ACKED, FAILED, UNKNOWN)}
     acked = by_status[ACKED]
     in_ledger = acked | by_status[FAILED] | by_status[UNKNOWN]
@@ -178,8 +168,7 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
         say(f"producer {producer}: {len(IdSet({producer: cand.bits[producer]})):,} sent seqs "
             "have no ledger row: counting them as unknown")
     ids_table = log_table.filter(pc.is_valid(log_table["w"]))
-    by_partition = _sets(ids_table, "partition")  # log partition -> ids it holds
-    present = _union(by_partition.values())
+    present = _idset(ids_table)
     twice = ids_table.filter(pc.greater(ids_table["n"], _popcount(ids_table)))
     suspects = np.unique(twice["w"].to_numpy())
     lost_ids, unacked_ids = acked - present, present - acked
@@ -201,16 +190,9 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)
         lost_ranges += [{"producer": producer, "lo": lo, "hi": hi, "ranges": total}
                         for lo, hi in runs]
-    unacked = _unacked_present(unacked_ids, by_place, cand, by_partition)
+    unacked = _unacked_present(unacked_ids, ledger_table, ids_table, cand)
     return Match(lost, lost_words, lost_total, lost_ranges, notes, unacked, len(cand - present),
-                 per_part, _log_stats(log_table), by_partition, suspects)
-
-
-def _union(sets: Any) -> IdSet:
-    out = IdSet()
-    for one in sets:
-        out = out | one
-    return out
+                 per_part, _log_stats(log_table), _copies_across(ids_table, suspects), suspects)
 
 
 def _popcount(table: pa.Table) -> pa.Array:
@@ -224,84 +206,100 @@ def _log_stats(log_table: pa.Table) -> list[dict[str, Any]]:
              "foreign": r["foreign_sum"], "other_runs": r["other_sum"]} for r in rows]
 
 
-def _unacked_present(ids: IdSet, by_place: dict[tuple[int, ...], IdSet], cand: IdSet,
-                     by_partition: dict[tuple[int, ...], IdSet]) -> list[dict[str, Any]]:
+def _rows_in(table: pa.Table, heads: np.ndarray, *columns: str) -> list[np.ndarray]:
+    """The rows of `table` in the runs of 64 ids `heads` (ascending): each row's index in
+    `heads`, its mask (uint64) and the named columns."""
+    rows = table.filter(pc.is_in(table["w"], pa.array(heads, pa.int64())))
+    at = np.searchsorted(heads, rows["w"].to_numpy())
+    return [at, rows["m"].to_numpy().view(np.uint64), *(rows[c].to_numpy() for c in columns)]
+
+
+def _unacked_present(ids: IdSet, ledger_table: pa.Table, ids_table: pa.Table,
+                     cand: IdSet) -> list[dict[str, Any]]:
     """Counts of the log's unacknowledged ids by (status, ledger partition, log partition):
     an id takes its best status and, within it, its least ledger partition; status CANDIDATE:
     no ledger row but maybe sent (partition -1); None: never sent by this run. Its log
-    partition is the greatest that holds it."""
-    left = ids
-    places: list[tuple[int | None, int | None, IdSet]] = []
-    for (st, lp), where in sorted(by_place.items()):
-        if st == ACKED or not len(left):
-            continue
-        taken = left & where
-        left = left - taken
-        places.append((st, lp, taken))
-    taken = left & cand
-    places += [(CANDIDATE, -1, taken), (None, None, left - taken)]
-    rows = []
+    partition is the greatest that holds it. Worked on their runs of 64 ids only."""
+    heads, masks = ids.words(WORD_SHIFT)
+    if not len(heads):
+        return []
+    left = masks.view(np.uint64).copy()
+    at, m, st, lp = _rows_in(ledger_table, heads, "st", "l_part")
+    places: list[tuple[int | None, int | None, np.ndarray]] = []
+    for code, ledger_part in sorted({(int(a), int(b)) for a, b in zip(st, lp, strict=True)}):
+        rows = (st == code) & (lp == ledger_part)  # each run of 64 once per (status, partition)
+        taken = np.zeros_like(left)
+        taken[at[rows]] = left[at[rows]] & m[rows]
+        left &= ~taken
+        places.append((code, ledger_part, taken))
+    taken = left & cand.masks_at(heads, WORD_SHIFT)
+    places += [(CANDIDATE, -1, taken), (None, None, left & ~taken)]
+    log_at, log_m, log_p = _rows_in(ids_table, heads, "partition")
+    out = []
     for status, part, these in places:
-        left = these
-        for (logp,), held in sorted(by_partition.items(), reverse=True):
-            here = left & held
-            count = len(here)
+        rest = these.copy()
+        for logp in sorted(set(log_p.tolist()), reverse=True):
+            rows = log_p == logp
+            here = np.zeros_like(rest)
+            here[log_at[rows]] = rest[log_at[rows]] & log_m[rows]
+            count = int(np.bitwise_count(here).sum())
             if count:
-                rows.append({"st": status, "lp": part, "logp": logp, "count": count})
-                left = left - here
-    return rows
+                out.append({"st": status, "lp": part, "logp": int(logp), "count": count})
+                rest &= ~here
+    return out
 
 
-def _duplicates(every_run: Any, run_id: str | None, suspects: np.ndarray,
-                by_partition: dict[tuple[int, ...], IdSet]) -> list[dict[str, Any]]:
-    """Per log partition (the greatest that holds a copy): ids held more than once and their
-    extra copies. Copies in different partitions are seen in the sets; copies within one
-    partition only in a run of 64 ids whose records outnumber its ids, whose records Spark
-    then reads (and counts in every partition)."""
+def _copies_across(ids_table: pa.Table, suspects: np.ndarray) -> Counter[tuple[int, str]]:
+    """Ids held in more than one log partition, counted under the greatest (duplicate_ids
+    once, duplicates: copies - 1); runs of 64 with copies within a partition are left to
+    _copies_within, which counts their records in every partition."""
+    out: Counter[tuple[int, str]] = Counter()
+    w = ids_table["w"].to_numpy()
+    order = np.argsort(w, kind="stable")
+    w, m = w[order], ids_table["m"].to_numpy().view(np.uint64)[order]
+    starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]])  # each run of 64's partitions
+    union = np.bitwise_or.reduceat(m, starts)
+    held = np.add.reduceat(np.bitwise_count(m).astype(np.int64), starts)
+    heads = w[starts][np.bitwise_count(union) < held]  # an id in two of its partitions
+    heads = heads[~np.isin(heads, suspects)]
+    if not len(heads):
+        return out
+    at, m, partition = _rows_in(ids_table, heads, "partition")
+    bits = ((m[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)) == 1
+    row, bit = np.nonzero(bits)
+    ids = (heads[at[row]] << 6) | bit
+    unique, which, copies = np.unique(ids, return_inverse=True, return_counts=True)
+    last = np.full(len(unique), -1, np.int64)
+    np.maximum.at(last, which, partition[row].astype(np.int64))
+    for pp, n in zip(last[copies > 1], copies[copies > 1], strict=True):
+        out[(int(pp), "duplicate_ids")] += 1
+        out[(int(pp), "duplicates")] += int(n) - 1
+    return out
+
+
+def _copies_within(every_run: Any, run_id: str | None,
+                   suspects: np.ndarray) -> Counter[tuple[int, str]]:
+    """The ids of the runs of 64 ids that hold more records than ids in some partition,
+    counted from their records (in every partition), under the greatest that holds a copy."""
     from pyspark.sql import functions as F
 
     out: Counter[tuple[int, str]] = Counter()
-    copies: dict[int, np.ndarray] = {}  # producer -> per seq: partitions holding it
-    for held in by_partition.values():
-        for producer, bits in held.bits.items():
-            seen = np.unpackbits(bits, bitorder="little")
-            mine = copies.setdefault(producer, np.zeros(len(seen), np.uint8))
-            if len(mine) < len(seen):
-                mine = copies[producer] = np.pad(mine, (0, len(seen) - len(mine)))
-            mine[:len(seen)] += seen
-    for producer, count in copies.items():
-        multi = np.flatnonzero(count > 1)
-        words = (np.int64(producer) << WORD_SHIFT) | (multi >> 6)
-        multi = multi[~np.isin(words, suspects)]  # those are counted from their records below
-        if not len(multi):
-            continue
-        last = np.full(len(multi), -1, np.int64)
-        for (partition,), held in sorted(by_partition.items()):
-            bits = held.bits.get(producer, np.zeros(0, np.uint8))
-            inside = multi < len(bits) * 8
-            has = np.zeros(len(multi), bool)
-            has[inside] = (bits[multi[inside] >> 3] >> (multi[inside] & 7).astype(np.uint8)) & 1 == 1
-            last[has] = partition
-        for pp, n in zip(last, count[multi], strict=True):
-            out[(int(pp), "duplicate_ids")] += 1
-            out[(int(pp), "duplicates")] += int(n) - 1
-    if len(suspects):
-        frame = _small(_frame(every_run.sparkSession, suspects).select(F.col("key").alias("w")),
-                       len(suspects))
-        mine = every_run.where(is_ours(run_id) & F.col("producer").isNotNull()
-                               & F.col("seq").isNotNull())
-        key = F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
-        held = (mine.join(frame, F.shiftright(key, 6) == F.col("w"))
-                .groupBy("producer", "seq").agg(F.count("*").alias("c"),
-                                                F.max("partition").alias("pp"))
-                .where(F.col("c") > 1).groupBy("pp").agg(
-                    F.count("*").alias("ids"), F.sum(F.col("c") - 1).alias("extra")).collect())
-        for row in held:
-            out[(int(row["pp"]), "duplicate_ids")] += int(row["ids"])
-            out[(int(row["pp"]), "duplicates")] += int(row["extra"])
-    parts = sorted({pp for pp, _ in out})
-    return [{"pp": pp, "duplicate_ids": out[(pp, "duplicate_ids")],
-             "duplicates": out[(pp, "duplicates")]} for pp in parts]
+    if not len(suspects):
+        return out
+    frame = _small(_frame(every_run.sparkSession, suspects).select(F.col("key").alias("w")),
+                   len(suspects))
+    mine = every_run.where(is_ours(run_id) & F.col("producer").isNotNull()
+                           & F.col("seq").isNotNull())
+    key = F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
+    held = (mine.join(frame, F.shiftright(key, 6) == F.col("w"))
+            .groupBy("producer", "seq").agg(F.count("*").alias("c"),
+                                            F.max("partition").alias("pp"))
+            .where(F.col("c") > 1).groupBy("pp").agg(
+                F.count("*").alias("ids"), F.sum(F.col("c") - 1).alias("extra")).collect())
+    for row in held:
+        out[(int(row["pp"]), "duplicate_ids")] += int(row["ids"])
+        out[(int(row["pp"]), "duplicates")] += int(row["extra"])
+    return out
 
 
 def _groups(per_part: dict[tuple[int, int], int], lost: Counter[int],

@@ -2,7 +2,8 @@
 
 Plan, chosen for a 2-core laptop and for a cluster alike (no Python UDFs, nothing big
 collected): a message id is one long key (producer << 40 | seq); the match of ledger and
-final log is done as bitmaps (match.py), the rest by small queries (queries.py).
+final log is one aggregate per side into runs of 64 ids (match.py), the rest by small
+queries (queries.py).
 """
 
 from __future__ import annotations

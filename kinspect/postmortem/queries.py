@@ -1,6 +1,6 @@
-"""The Spark queries after the match: who acknowledged the lost ids, ack timing, the final
-log's order. Lost ids are few: their details were fetched by the match (match.py) through a
-broadcast join; timing comes from the ledger alone.
+"""The Spark queries after the match: who acknowledged the lost ids, and ack timing. The lost
+ids' acknowledgements come from the match (match.py: the ledger joined with their runs of 64
+ids); timing comes from the ledger alone.
 """
 
 from __future__ import annotations
@@ -199,31 +199,3 @@ def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> tuple[
     gaps = [{"pp": int(pp[k]), "start": int(hi[k - 1]), "end": int(lo[k])} for k in after]
     return (bounds, [{"second": r["second"], "acked": r["acked_sum"], "failed": r["failed_sum"]}
                      for r in per_second], gaps)
-
-
-def final_log_stats(final_log: Any, run_id: str | None) -> list[dict[str, Any]]:
-    """Per partition: this run's records, foreign records, other runs' records, and this run's
-    records behind their producer's previous seq. With verify's prev_seq column that is one
-    pass; an older final log is sorted by (partition, producer, offset) here."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from kinspect.postmortem.job import is_ours
-
-    mine = F.coalesce(is_ours(run_id), F.lit(False))
-    foreign = F.col("producer").isNull()
-    if "prev_seq" in final_log.columns:
-        behind = F.col("seq") < F.col("prev_seq")
-    else:
-        window = Window.partitionBy("partition", "producer", "run").orderBy("offset")
-        behind = F.col("seq") < F.lag("seq").over(window)
-        final_log = final_log.withColumn("behind", behind)
-        behind = F.col("behind")
-
-    def n(cond: Any) -> Any:
-        return F.sum(F.when(cond, 1).otherwise(0))
-
-    rows = final_log.groupBy("partition").agg(
-        n(mine).alias("in_log"), n(mine & F.coalesce(behind, F.lit(False))).alias("reordered"),
-        n(foreign).alias("foreign"), n(~foreign & ~mine).alias("other_runs")).collect()
-    return [r.asDict() for r in rows]

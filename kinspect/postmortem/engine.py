@@ -2,8 +2,9 @@
 
 Starting Spark and compiling the first query cost ~16 s on a laptop: dead air after every
 experiment on stage. `kinspect postmortem --serve` (started in the background by the TUI)
-starts a session, runs the whole post-mortem once on a tiny made-up run dir (warmup.py) and
-then answers on a Unix socket: one JSON line in, progress lines and the report out. It serves
+starts a session, runs the whole post-mortem once on a small made-up run dir (warmup.py), and
+once more on the newest demo-sized run of its KINSPECT_HOME (report thrown away), and then
+answers on a Unix socket: one JSON line in, progress lines and the report out. It serves
 one job at a time; status questions are answered meanwhile. The protocol is in engine_client.
 """
 
@@ -40,7 +41,11 @@ class WarmEngine:
     def boot(self) -> None:
         """Start the session and warm it; the state says how it went."""
         from kinspect.postmortem import job, run_postmortem
-        from kinspect.postmortem.warmup import make_warmup_run, warm_attribution
+        from kinspect.postmortem.warmup import (
+            make_warmup_run,
+            warm_attribution,
+            warm_on_latest_run,
+        )
 
         try:
             self._spark = job.start_spark(self.master, memory=self.memory)
@@ -48,6 +53,7 @@ class WarmEngine:
                 run = make_warmup_run(Path(tmp) / "run")
                 run_postmortem(run, spark=self._spark)
                 warm_attribution(self._spark, run)
+            warm_on_latest_run(self._spark)
             self.state = READY
         except Exception as exc:  # the engine is optional: say why, and let callers go cold
             self.state, self.error = FAILED, str(exc).strip().splitlines()[0][:300] if str(exc) \

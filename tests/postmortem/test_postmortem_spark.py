@@ -177,3 +177,22 @@ def test_a_zombie_leaders_acks_are_blamed_on_the_zombie(spark: Any, tmp_path: Pa
             for a in report["attribution"]] == [(2, 0, 100, method)]
     assert report["explanation"].startswith("100 acknowledged messages were lost: broker 2 "
                                             "acknowledged them at leader epoch 0")
+
+
+def test_the_engine_warms_on_the_newest_demo_sized_run_and_leaves_it_as_it_was(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kinspect.postmortem import warmup
+
+    runs = tmp_path / "runs"
+    old, new = warmup.make_warmup_run(runs / "old"), warmup.make_warmup_run(runs / "new")
+    (old / "settings.json").touch()  # the newest by its settings file: touched last
+    before = sorted(p.relative_to(old) for p in old.rglob("*"))
+    assert warmup.warm_on_latest_run(spark, runs) == old
+    assert sorted(p.relative_to(old) for p in old.rglob("*")) == before  # nothing written
+    monkeypatch.setattr(warmup, "LATEST_RUN_ROWS", 100)  # a benchmark's run: not warmed on
+    assert warmup.warm_on_latest_run(spark, runs) is None
+    (new / "settings.json").touch()
+    (new / "ledger").rename(new / "gone")  # a run dir it cannot judge: no warm pass, no error
+    monkeypatch.setattr(warmup, "LATEST_RUN_ROWS", 10**9)
+    assert warmup.warm_on_latest_run(spark, runs) is None
+    assert warmup.warm_on_latest_run(spark, tmp_path / "none") is None

@@ -49,7 +49,7 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     # The kept replica snapshots are read (in Python) while Spark starts and matches; only
     # the attribution waits for them.
     snapshots = ThreadPoolExecutor(1, thread_name_prefix="kinspect-snapshots")
-    held_path = snapshots.submit(_held_table, inputs, out, say)
+    held_table = snapshots.submit(_held_table, inputs, out, say)
     snapshots.shutdown(wait=False)
     own = spark is None
     try:
@@ -61,8 +61,8 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
                 raise KinspectError(f"cannot start Spark ({master}): {_first_line(exc)}") from None
         try:
             results = _run_queries(spark, inputs, int(fault["ts"]) if fault else None, say,
-                                   history, held_path.result)
-            held_path.result()  # a failure to read them fails the job even when none was lost
+                                   history, held_table.result)
+            held_table.result()  # a failure to read them fails the job even when none was lost
             consumer_side = _consumer_side(spark, inputs, say)
         finally:
             if own:
@@ -120,7 +120,7 @@ def _held_table(inputs: Any, out: Path, say: Callable[[str], None]) -> Path | No
 
 
 def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[str], None],
-                 history: list[tuple[Any, ...]], held_path: Callable[[], Path | None]) -> Any:
+                 history: list[tuple[Any, ...]], held_table: Callable[[], Path | None]) -> Any:
     """Every Spark query: one aggregate per side for the match (match.py), then the lost ids'
     attribution and the ledger's timing. Each side is read from Parquet by each query that
     needs it: a columnar re-read costs less than building a cache of it."""
@@ -146,7 +146,7 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
             return []
         lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
         kept.append(lost)
-        path = held_path()
+        path = held_table()
         held = job.held_frame(spark, path, inputs.run_id) if path else None
         return queries.lost_by_epoch(queries.attribute(lost, every_run, held, history,
                                                        found.lost_total))

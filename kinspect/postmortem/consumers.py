@@ -70,7 +70,7 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
     than once; the never-processed offsets (partition, offset, failed, aborted) for words."""
     from pyspark.sql import functions as F
 
-    from kinspect.postmortem.job import _key, _schema
+    from kinspect.postmortem.job import _schema, message_key
 
     ranges = spark.createDataFrame(
         [(p, lo, hi) for p, (lo, hi) in sorted(inputs.ranges.items())],
@@ -88,9 +88,9 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
     if inputs.settings.output is not None:  # the committed output is the evidence
         output = _output_frame(spark, run_dir / OUTPUT_COMMITTED_DIR)
         copies = (output.where(F.col("seq").isNotNull())
-                  .groupBy(_key(F.col("producer"), F.col("seq")).alias("key"))
+                  .groupBy(message_key(F.col("producer"), F.col("seq")).alias("key"))
                   .agg(F.count("*").alias("ok")))
-        joined = (joined.withColumn("key", _key(F.col("producer"), F.col("seq")))
+        joined = (joined.withColumn("key", message_key(F.col("producer"), F.col("seq")))
                   .join(copies, "key", "left"))
     else:
         joined = joined.withColumn("ok", F.col("ledger_ok"))

@@ -118,7 +118,8 @@ def _schema(arrow_schema: Any) -> Any:
     return T.StructType([T.StructField(f.name, kinds[str(f.type)], True) for f in arrow_schema])
 
 
-def _key(producer: Any, seq: Any) -> Any:
+def message_key(producer: Any, seq: Any) -> Any:
+    """A message id as one long: producer << KEY_SHIFT | seq."""
     from pyspark.sql import functions as F
 
     return F.shiftleft(producer.cast("long"), KEY_SHIFT).bitwiseOR(seq)
@@ -134,7 +135,7 @@ def ledger_frame(spark: Any, inputs: RunInputs) -> Any:
            .parquet(str(inputs.run_dir / LEDGER_DIR)))
     status = (F.when(F.col("status") == "acked", ACKED).when(F.col("status") == "failed", FAILED)
               .otherwise(UNKNOWN))
-    return raw.select(_key(F.col("producer"), F.col("seq")).alias("key"),
+    return raw.select(message_key(F.col("producer"), F.col("seq")).alias("key"),
                       F.col("partition").alias("l_part"), "offset",
                       F.col("leader_epoch").alias("epoch"), status.alias("st"), "send_ts", "ack_ts")
 
@@ -166,6 +167,6 @@ def held_frame(spark: Any, path: Path, run_id: str | None) -> Any:
 
     held = spark.read.schema(_schema(HELD_SCHEMA)).parquet(str(path))
     return held.where(is_ours(run_id)).select(
-        _key(F.col("producer"), F.col("seq")).alias("key"),
+        message_key(F.col("producer"), F.col("seq")).alias("key"),
         F.regexp_extract("node", r"(\d+)$", 1).cast("int").alias("h_broker"),
         F.col("batch_epoch").alias("h_epoch"), "snapshot_ms")

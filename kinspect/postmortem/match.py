@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from kinspect.postmortem.idsets import IdSet, ranges
 from kinspect.postmortem.inputs import RunInputs
-from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN, is_ours
+from kinspect.postmortem.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN, is_ours, message_key
 from kinspect.postmortem.queries import lost_in
 from kinspect.postmortem.queries import small_side as _small
 from kinspect.postmortem.side_by_side import run_jobs
@@ -107,7 +107,7 @@ def log_words(final_log: Any, run_id: str | None) -> pa.Table:
         final_log = final_log.withColumn("behind", F.col("seq") < F.lag("seq").over(window))
         behind = F.col("behind")
     has_id = mine & ~foreign & F.col("seq").isNotNull()
-    key = F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
+    key = message_key(F.col("producer"), F.col("seq"))
 
     def n(cond: Any) -> Any:
         return F.sum(F.when(cond, 1).otherwise(0))
@@ -133,12 +133,6 @@ def candidates(inputs: RunInputs) -> IdSet:
         contiguous = 0 <= meta.max_seq == meta.rows - 1  # rows are 0..max_seq: only a tail
         spans[producer] = (meta.max_seq + 1 if contiguous else 0, meta.sent_upto)
     return IdSet.from_ranges(spans)
-
-
-def _frame(spark: Any, keys: Any, **columns: Any) -> Any:
-    """A small table of ids made on the driver, shipped as Arrow (row by row through pickle
-    it took 14 s for 300,000 ids here; a pyarrow Table goes as Arrow: 2 s)."""
-    return spark.createDataFrame(pa.table({"key": pa.array(keys, pa.int64()), **columns}))
 
 
 def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
@@ -286,11 +280,12 @@ def _copies_within(every_run: Any, run_id: str | None,
     out: Counter[tuple[int, str]] = Counter()
     if not len(suspects):
         return out
-    frame = _small(_frame(every_run.sparkSession, suspects).select(F.col("key").alias("w")),
-                   len(suspects))
+    # Tables made on the driver go to Spark as Arrow (as pickled rows, 300,000 ids took 14 s).
+    frame = _small(every_run.sparkSession.createDataFrame(
+        pa.table({"w": pa.array(suspects, pa.int64())})), len(suspects))
     mine = every_run.where(is_ours(run_id) & F.col("producer").isNotNull()
                            & F.col("seq").isNotNull())
-    key = F.shiftleft(F.col("producer").cast("long"), KEY_SHIFT).bitwiseOR(F.col("seq"))
+    key = message_key(F.col("producer"), F.col("seq"))
     held = (mine.join(frame, F.shiftright(key, 6) == F.col("w"))
             .groupBy("producer", "seq").agg(F.count("*").alias("c"),
                                             F.max("partition").alias("pp"))

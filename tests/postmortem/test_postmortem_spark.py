@@ -186,9 +186,12 @@ def test_the_engine_warms_on_the_newest_demo_sized_run_and_leaves_it_as_it_was(
     runs = tmp_path / "runs"
     old, new = warmup.make_warmup_run(runs / "old"), warmup.make_warmup_run(runs / "new")
     (old / "settings.json").touch()  # the newest by its settings file: touched last
-    before = sorted(p.relative_to(old) for p in old.rglob("*"))
+    def files() -> dict[Path, tuple[int, int]]:
+        return {p.relative_to(old): (p.stat().st_size, p.stat().st_mtime_ns) for p in old.rglob("*")}
+
+    before = files()
     assert warmup.warm_on_latest_run(spark, runs) == old
-    assert sorted(p.relative_to(old) for p in old.rglob("*")) == before  # nothing written
+    assert files() == before  # nothing written, added or changed in the run dir
     monkeypatch.setattr(warmup, "LATEST_RUN_ROWS", 100)  # a benchmark's run: not warmed on
     assert warmup.warm_on_latest_run(spark, runs) is None
     (new / "settings.json").touch()

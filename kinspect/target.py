@@ -29,7 +29,31 @@ class ClusterTarget:
             return None
         return {b.broker_id: b.address for b in self.lab.brokers if b.broker_id is not None}
 
+    @property
+    def controllers(self) -> dict[int, str] | None:
+        """A KRaft lab's voters (node id -> controller listener): each can be asked directly."""
+        if self.lab is None or not self.lab.kraft:
+            return None
+        return self.lab.controller_addresses
+
 
 def is_lab_cluster(zookeeper: str, lab: LabState) -> bool:
     """True when that ZooKeeper holds this lab's id: an address alone proves nothing."""
     return read_lab_mark(zookeeper) == lab.lab_id
+
+
+def is_kraft_lab(bootstrap: str, lab: LabState, config: dict[str, str] | None = None) -> bool:
+    """True when the brokers at `bootstrap` answer with this KRaft lab's cluster id (made
+    for it by `lab up`): as for ZooKeeper, an address alone proves nothing."""
+    if not lab.kraft or not lab.extra.get("cluster_id"):
+        return False
+    from confluent_kafka import KafkaException
+
+    from kinspect.clients.kafka import quiet_admin
+
+    try:
+        admin = quiet_admin(bootstrap, **{**(config or {}), "socket.timeout.ms": 3000})
+        cluster_id = admin.describe_cluster(request_timeout=3).result(timeout=5).cluster_id
+    except (KafkaException, TimeoutError, ValueError):
+        return False
+    return bool(cluster_id == lab.extra["cluster_id"])

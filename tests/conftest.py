@@ -83,12 +83,14 @@ class Lab:
         self.home = home
         self.up_output = ""
 
-    def ensure_up(self, backend: str = "process") -> dict[str, Any]:
-        """The lab on this backend (a lab of the other backend is taken down first)."""
+    def ensure_up(self, backend: str = "process", mode: str = "zookeeper") -> dict[str, Any]:
+        """The lab on this backend and in this mode (another lab is taken down first)."""
         current = kinspect("lab", "status", "--json", check=False)
-        if current.returncode == 0 and json.loads(current.stdout)["backend"] != backend:
-            self.down()
-        proc = kinspect("lab", "up", "--backend", backend, "--json", timeout=400)
+        if current.returncode == 0:
+            running = json.loads(current.stdout)
+            if (running["backend"], running.get("mode", "zookeeper")) != (backend, mode):
+                self.down()
+        proc = kinspect("lab", "up", "--backend", backend, "--mode", mode, "--json", timeout=400)
         self.up_output = proc.stderr
         return dict(json.loads(proc.stdout))
 
@@ -118,7 +120,17 @@ def wait_for_all_brokers(status: dict[str, Any], timeout: float = 60.0) -> None:
 @pytest.fixture
 def lab(lab_session: Lab, lab_backend: str) -> Iterator[dict[str, Any]]:
     """A running, healed lab with every node up; the status JSON."""
-    status = lab_session.ensure_up(lab_backend)
+    yield from _healed(lab_session, lab_session.ensure_up(lab_backend))
+
+
+@pytest.fixture
+def kraft_lab(lab_session: Lab, lab_backend: str) -> Iterator[dict[str, Any]]:
+    """The same, in KRaft mode: ctl1 (node 101) and kafka1..3. Tests using it are marked
+    resets_lab: they run after those sharing the ZooKeeper lab."""
+    yield from _healed(lab_session, lab_session.ensure_up(lab_backend, mode="kraft"))
+
+
+def _healed(lab_session: Lab, status: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for node in status["nodes"]:
         if node["state"] == "paused":
             kinspect("lab", "resume", node["name"])

@@ -15,7 +15,7 @@ from kinspect.checks import host_ports
 from kinspect.errors import KinspectError
 from kinspect.lab import running_lab
 from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
-from kinspect.target import ClusterTarget, is_lab_cluster
+from kinspect.target import ClusterTarget, is_kraft_lab, is_lab_cluster
 
 __all__ = ["ClusterTarget", "add_cluster_arguments", "progress", "resolve_cluster"]
 
@@ -54,7 +54,9 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
         bootstrap = explicit or (profile.bootstrap if profile else "")
         zookeeper = getattr(args, "zookeeper", None) or (profile.zookeeper if profile else None)
         lab = running_lab()
-        own = lab if lab is not None and zookeeper and is_lab_cluster(zookeeper, lab) else None
+        proven = lab is not None and (is_lab_cluster(zookeeper, lab) if zookeeper
+                                      else is_kraft_lab(bootstrap, lab, kafka))
+        own = lab if proven else None
         return ClusterTarget(bootstrap, zookeeper, kafka,
                              profile.zookeeper_auth if profile else (), own,
                              profile.refresh_s if profile else 1.0,
@@ -66,7 +68,7 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     zookeeper = getattr(args, "zookeeper", None)
     if zookeeper and not is_lab_cluster(zookeeper, lab):  # another cluster's ZooKeeper: read-only
         return ClusterTarget(lab.bootstrap, zookeeper, kafka, (), None, 1.0, lab.bootstrap)
-    return ClusterTarget(lab.bootstrap, zookeeper or lab.zookeeper.address,
+    return ClusterTarget(lab.bootstrap, zookeeper or lab.zookeeper_address,
                          kafka, (), lab, 1.0, f"lab ({lab.preset} preset, {lab.backend})")
 
 

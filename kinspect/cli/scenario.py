@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from kinspect.cli.common import progress
 from kinspect.cli.lab import stop_loads_on_lab
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
+from kinspect.lab.backend import MODES
 from kinspect.paths import kinspect_home
 
 MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
@@ -61,12 +63,18 @@ def register(commands: Any) -> None:
     run.add_argument("--keep-lab", action="store_true", help="leave the lab running afterwards")
     run.add_argument("--run-dir", type=Path, help="where the evidence goes "
                      "(default $KINSPECT_HOME/runs/scenario-NAME-TIME)")
+    run.add_argument("--mode", choices=MODES, default="zookeeper",
+                     help="the lab's mode: zookeeper (default) or kraft, where isolation from "
+                          "the controller quorum stands for isolation from ZooKeeper")
     run.set_defaults(handler=cmd_run)
 
     matrix = sub.add_parser("matrix", help="run many scenarios, one table")
     matrix.add_argument("--names", nargs="+", metavar="NAME", help="default: every scenario")
     matrix.add_argument("--repeat", type=option(1, 100, integer=True), default=1,
                         help="runs of each, 1-100 (default 1)")
+    matrix.add_argument("--modes", type=_modes, default=("zookeeper",), metavar="MODE[,MODE]",
+                        help="zookeeper (default), kraft, or zookeeper,kraft: each scenario "
+                             "on each, the modes side by side")
     matrix.add_argument("--markdown", action="store_true", help="print a Markdown table")
     matrix.add_argument("--out", type=Path, help="also write the table to this file; in a file "
                         f"holding the lines {MARK_START} and {MARK_END} (the README), only "
@@ -123,8 +131,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_load(scenario)
     stop_loads_on_lab()  # the scenario resets the lab
     with Display() as display:
-        display.say(f"{scenario.name}: {scenario.title}\nrun dir: {run_dir}")
-        row = run_scenario(scenario, run_dir, display.line, keep_lab=args.keep_lab)
+        display.say(f"{scenario.name}: {scenario.title}"
+                    f"{' (KRaft)' if args.mode == 'kraft' else ''}\nrun dir: {run_dir}")
+        row = run_scenario(scenario, run_dir, display.line, keep_lab=args.keep_lab,
+                           mode=args.mode)
     if args.json:
         print(json.dumps(row))
     else:
@@ -140,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from kinspect.scenarios.catalog import builtin, find
     from kinspect.scenarios.runner import run_scenario, skipped_row
-    from kinspect.scenarios.table import markdown_table, text_table
+    from kinspect.scenarios.table import markdown_table, side_by_side, text_table
 
     scenarios = [find(n) for n in args.names] if args.names else builtin()
     for scenario in scenarios:
@@ -152,7 +162,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     root = kinspect_home() / "runs" / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True)
     results = root / "results.jsonl"
-    progress(f"{len(scenarios) * args.repeat} runs; results go to {results} as they finish")
+    runs = len(scenarios) * args.repeat * len(args.modes)
+    progress(f"{runs} runs; results go to {results} as they finish")
     rows: list[dict[str, Any]] = []
     spark = None
     # Spark warms up while the first scenario resets the lab and loads it; its post-mortem
@@ -160,31 +171,52 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     warming = _WarmSpark()
     display = Display().start()  # a bar over the runs; each run's steps as stages
     try:
-        for n in range(args.repeat):
-            for scenario in scenarios:
-                display.bar("matrix", len(rows), len(scenarios) * args.repeat, "runs", scenario.name)
-                display.say(f"--- {scenario.name} (run {n + 1} of {args.repeat})")
-                if spark is None and "netem" not in scenario.needs:
-                    spark = warming.session()
-                try:
-                    row = run_scenario(scenario, root / f"{scenario.name}-{n + 1}", display.line,
-                                       spark=spark)
-                except KinspectError as exc:  # one broken run does not lose the others
-                    row = {**skipped_row(scenario, str(exc)), "status": "error",
-                           "expectation_met": False}
-                    display.say(f"{scenario.name}: {exc}")
-                rows.append(row)
-                with open(results, "a") as handle:
-                    handle.write(json.dumps(row) + "\n")
+        for n, scenario, mode in _runs(scenarios, args.repeat, args.modes):
+            display.bar("matrix", len(rows), runs, "runs", scenario.name)
+            display.say(f"--- {scenario.name} on {mode} (run {n + 1} of {args.repeat})")
+            if spark is None and "netem" not in scenario.needs:
+                spark = warming.session()
+            try:
+                row = run_scenario(scenario, root / f"{scenario.name}-{mode}-{n + 1}",
+                                   display.line, spark=spark, mode=mode)
+            except KinspectError as exc:  # one broken run does not lose the others
+                row = {**skipped_row(scenario, str(exc)), "status": "error",
+                       "expectation_met": False, "mode": mode}
+                display.say(f"{scenario.name} on {mode}: {exc}")
+            rows.append(row)
+            with open(results, "a") as handle:
+                handle.write(json.dumps(row) + "\n")
         display.bar("matrix", len(rows), len(rows), "runs")
     finally:
         display.stop()
         warming.stop()
-    table = markdown_table(rows) if args.markdown else text_table(rows)
+    if len(args.modes) > 1:
+        table = side_by_side(rows, args.modes, markdown=args.markdown)
+    else:
+        table = markdown_table(rows) if args.markdown else text_table(rows)
     print(table)
     if args.out:
         write_table(args.out, table)
     return 0
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    """`zookeeper,kraft` → ("zookeeper", "kraft"), each checked, none twice."""
+    modes = tuple(m.strip() for m in text.split(","))
+    bad = [m for m in modes if m not in MODES]
+    if bad or len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError(f"expected modes from {', '.join(MODES)}, each once, "
+                                         f"not {text!r}")
+    return modes
+
+
+def _runs(scenarios: list[Any], repeat: int, modes: tuple[str, ...]
+          ) -> Iterator[tuple[int, Any, str]]:
+    """Each repeat, each scenario, each mode: a scenario's modes run one after the other."""
+    for n in range(repeat):
+        for scenario in scenarios:
+            for mode in modes:
+                yield n, scenario, mode
 
 
 class _WarmSpark:

@@ -7,6 +7,7 @@ whether the broker is a JVM in a network namespace or a container.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import uuid
 from abc import ABC, abstractmethod
@@ -19,9 +20,11 @@ from typing import Any
 from kinspect.errors import KinspectError
 from kinspect.lab import journal, presets, sasl, shaping, topology
 from kinspect.lab.faults import Fault, FaultKind
+from kinspect.lab.nodes import new_cluster_id
 from kinspect.lab.readiness import (
     clear_stale_registrations,
     wait_for_cluster,
+    wait_for_kraft,
     wait_for_port,
     wait_registration_gone,
     write_lab_mark,
@@ -33,6 +36,7 @@ from kinspect.lab.topology import isolate_groups, node_names, parse_groups
 
 Progress = Callable[[str], None]
 ALIVE = {NodeState.RUNNING, NodeState.PAUSED}
+MODES = ("zookeeper", "kraft")
 DONE = {FaultKind.KILL: "killed", FaultKind.STOP: "stopped", FaultKind.PAUSE: "paused",
         FaultKind.RESUME: "resumed"}
 
@@ -52,12 +56,39 @@ class UpOptions:
     base_port: int = 39090
     timeout_s: float = 120.0
     sasl: str | None = None  # "plain" or "scram-sha-256": add a SASL_PLAINTEXT listener
+    mode: str = "zookeeper"  # or "kraft"
+    controllers: int | None = None  # KRaft: dedicated controllers (None: 1; 0: combined)
+    kafka: str | None = None  # a Kafka version other than the pinned one
+
+    @property
+    def kraft(self) -> bool:
+        return self.mode == "kraft"
+
+    @property
+    def dedicated_controllers(self) -> int | None:
+        """How many ctl nodes (KRaft), None in a ZooKeeper lab."""
+        if not self.kraft:
+            return None
+        return 1 if self.controllers is None else self.controllers
 
     def validate(self) -> None:
         """Refuse bad options before anything is made or torn down."""
         if self.brokers < 1 or self.brokers > 9:
             raise KinspectError("--brokers must be between 1 and 9")
-        presets.effective(self.preset, self.overrides)
+        if self.mode not in MODES:
+            raise KinspectError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.controllers is not None and not self.kraft:
+            raise KinspectError("--controllers is for --mode kraft (a ZooKeeper lab has zk1)")
+        if self.controllers is not None and not 0 <= self.controllers <= 5:
+            raise KinspectError("--controllers must be between 0 and 5")
+        if self.kafka is not None:
+            if not re.fullmatch(r"\d+\.\d+\.\d+", self.kafka):
+                raise KinspectError(f"--kafka expects a release like 3.9.2 or 4.1.1, "
+                                    f"not {self.kafka!r}")
+            if not self.kraft and int(self.kafka.split(".")[0]) >= 4:
+                raise KinspectError(f"Kafka {self.kafka} has no ZooKeeper mode (removed in 4.0): "
+                                    "add --mode kraft")
+        presets.effective(self.preset, self.overrides, self.mode)
 
 
 class LabBackend(ABC):
@@ -93,7 +124,11 @@ class LabBackend(ABC):
                 progress("start failed; removing what was made")
                 self._teardown(state, progress)
                 raise
-            journal.record("up", state.lab_id, detail=f"{len(state.brokers)} brokers, "
+            quorum = (f", KRaft with {len(state.voters)} controller"
+                      f"{'s' if len(state.voters) != 1 else ''}"
+                      f"{' (combined)' if state.extra.get('controllers') == 0 else ''}"
+                      if state.kraft else "")
+            journal.record("up", state.lab_id, detail=f"{len(state.brokers)} brokers{quorum}, "
                            f"preset {state.preset}, {self.name} backend", root=self.root)
             return state
 
@@ -128,10 +163,12 @@ class LabBackend(ABC):
         return LabState(
             lab_id=lab_id or new_lab_id(), backend=self.name, preset=options.preset,
             network=network, kafka_version=kafka_version,
-            broker_config=presets.effective(options.preset, options.overrides),
             overrides=dict(options.overrides), nodes=nodes, created_at=journal.now_ms(),
-            slot=slot, host_address=host_address,
+            slot=slot, host_address=host_address, mode=options.mode,
+            broker_config=presets.effective(options.preset, options.overrides, options.mode),
             extra={"brokers": options.brokers, **extra,
+                   **({"cluster_id": new_cluster_id(),
+                       "controllers": options.dedicated_controllers} if options.kraft else {}),
                    **({"sasl": sasl.plan(self.root, options.sasl)} if options.sasl else {})})
 
     @abstractmethod
@@ -139,9 +176,22 @@ class LabBackend(ABC):
         """Make the network and start every node, saving the state as things appear."""
 
     def _start_cluster(self, state: LabState, deadline: float, progress: Progress) -> None:
-        """ZooKeeper first, then the brokers; back when every broker registered and a
-        controller was elected (a node that dies meanwhile is an error at once)."""
+        """ZooKeeper (or the KRaft controllers) first, then the brokers; back when every
+        broker registered and a controller was elected (a node that dies meanwhile is an error
+        at once)."""
+        if state.kraft:
+            self._start_kraft(state, deadline, progress)
+        else:
+            self._start_zookeeper_cluster(state, deadline, progress)
+        if "sasl" in state.extra:
+            sasl.create_scram_user(state)
+            progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
+                     f"password in {sasl.password_file(self.root)})")
+
+    def _start_zookeeper_cluster(self, state: LabState, deadline: float,
+                                 progress: Progress) -> None:
         zk = state.zookeeper
+        assert zk is not None
         self._launch(state, zk)
         progress(f"zk1 starting at {zk.address}{self._where(zk)}")
         wait_for_port(zk.host, zk.port, deadline, lambda: self._running(state, zk), "zk1")
@@ -154,10 +204,21 @@ class LabBackend(ABC):
             zk.address, [b.broker_id for b in state.brokers if b.broker_id is not None], deadline,
             lambda: [n.name for n in state.nodes if not self._running(state, n)], progress)
         progress(f"controller elected: broker {controller}")
-        if "sasl" in state.extra:
-            sasl.create_scram_user(state)
-            progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
-                     f"password in {sasl.password_file(self.root)})")
+
+    def _start_kraft(self, state: LabState, deadline: float, progress: Progress) -> None:
+        """Every node's storage formatted with the lab's cluster id, all started at once (a
+        quorum needs its majority up to elect), then wait for the brokers to be unfenced."""
+        for node in state.nodes:
+            self._launch(state, node)
+            roles = "controller" if node.role == "controller" else (
+                "broker + controller" if node.controller_address else "broker")
+            progress(f"{node.name} ({roles}, node {node.kraft_id}) starting at "
+                     f"{node.controller_address if node.role == 'controller' else node.address}"
+                     f"{self._where(node)}")
+        leader = wait_for_kraft(state, deadline,
+                                lambda: [n.name for n in state.nodes if not self._running(state, n)],
+                                progress)
+        progress(f"quorum leader elected: node {leader}")
 
     @abstractmethod
     def _launch(self, state: LabState, node: NodeRecord) -> None:
@@ -234,11 +295,12 @@ class LabBackend(ABC):
         if node.state.alive:
             raise KinspectError(f"{node.name} is already {node.state}")
         self._keep_replicas(state, f"start-{node.name}")
-        if node.broker_id is not None and state.zookeeper.state == NodeState.RUNNING:
+        zk = state.zookeeper
+        if node.broker_id is not None and zk is not None and zk.state == NodeState.RUNNING:
             # As a real restart would: the old session's registration must be gone first.
             session_ms = int(state.broker_config.get("zookeeper.session.timeout.ms", "18000"))
-            wait_registration_gone(state.zookeeper.address, node.broker_id,
-                                   session_ms / 1000 + 5, lambda line: None)
+            wait_registration_gone(zk.address, node.broker_id, session_ms / 1000 + 5,
+                                   lambda line: None)
         self._start(state, node)
         node.state = NodeState.RUNNING
         save_state(state, self.root)
@@ -284,7 +346,7 @@ class LabBackend(ABC):
         journal.record(FaultKind.PARTITION, state.lab_id, groups=state.groups,
                        detail=f"partition {text}", root=self.root)
         if fault.kind is FaultKind.ISOLATE:
-            return f"isolated {fault.node} {fault.scope.words}: {text}"
+            return f"isolated {fault.node} {fault.scope.words_in(state.kraft)}: {text}"
         return f"partitioned: {text}"
 
     def _heal(self, state: LabState) -> str:
@@ -401,13 +463,23 @@ class LabBackend(ABC):
         return node
 
 
-def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]]) -> list[NodeRecord]:
-    """zk1 and kafka1..N (broker id = N); `address(index, name)` gives each its host and port."""
+def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]],
+               controllers: int | None = None,
+               controller_port: Callable[[int], int] | None = None) -> list[NodeRecord]:
+    """zk1 and kafka1..N (broker id = N), or in KRaft ctl1..M (node id 100 + M) and
+    kafka1..N; with M = 0 every broker is also a voter, its controller listener at
+    `controller_port(index)`. `address(index, name)` gives each node its host and port."""
     nodes: list[NodeRecord] = []
-    for index, name in enumerate(node_names(brokers)):
+    for index, name in enumerate(node_names(brokers, controllers)):
         host, port = address(index, name)
-        nodes.append(NodeRecord(name=name, role="zookeeper" if index == 0 else "broker",
-                                host=host, port=port, broker_id=index or None))
+        broker_id = topology.broker_id_of(name)
+        role = ("broker" if broker_id is not None else
+                "zookeeper" if controllers is None else "controller")
+        nodes.append(NodeRecord(
+            name=name, role=role, host=host, port=port, broker_id=broker_id,
+            node_id=topology.controller_id_of(name),
+            controller_port=(controller_port(index) if controllers == 0 and controller_port
+                             else None)))
     return nodes
 
 
@@ -422,6 +494,10 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": node.name, "role": node.role}
         if node.broker_id is not None:
             entry["broker_id"] = node.broker_id
+        if node.node_id is not None:
+            entry["node_id"] = node.node_id
+        if node.controller_port is not None:
+            entry["controller_address"] = node.controller_address
         entry.update(state=node.state, address=node.address, pid=node.pid)
         if node.netns:
             entry["netns"] = node.netns
@@ -435,8 +511,11 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "network_faults": network_faults,
         "preset": state.preset,
         "kafka_version": state.kafka_version,
+        "mode": state.mode,
         "bootstrap": state.bootstrap,
-        "zookeeper": state.zookeeper.address,
+        "zookeeper": state.zookeeper_address,
+        "controllers": ({str(i): a for i, a in state.controller_addresses.items()}
+                        if state.kraft else None),
         "nodes": nodes,
         "groups": state.groups,
         "slowed": state.slowed_links(),

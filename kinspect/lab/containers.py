@@ -29,7 +29,18 @@ from kinspect.errors import KinspectError
 from kinspect.lab import dist, engine, firewall, images, shaping
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
-from kinspect.lab.nodes import BROKER_HEAP, JVM_FLAGS, ZK_HEAP, node_dir, render_broker, render_zookeeper
+from kinspect.lab.nodes import (
+    BROKER_HEAP,
+    CONTROLLER_HEAP,
+    CONTROLLER_PORT,
+    JVM_FLAGS,
+    ZK_HEAP,
+    format_storage,
+    node_dir,
+    render_broker,
+    render_zookeeper,
+    write_config,
+)
 from kinspect.lab.shaping import Kit
 from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, load_state, save_state
 from kinspect.paths import lab_dir
@@ -77,8 +88,17 @@ class DockerBackend(LabBackend):
             raise KinspectError(f"--network {options.network} is for the process backend; "
                                 "docker labs always get their own network")
         number = self._free_subnet()
+        controllers = options.dedicated_controllers
+        firsts = 1 if controllers is None else controllers
+
+        def port(index: int) -> int:
+            if index >= firsts:
+                return 9092
+            return 2181 if controllers is None else CONTROLLER_PORT
+
         nodes = plan_nodes(options.brokers, lambda index, name: (
-            f"198.19.{number}.{10 + index}", 2181 if index == 0 else 9092))
+            f"198.19.{number}.{10 + index}", port(index)), controllers,
+            lambda index: CONTROLLER_PORT)
         kafka = dist.ensure(progress)
         image = images.ensure(self.client, kafka, progress)
         lab_id = new_lab_id()
@@ -138,18 +158,23 @@ class DockerBackend(LabBackend):
         """Create the node's JVM container in its namespace, put its config in, start it."""
         api = self.client.api
         is_zk = node.role == "zookeeper"
+        role = "zookeeper" if is_zk else "broker"  # a KRaft controller is a Kafka JVM too
+        heap = ZK_HEAP if is_zk else CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
+        data = self._data_dir(node)
         created = api.create_container(
-            state.extra["image"], command=["kinspect-node", node.role], name=node.container,
+            state.extra["image"], command=["kinspect-node", role], name=node.container,
             labels=self._labels(state, node, "jvm"),
             environment={"KINSPECT_LAB": state.lab_id, "KINSPECT_NODE": node.name,
-                         "KINSPECT_HEAP": ZK_HEAP if is_zk else BROKER_HEAP,
-                         "KINSPECT_JVM_OPTS": " ".join(JVM_FLAGS)},
+                         "KINSPECT_HEAP": heap, "KINSPECT_JVM_OPTS": " ".join(JVM_FLAGS)},
             host_config=api.create_host_config(
                 network_mode=f"container:{node.container}-net",
-                binds={str(self._data_dir(node)): {"bind": str(IN_CONTAINER), "mode": "rw"}}))
+                binds={str(data): {"bind": str(IN_CONTAINER), "mode": "rw"}}))
         config = (render_zookeeper(node, IN_CONTAINER) if is_zk
                   else render_broker(node, state, IN_CONTAINER))
-        api.put_archive(created["Id"], "/kinspect/conf", _tar({f"{node.role}.properties": config}))
+        if state.kraft:  # formatted here, on the data dir the container mounts
+            format_storage(dist.ensure(), write_config(self.root, node, state), data,
+                           state.extra["cluster_id"])
+        api.put_archive(created["Id"], "/kinspect/conf", _tar({f"{role}.properties": config}))
         self._start(state, node)
 
     def _data_dir(self, node: NodeRecord) -> Path:

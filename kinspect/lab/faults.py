@@ -52,8 +52,19 @@ class Scope(StrEnum):
 
     @property
     def words(self) -> str:
+        return self.words_in(kraft=False)
+
+    def words_in(self, kraft: bool) -> str:
+        """What it cuts, in a ZooKeeper lab or a KRaft one (where the quorum stands for zk)."""
+        if self is Scope.ZK and kraft:
+            return "from the controller quorum"
         return {Scope.ALL: "from everything", Scope.ZK: "from ZooKeeper",
                 Scope.BROKERS: "from the other brokers"}[self]
+
+    @classmethod
+    def parse(cls, text: str) -> Scope:
+        """`zk`, `controllers` and `quorum` are one scope: what decides leaders."""
+        return cls.ZK if text in ("controllers", "quorum") else cls(text)
 
 
 @dataclass(frozen=True)

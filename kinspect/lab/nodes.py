@@ -7,14 +7,20 @@ signalling anything.
 
 from __future__ import annotations
 
+import base64
+import subprocess
+import uuid
 from pathlib import Path
 
+from kinspect.errors import KinspectError
 from kinspect.lab import sasl
 from kinspect.lab.dist import KafkaDist, resource_path
 from kinspect.lab.state import LabState, NodeRecord
 
 ZK_HEAP = "128m"
 BROKER_HEAP = "384m"
+CONTROLLER_HEAP = "256m"
+CONTROLLER_PORT = 9093  # a KRaft controller's listener, on each node's own address
 
 # Small, quiet JVMs: 2 cores have to carry ZooKeeper, three brokers and the tools. Both backends
 # use these; every node logs in UTC, which is how the post-mortem reads broker-log stamps.
@@ -52,6 +58,10 @@ def render_zookeeper(node: NodeRecord, data: Path) -> str:
 
 
 def render_broker(node: NodeRecord, state: LabState, data: Path) -> str:
+    """server.properties of a broker, or of a KRaft controller (or of both in one node)."""
+    if state.kraft:
+        return _properties(_kraft_settings(node, state, data))
+    assert state.zookeeper is not None
     settings = {
         "broker.id": str(node.broker_id),
         "listeners": f"PLAINTEXT://{node.address}",
@@ -61,7 +71,49 @@ def render_broker(node: NodeRecord, state: LabState, data: Path) -> str:
         **state.broker_config,
         **sasl.broker_settings(node, state),
     }
+    return _properties(settings)
+
+
+def _properties(settings: dict[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def quorum_voters(state: LabState) -> str:
+    """controller.quorum.voters: id@host:port of every voter (a static quorum)."""
+    return ",".join(f"{n.kraft_id}@{n.controller_address}" for n in state.voters)
+
+
+def _kraft_settings(node: NodeRecord, state: LabState, data: Path) -> dict[str, str]:
+    """A KRaft node: the broker's settings as in ZooKeeper mode, minus ZooKeeper, plus its
+    roles, its node id and the quorum it belongs to or asks."""
+    roles = [r for r, on in (("broker", node.role == "broker"),
+                             ("controller", node.controller_address is not None)) if on]
+    base = {"process.roles": ",".join(roles), "node.id": str(node.kraft_id),
+            "controller.quorum.voters": quorum_voters(state),
+            "controller.listener.names": "CONTROLLER", "log.dirs": str(data)}
+    controller = (f"CONTROLLER://{node.controller_address}"
+                  if node.controller_address is not None else "")
+    if node.role == "controller":
+        return {**base, "listeners": controller,
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                **{k: v for k, v in state.broker_config.items() if k in CONTROLLER_KEYS}}
+    listeners = sasl.broker_settings(node, state) or {
+        "listeners": f"PLAINTEXT://{node.address}",
+        "advertised.listeners": f"PLAINTEXT://{node.address}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT"}
+    listeners["listener.security.protocol.map"] += ",CONTROLLER:PLAINTEXT"
+    if controller:
+        listeners["listeners"] += "," + controller
+    return {**base, **state.broker_config, **listeners}
+
+
+# What a dedicated controller takes of the lab's settings: those that decide elections and
+# broker liveness; the rest (thread pools aside) are a broker's.
+CONTROLLER_KEYS = ("broker.session.timeout.ms", "broker.heartbeat.interval.ms",
+                   "unclean.leader.election.enable", "min.insync.replicas",
+                   "default.replication.factor", "auto.leader.rebalance.enable",
+                   "num.network.threads", "num.io.threads", "background.threads")
 
 
 def write_config(root: Path, node: NodeRecord, state: LabState) -> Path:
@@ -79,12 +131,30 @@ def write_config(root: Path, node: NodeRecord, state: LabState) -> Path:
     return path
 
 
+def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str) -> None:
+    """`kafka-storage format` once, before a KRaft node first starts (a restart keeps it)."""
+    if (data / "meta.properties").exists():
+        return
+    result = subprocess.run(
+        kafka.tool_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c",
+                           str(config), "--ignore-formatted"),
+        capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines() or [f"exit {result.returncode}"]
+        raise KinspectError(f"formatting {data} for KRaft failed: {lines[-1][:300]}")
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes in URL-safe base64, as `kafka-storage random-uuid`."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
 def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str) -> list[str]:
     """The JVM command line for a node, tagged with the lab id."""
     base = node_dir(root, node.name)
     is_zk = node.role == "zookeeper"
     log4j = resource_path("zookeeper-log4j.properties" if is_zk else "broker-log4j.properties")
-    heap = ZK_HEAP if is_zk else BROKER_HEAP
+    heap = ZK_HEAP if is_zk else CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
     main = "org.apache.zookeeper.server.quorum.QuorumPeerMain" if is_zk else "kafka.Kafka"
     config = base / ("zookeeper.properties" if is_zk else "server.properties")
     return [

@@ -34,6 +34,13 @@ MODERN: dict[str, str] = {
 
 PRESETS = {"demo": DEMO, "modern": MODERN}
 
+# In KRaft a broker's liveness is its heartbeat to the controller quorum, not a ZooKeeper
+# session: the demo preset gives it the same 6 s the 2018 session had; modern, Kafka's own 9 s.
+KRAFT_SESSION: dict[str, dict[str, str]] = {
+    "demo": {"broker.session.timeout.ms": "6000", "broker.heartbeat.interval.ms": "1000"},
+    "modern": {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "2000"},
+}
+
 # Settings every lab broker gets: small thread pools for a 2-core machine, quick group joins.
 COMMON: dict[str, str] = {
     "num.partitions": "1",
@@ -52,6 +59,7 @@ COMMON: dict[str, str] = {
 # The values `lab status` shows: the ones that decide what the experiments do.
 SHOWN_KEYS = (
     "zookeeper.session.timeout.ms",
+    "broker.session.timeout.ms",
     "replica.lag.time.max.ms",
     "default.replication.factor",
     "min.insync.replicas",
@@ -72,8 +80,15 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def effective(preset: str, overrides: dict[str, str]) -> dict[str, str]:
-    """The broker settings a lab runs with: common, then preset, then user overrides."""
+def effective(preset: str, overrides: dict[str, str], mode: str = "zookeeper") -> dict[str, str]:
+    """The broker settings a lab runs with: common, then preset, then user overrides. A KRaft
+    lab has no ZooKeeper settings and gets the quorum's session in their place."""
     if preset not in PRESETS:
         raise KinspectError(f"unknown preset {preset!r} (choose from: {', '.join(PRESETS)})")
-    return {**COMMON, **PRESETS[preset], **overrides}
+    settings = {**COMMON, **PRESETS[preset], **overrides}
+    if mode != "kraft":
+        return settings
+    if any(key.startswith("zookeeper.") for key in overrides):
+        raise KinspectError("a KRaft lab has no ZooKeeper: drop the zookeeper.* --broker-config")
+    kraft = {k: v for k, v in settings.items() if not k.startswith("zookeeper.")}
+    return {**kraft, **KRAFT_SESSION[preset], **overrides}

@@ -17,7 +17,14 @@ from pathlib import Path
 from kinspect.errors import KinspectError
 from kinspect.lab import dist, netns
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
-from kinspect.lab.nodes import java_command, node_dir, process_state, write_config
+from kinspect.lab.nodes import (
+    CONTROLLER_PORT,
+    format_storage,
+    java_command,
+    node_dir,
+    process_state,
+    write_config,
+)
 from kinspect.lab.readiness import port_open
 from kinspect.lab.shaping import Kit
 from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, load_state, save_state
@@ -43,16 +50,25 @@ class ProcessBackend(LabBackend):
             raise KinspectError(reason)
         slot = netns.choose_slot() if network == "netns" else None
 
-        def address(index: int, name: str) -> tuple[str, int]:
-            if slot:
-                return slot.address(index), 2181 if index == 0 else 9092
-            host, port = "127.0.0.1", options.base_port + index
+        controllers = options.dedicated_controllers
+
+        def free(host: str, port: int) -> int:
             if port_open(host, port):
                 raise KinspectError(
                     f"port {port} on {host} is already in use (choose another --base-port)")
-            return host, port
+            return port
 
-        nodes = plan_nodes(options.brokers, address)
+        def address(index: int, name: str) -> tuple[str, int]:
+            first = index < (1 if controllers is None else controllers)
+            if slot:
+                own = (2181 if controllers is None else CONTROLLER_PORT) if first else 9092
+                return slot.address(index), own
+            return "127.0.0.1", free("127.0.0.1", options.base_port + index)
+
+        def controller_port(index: int) -> int:  # combined mode: beside the broker's port
+            return CONTROLLER_PORT if slot else free("127.0.0.1", options.base_port + 100 + index)
+
+        nodes = plan_nodes(options.brokers, address, controllers, controller_port)
         version = dist.ensure(progress).version
         for node in nodes:
             node.netns = slot.netns(node.name) if slot else None
@@ -78,8 +94,12 @@ class ProcessBackend(LabBackend):
         self._start_cluster(state, deadline, progress)
 
     def _launch(self, state: LabState, node: NodeRecord) -> None:
-        write_config(self.root, node, state)
-        cmd = java_command(dist.ensure(), self.root, node, state.lab_id)
+        config = write_config(self.root, node, state)
+        kafka = dist.ensure()
+        if state.kraft:
+            format_storage(kafka, config, node_dir(self.root, node.name) / "data",
+                           state.extra["cluster_id"])
+        cmd = java_command(kafka, self.root, node, state.lab_id)
         if node.netns:
             cmd = netns.in_ns(node.netns, *cmd)
         out = node_dir(self.root, node.name) / "logs" / f"{node.name}.out"

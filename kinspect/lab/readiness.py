@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from kinspect.clients.zookeeper import read_controller, zk_session
 from kinspect.errors import KinspectError
+from kinspect.lab.state import LabState
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -106,3 +107,36 @@ def wait_for_cluster(
             time.sleep(0.2)
     missing = sorted(set(broker_ids) - seen)
     raise KinspectError(f"brokers {missing} did not register in time")
+
+
+def wait_for_kraft(state: LabState, deadline: float, dead: Callable[[], list[str]],
+                   progress: Callable[[str], None]) -> int:
+    """Block until every broker is in the cluster's metadata (KRaft lists unfenced brokers
+    only) and the controller quorum names a leader; return the leader's node id."""
+    from confluent_kafka import KafkaException
+
+    from kinspect.clients.kafka import quiet_admin
+    from kinspect.clients.quorum import describe_quorum
+
+    wanted = {b.broker_id for b in state.brokers}
+    admin = quiet_admin(state.bootstrap, **{"socket.timeout.ms": 3000})
+    seen: set[int] = set()
+    while time.monotonic() < deadline:
+        gone = dead()
+        if gone:
+            raise KinspectError(f"{', '.join(gone)} exited while starting")
+        try:
+            listed = set(admin.list_topics(timeout=2).brokers)
+        except KafkaException:
+            listed = set()
+        for broker in sorted(listed - seen):
+            progress(f"  broker {broker} registered and unfenced")
+        seen |= listed
+        if wanted <= listed:
+            answer = describe_quorum(list(state.controller_addresses.values()), timeout_s=2.0)
+            if answer is not None and answer.leader_id is not None:
+                return answer.leader_id
+        time.sleep(0.3)
+    missing = sorted(b for b in wanted - seen if b is not None)
+    raise KinspectError(f"brokers {missing} did not join the KRaft cluster in time"
+                        if missing else "the controller quorum elected no leader in time")

@@ -38,10 +38,12 @@ class NodeState(StrEnum):
 
 @dataclass
 class NodeRecord:
-    """One node of the lab: ZooKeeper (zk1) or a broker (kafka1..N)."""
+    """One node of the lab: ZooKeeper (zk1), a broker (kafka1..N) or a KRaft controller
+    (ctl1..N, node id 100 + N). In a combined KRaft lab each broker is also a voter and its
+    controller listener is at `controller_port`."""
 
     name: str
-    role: str  # "zookeeper" | "broker"
+    role: str  # "zookeeper" | "broker" | "controller"
     host: str
     port: int
     broker_id: int | None = None
@@ -49,6 +51,8 @@ class NodeRecord:
     state: NodeState = NodeState.STOPPED
     netns: str | None = None
     container: str | None = None
+    node_id: int | None = None  # a dedicated controller's KRaft node id (brokers: broker_id)
+    controller_port: int | None = None  # a combined broker's controller listener
 
     def __post_init__(self) -> None:
         self.state = NodeState(self.state)  # from the state file's string
@@ -56,6 +60,18 @@ class NodeRecord:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def kraft_id(self) -> int | None:
+        """Its KRaft node id: the broker id, or a dedicated controller's own."""
+        return self.broker_id if self.broker_id is not None else self.node_id
+
+    @property
+    def controller_address(self) -> str | None:
+        """Where its KRaft controller listener is (None: it is not a voter)."""
+        if self.role == "controller":
+            return self.address
+        return f"{self.host}:{self.controller_port}" if self.controller_port else None
 
 
 @dataclass
@@ -75,6 +91,11 @@ class LabState:
     groups: list[list[str]] = field(default_factory=list)
     clients_with: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    mode: str = "zookeeper"  # "zookeeper" | "kraft"
+
+    @property
+    def kraft(self) -> bool:
+        return self.mode == "kraft"
 
     def node(self, name: str) -> NodeRecord | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -96,8 +117,24 @@ class LabState:
         return [n for n in self.nodes if n.role == "broker"]
 
     @property
-    def zookeeper(self) -> NodeRecord:
-        return next(n for n in self.nodes if n.role == "zookeeper")
+    def zookeeper(self) -> NodeRecord | None:
+        """zk1; None in a KRaft lab."""
+        return next((n for n in self.nodes if n.role == "zookeeper"), None)
+
+    @property
+    def zookeeper_address(self) -> str | None:
+        return self.zookeeper.address if self.zookeeper else None
+
+    @property
+    def voters(self) -> list[NodeRecord]:
+        """The KRaft controller quorum: dedicated controllers, or every broker when combined."""
+        return [n for n in self.nodes if n.controller_address is not None]
+
+    @property
+    def controller_addresses(self) -> dict[int, str]:
+        """KRaft node id -> controller listener, for asking each voter directly."""
+        return {n.kraft_id: n.controller_address for n in self.voters
+                if n.kraft_id is not None and n.controller_address is not None}
 
     @property
     def bootstrap(self) -> str:

@@ -15,6 +15,8 @@ from kinspect.errors import KinspectError
 CLIENTS = "clients"
 ZOOKEEPER_NODE = "zk1"
 BROKER_PREFIX = "kafka"
+CONTROLLER_PREFIX = "ctl"
+CONTROLLER_ID_BASE = 100  # ctlN is KRaft node 100 + N: apart from the brokers' ids 1..9
 
 
 def broker_node(broker_id: int) -> str:
@@ -28,9 +30,27 @@ def broker_id_of(node: str | None) -> int | None:
     return int(digits) if (node or "").startswith(BROKER_PREFIX) and digits.isdigit() else None
 
 
-def node_names(brokers: int) -> list[str]:
-    """zk1, kafka1..kafkaN: a lab of N brokers."""
-    return [ZOOKEEPER_NODE, *(broker_node(i) for i in range(1, brokers + 1))]
+def node_names(brokers: int, controllers: int | None = None) -> list[str]:
+    """zk1, kafka1..kafkaN: a ZooKeeper lab of N brokers (controllers None); ctl1..ctlM,
+    kafka1..kafkaN: a KRaft lab (M = 0: the brokers are the quorum themselves)."""
+    first = ([ZOOKEEPER_NODE] if controllers is None
+             else [f"{CONTROLLER_PREFIX}{i}" for i in range(1, controllers + 1)])
+    return [*first, *(broker_node(i) for i in range(1, brokers + 1))]
+
+
+def controller_id_of(node: str) -> int | None:
+    """ctlN → its KRaft node id (100 + N); None for anything else."""
+    digits = node[len(CONTROLLER_PREFIX):]
+    if node.startswith(CONTROLLER_PREFIX) and digits.isdigit():
+        return CONTROLLER_ID_BASE + int(digits)
+    return None
+
+
+def node_of(node_id: int) -> str:
+    """The lab node a controller or broker id names: kafkaN, or ctlN for KRaft's 100 + N."""
+    if node_id > CONTROLLER_ID_BASE:
+        return f"{CONTROLLER_PREFIX}{node_id - CONTROLLER_ID_BASE}"
+    return broker_node(node_id)
 
 
 def parse_groups(specs: Sequence[str], nodes: Iterable[str]) -> list[list[str]]:
@@ -84,7 +104,9 @@ def blocked_pairs(
 
 
 def isolate_groups(node: str, nodes: Iterable[str], scope: str) -> list[list[str]]:
-    """`isolate NODE --from zk|brokers|all` expressed as partition groups."""
+    """`isolate NODE --from zk|brokers|all` expressed as partition groups. In a KRaft lab
+    `zk` (or its alias `controllers`) means the dedicated controller quorum: the node that
+    stands where ZooKeeper stood."""
     known = list(nodes)
     if node not in known:
         raise KinspectError(f"unknown node {node!r} (nodes: {', '.join(known)})")
@@ -93,9 +115,12 @@ def isolate_groups(node: str, nodes: Iterable[str], scope: str) -> list[list[str
     brokers = [n for n in others if broker_id_of(n) is not None]
     if scope == "all":
         return [[node], others]
-    if scope == "zk":
+    if scope in ("zk", "controllers"):
         if not zookeepers:
-            raise KinspectError(f"{node} is ZooKeeper itself; use --from brokers or all")
+            what = ("ZooKeeper itself" if node == ZOOKEEPER_NODE else
+                    "in a lab whose brokers are the controller quorum (combined mode)"
+                    if broker_id_of(node) is not None else "the only controller")
+            raise KinspectError(f"{node} is {what}; use --from brokers or all")
         return [[node, *brokers], others]
     if scope == "brokers":
         return [[node, *zookeepers], others] if brokers else [[node], others]

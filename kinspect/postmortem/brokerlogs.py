@@ -11,7 +11,13 @@ The formats are Kafka's own (3.x, with the 2.x variants still seen in the wild):
       state LeaderAndIsr(leader=3, leaderEpoch=5, ...)
   Unable to reconnect to ZooKeeper service, session 0x1000 has expired    org.apache.zookeeper.ClientCnxn
   [ZooKeeperClient Kafka server] Session expired.                          kafka.zookeeper.ZooKeeperClient
-A broker's session expiry is only those last two (both logged once it reaches ZooKeeper again);
+KRaft (3.9) says the same facts in other words, on the controller nodes and the brokers:
+  [QuorumController id=101] Becoming the active controller at epoch 3, next write offset 1.
+  [QuorumController id=101] Fencing broker 2 because its session has timed out.
+  [QuorumController id=101] The request from broker 2 to unfence has been granted because ...
+  [BrokerLifecycleManager id=2] Unable to send a heartbeat because the RPC got timed out ...
+(a leader's and a follower's "starts at leader epoch" and the truncations are as above).
+A broker's session expiry is only those ZooKeeper lines (both logged once it reaches ZooKeeper again);
 'Client session timed out' and '... Attempting reconnect except it is a SessionExpiredException'
 are every lost connection, expired or not, so they do not count.
 
@@ -46,11 +52,17 @@ _ZK_EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session 0x[
                          r"|\[ZooKeeperClient [^\]]*\] Session expired\.")
 _ZK_NEW = re.compile(r"Initializing a new session to|Session establishment complete")
 _REGISTERED = re.compile(r"Registered broker (\d+) at path")
+_ACTIVE = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)")
+_FENCED = re.compile(r"Fencing broker (\d+) because (.+?)\.? \(")
+_UNFENCED = re.compile(r"The request from broker (\d+) to unfence has been granted")
+_HEARTBEAT = re.compile(r"\[BrokerLifecycleManager id=(\d+)\] Unable to send a heartbeat")
 # Every line that can matter says one of these. Plain substring tests are fast; the patterns
 # above are not (`\S+-\d+` tried at each position of a long line): they run only on a line
 # that says what they look for, and the date is parsed only for those.
 _WORTH_A_LOOK = ("ISR from", "starts at", "Truncating", "successfully elected",
-                 "Changed partition", "Registered broker", "ZooKeeper", "Session e", "new session")
+                 "Changed partition", "Registered broker", "ZooKeeper", "Session e", "new session",
+                 "active controller", "Fencing broker", "to unfence", "send a heartbeat")
+REPEATING = {"log_zk_expired", "log_zk_session", "log_heartbeat_failed"}  # one per 5 s
 
 
 def parse_ts(stamp: str, millis: str) -> int:
@@ -115,6 +127,22 @@ def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
     if "Registered broker" in text and (found := _REGISTERED.search(text)):
         return {**base, "kind": "log_broker_registered", "partition": None, "broker": int(found[1]),
                 "severity": "info", "detail": f"broker {found[1]} registered in ZooKeeper"}
+    if "active controller" in text and (found := _ACTIVE.search(text)):
+        node_id, epoch = int(found[1]), int(found[2])
+        return {**base, "kind": "log_controller_elected", "partition": None, "broker": node_id,
+                "severity": "warn", "epoch": epoch,
+                "detail": f"node {node_id} became the active controller (quorum epoch {epoch})"}
+    if "Fencing broker" in text and (found := _FENCED.search(text)):
+        return {**base, "kind": "log_broker_fenced", "partition": None, "broker": int(found[1]),
+                "severity": "error", "detail": f"controller fenced broker {found[1]} "
+                f"({found[2].removeprefix('its ')})"}
+    if "to unfence" in text and (found := _UNFENCED.search(text)):
+        return {**base, "kind": "log_broker_unfenced", "partition": None, "broker": int(found[1]),
+                "severity": "info", "detail": f"controller unfenced broker {found[1]}"}
+    if "send a heartbeat" in text and (found := _HEARTBEAT.search(text)):
+        return {**base, "kind": "log_heartbeat_failed", "partition": None,
+                "broker": int(found[1]), "severity": "warn",
+                "detail": f"broker {found[1]}: cannot reach the controller quorum (heartbeat)"}
     if _ZK_EXPIRED.search(text):
         return {**base, "kind": "log_zk_expired", "partition": None, "broker": broker,
                 "severity": "error", "detail": f"broker {broker}: ZooKeeper session expired"}
@@ -134,7 +162,8 @@ def _truncation(base: dict[str, Any], partition: str | None, offset: int,
 def parse_lines(lines: Iterable[str], node: str, topic: str | None = None) -> list[dict[str, Any]]:
     """Events from one node's lines, only those of `topic` (plus cluster-wide ones).
 
-    Repeated ZooKeeper lines (a reconnect loop logs one a second) collapse to one per 5 s.
+    Repeated ZooKeeper or heartbeat lines (a reconnect loop logs one a second or two) collapse
+    to one per 5 s.
     """
     out: list[dict[str, Any]] = []
     last_zk: dict[str, int] = {}
@@ -146,7 +175,7 @@ def parse_lines(lines: Iterable[str], node: str, topic: str | None = None) -> li
         partition = event["partition"]
         if partition is not None and pattern is not None and not pattern.match(partition):
             continue
-        if event["kind"] in {"log_zk_expired", "log_zk_session"}:
+        if event["kind"] in REPEATING:
             if event["ts"] - last_zk.get(event["kind"], -10**15) < 5000:
                 continue
             last_zk[event["kind"]] = event["ts"]

@@ -30,7 +30,8 @@ def collect_lab_evidence(run_dir: Path, lab: LabState, window: tuple[int, int],
     (run_dir / FAULTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in entries))
     kept.append(f"{FAULTS_FILE} ({len(entries)} faults)")
     backend = open_backend(lab.backend)
-    for broker in lab.brokers:
+    for broker in [n for n in lab.nodes if n.role in ("broker", "controller")]:
+        # KRaft's controllers too: they fence brokers and hold the quorum's elections
         source = backend.broker_log_dir(broker.name)  # a docker lab copies them out first
         if source is None:
             continue

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kinspect.clients.zookeeper import read_leaders
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
 from kinspect.load.consumers.settings import (
@@ -131,27 +130,30 @@ def loads_on(topic: str) -> list[Path]:
 
 
 def wait_for_agreement(lab: LabState, topic: str, timeout_s: float, say: Say) -> str | None:
-    """Wait until every running broker names the leader ZooKeeper names for each partition of
-    the topic; the first partition still in dispute after the timeout, else None."""
+    """Wait until every running broker names the leader the controller decided (ZooKeeper's,
+    or in KRaft the newest epoch any broker has) for each partition of the topic; the first
+    partition still in dispute after the timeout, else None."""
     from kinspect.clients.wire import ask_metadata
-    from kinspect.clients.zookeeper import zk_session
+    from kinspect.lab.decided import lab_decisions
 
+    judge = "the controller quorum" if lab.kraft else "ZooKeeper"
     try:
-        with zk_session(lab.zookeeper.address, 5.0) as zk:
+        with lab_decisions(lab, 5.0) as decided:
             deadline, told = time.monotonic() + timeout_s, False
             while True:
-                disputed = _disputed(read_leaders(zk, topic), lab, topic, ask_metadata)
+                disputed = _disputed(decided.leaders(topic), lab, topic, ask_metadata, judge)
                 if disputed is None or time.monotonic() > deadline:
                     return disputed
                 if not told:
-                    say(f"waiting for the brokers to agree with ZooKeeper about {disputed}…")
+                    say(f"waiting for the brokers to agree with {judge} about {disputed}…")
                     told = True
                 time.sleep(0.5)
     except KinspectError:
         return None  # no ZooKeeper to compare with: nothing to wait for
 
 
-def _disputed(leaders: dict[int, int], lab: LabState, topic: str, ask: Any) -> str | None:
+def _disputed(leaders: dict[int, int], lab: LabState, topic: str, ask: Any,
+              judge: str = "ZooKeeper") -> str | None:
     for broker in lab.brokers:
         if broker.state != "running":
             continue
@@ -162,7 +164,7 @@ def _disputed(leaders: dict[int, int], lab: LabState, topic: str, ask: Any) -> s
         for partition, leader in sorted(leaders.items()):
             claim = answer.partitions.get((topic, partition))
             if claim is not None and claim.leader != leader:
-                return f"{topic}-{partition} ({broker.name} says {claim.leader}, ZooKeeper {leader})"
+                return f"{topic}-{partition} ({broker.name} says {claim.leader}, {judge} {leader})"
     return None
 
 

@@ -188,6 +188,10 @@ def _context(report: dict[str, Any], top: dict[str, Any], events: list[dict[str,
                and e.get("broker") == broker and broker is not None]
     if expired:
         parts.append(f"; it lost ZooKeeper at {clock(expired[0]['ts'])}")
+    fenced = [e for e in events if e["kind"] in {"log_broker_fenced", "broker_fenced"}
+              and e.get("broker") == broker and broker is not None]
+    if fenced and not expired:
+        parts.append(f"; the controller quorum fenced it at {clock(fenced[0]['ts'])}")
     if epoch is not None:
         later = sorted((e, b, ts) for (p, e), (b, ts) in leaders.items() if p == partition and e > epoch)
         if later:

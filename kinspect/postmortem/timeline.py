@@ -26,7 +26,9 @@ ELECTION = ("log_leader_start", "log_leader_and_isr", "leader_changed", "partiti
 ISR = ("log_isr_shrink", "log_isr_expand", "isr_shrank", "isr_expanded")
 CONTROLLER = ("controller_changed", "log_controller_elected")
 REGISTERED = ("log_broker_registered", "broker_registered")
-PREFERENCE = {kind: i for family in (ELECTION, ISR, CONTROLLER, REGISTERED, ("log_truncate",))
+FENCED = ("log_broker_fenced", "broker_fenced")  # KRaft: the quorum stopped counting on it
+PREFERENCE = {kind: i for family in (ELECTION, ISR, CONTROLLER, REGISTERED, FENCED,
+                                     ("log_truncate",))
               for i, kind in enumerate(family)}
 SOURCE_ORDER = ("faults", "observer", "controller log", "broker log")
 
@@ -69,7 +71,8 @@ def merge(observer: list[dict[str, Any]] | None, faults: list[dict[str, Any]] | 
 def _label(e: dict[str, Any]) -> str:
     """Who saw it, in words: the controller's lines are told apart from a broker's own."""
     if e.get("source") == "broker-log":
-        return "controller log" if e["kind"] in {"log_leader_and_isr", "log_controller_elected"} \
+        return "controller log" if e["kind"] in {"log_leader_and_isr", "log_controller_elected",
+                                                 "log_broker_fenced"} \
             else "broker log"
     return str(e.get("source"))
 
@@ -87,6 +90,8 @@ def _fact(e: dict[str, Any]) -> tuple[Any, ...] | None:
         return ("controller", int(e["broker"]), int(e["epoch"]))
     if kind in REGISTERED and e.get("broker") is not None:
         return ("registered", int(e["broker"]))
+    if kind in FENCED and e.get("broker") is not None:
+        return ("fenced", int(e["broker"]))
     if kind == "log_truncate":  # the fetcher and the log itself both say it
         return ("truncate", e.get("broker"), partition, e.get("offset"))
     return None

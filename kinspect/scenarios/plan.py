@@ -13,20 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kazoo.client import KazooClient
-
-from kinspect.clients.zookeeper import read_controller, read_partition_state, read_replicas
+from kinspect.clients.decisions import Decisions
 from kinspect.errors import KinspectError
 from kinspect.lab.backend import LabBackend
 from kinspect.lab.faults import Fault
-from kinspect.lab.topology import broker_node
+from kinspect.lab.topology import broker_node, node_of
 from kinspect.load.runstats import aggregate, read_stats
 from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
 
 Say = Callable[[str], None]
 
 
-def resolve(target: str, zk: KazooClient, topic: str, remembered: dict[str, list[str]],
+def resolve(target: str, decided: Decisions, topic: str, remembered: dict[str, list[str]],
             all_brokers: list[str]) -> list[str]:
     """Node names a target means right now."""
     if target.startswith("@"):
@@ -34,21 +32,21 @@ def resolve(target: str, zk: KazooClient, topic: str, remembered: dict[str, list
             raise KinspectError(f"target {target} names nothing remembered by an earlier step")
         return remembered[target[1:]]
     if target in ("leader", "follower", "followers"):
-        state = read_partition_state(zk, topic, 0)
+        state = decided.partition(topic, 0)
         leader = state.leader if state else -1
         if target == "leader":
             if leader < 0:
                 raise KinspectError(f"{topic}-0 has no leader to hit")
             return [broker_node(leader)]
-        followers = [broker_node(b) for b in read_replicas(zk, topic).get(0, ()) if b != leader]
+        followers = [broker_node(b) for b in decided.replicas(topic).get(0, ()) if b != leader]
         return followers[:1] if target == "follower" else followers
     if target == "controller":
-        controller = read_controller(zk)
+        controller = decided.controller()
         if controller is None:
             raise KinspectError("there is no controller to hit")
-        return [broker_node(controller)]
+        return [node_of(controller)]
     if target == "offsets-leader":
-        offsets = read_partition_state(zk, "__consumer_offsets", 0)
+        offsets = decided.partition("__consumer_offsets", 0)
         if offsets is None:
             raise KinspectError("__consumer_offsets does not exist yet")
         return [broker_node(offsets.leader)]
@@ -87,11 +85,11 @@ class FaultPlan(threading.Thread):
     """Fires each step when its moment comes; `probe` runs once in the middle of the first
     held fault (reads or a consumer group, while the fault is on)."""
 
-    def __init__(self, steps: tuple[FaultStep, ...], lab: LabBackend, zk: KazooClient, topic: str,
+    def __init__(self, steps: tuple[FaultStep, ...], lab: LabBackend, decided: Decisions, topic: str,
                  run_dir: Path, planned: int, say: Say,
                  probe: Callable[[], None] | None = None) -> None:
         super().__init__(name="fault-plan", daemon=True)
-        self.steps, self.lab, self.zk, self.topic = steps, lab, zk, topic
+        self.steps, self.lab, self.decided, self.topic = steps, lab, decided, topic
         self.run_dir, self.planned, self.say, self.probe = run_dir, planned, say, probe
         self.log = PlanLog()
         self.load_done = threading.Event()
@@ -109,7 +107,7 @@ class FaultPlan(threading.Thread):
                     self.log.skipped.append(f"{step.do} {step.target}: the load ended before "
                                             f"{step.at:.0%} was acknowledged")
                     continue
-                nodes = resolve(step.target, self.zk, self.topic, self._remembered,
+                nodes = resolve(step.target, self.decided, self.topic, self._remembered,
                                 self._brokers)
                 faults = step.faults(nodes)
                 self._apply(step.do, faults, nodes)

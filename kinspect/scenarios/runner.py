@@ -15,12 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kazoo.client import KazooClient
-
-from kinspect.clients.zookeeper import read_partition_state, zk_session
+from kinspect.clients.decisions import Decisions
 from kinspect.errors import KinspectError
 from kinspect.lab import open_backend, reset_lab
 from kinspect.lab.backend import LabBackend, UpOptions
+from kinspect.lab.decided import lab_decisions
 from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.state import LabState, NodeState
 from kinspect.lab.topics import create_topics
@@ -72,9 +71,9 @@ def heal_everything(lab: LabBackend, say: Say) -> None:
     lab.apply(Fault(FaultKind.UNSLOW))
 
 
-def _full_isr(zk: KazooClient, scenario: Scenario) -> bool:
+def _full_isr(decided: Decisions, scenario: Scenario) -> bool:
     for p in range(scenario.partitions):
-        state = read_partition_state(zk, scenario.topic, p)
+        state = decided.partition(scenario.topic, p)
         if state is None or state.leader < 0 or len(state.isr) < scenario.replication_factor:
             return False
     return True
@@ -177,17 +176,19 @@ def unshapeable(scenario: Scenario) -> str | None:
 
 
 def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
-                 spark: Any = None) -> dict[str, Any]:
-    """Run it; return the result row (also written to RUN_DIR/scenario.json)."""
+                 spark: Any = None, mode: str = "zookeeper") -> dict[str, Any]:
+    """Run it on a lab of that mode (in KRaft the controller quorum stands where ZooKeeper
+    stood); return the result row (also written to RUN_DIR/scenario.json)."""
     if (why := unshapeable(scenario)) is not None:
-        row = skipped_row(scenario, why)
+        row = {**skipped_row(scenario, why), "mode": mode}
         _save(run_dir, row)
         return row
     lab, state = reset_lab(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
-                                     overrides=scenario.broker_config), say)
+                                     overrides=scenario.broker_config, mode=mode), say)
     try:
-        with zk_session(state.zookeeper.address, 30.0, session_s=10.0) as zk:
-            row = _run_on_lab(scenario, run_dir, say, lab, state, zk, spark)
+        with lab_decisions(state) as decided:
+            row = {**_run_on_lab(scenario, run_dir, say, lab, state, decided, spark),
+                   "mode": mode}
     finally:
         if not keep_lab:
             lab.down(say)
@@ -201,7 +202,7 @@ def _save(run_dir: Path, row: dict[str, Any]) -> None:
 
 
 def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,
-                zk: KazooClient, spark: Any) -> dict[str, Any]:
+                decided: Decisions, spark: Any) -> dict[str, Any]:
     bootstrap = state.bootstrap
     run_id = new_run_id()  # the load's and the group's: the group starts first
     group = scenario.consume_settings(bootstrap, run_id)
@@ -209,7 +210,7 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     if group is not None and group.output is not None:
         topics[group.output] = scenario.partitions
     create_topics(bootstrap, topics, scenario.replication_factor, scenario.topic_config)
-    _wait(lambda: _full_isr(zk, scenario), 90, f"a full ISR on {scenario.topic}")
+    _wait(lambda: _full_isr(decided, scenario), 90, f"a full ISR on {scenario.topic}")
     if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
         raise KinspectError("the consumer group never got an assignment before the fault")
     settings = scenario.load_settings(bootstrap)
@@ -222,14 +223,14 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
 
     wants_probe = scenario.consumer_group or any(c.metric == "consumed_during_fault"
                                                  for c in scenario.expect)
-    plan = FaultPlan(scenario.steps, lab, zk, scenario.topic, run_dir, settings.count or 0, say,
+    plan = FaultPlan(scenario.steps, lab, decided, scenario.topic, run_dir, settings.count or 0, say,
                      probe if wants_probe else None)
     expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
     say(f"load: {settings.count:,} messages, acks={settings.acks}, "
         f"{settings.producers} producer(s)")
     # The timeline covers the whole run, not just the load: a failover that completes after
     # the last message was sent is still part of the story.
-    with recording_timeline(bootstrap, state.zookeeper.address, run_dir, expected), \
+    with recording_timeline(bootstrap, state.zookeeper_address, run_dir, expected), \
             consumers_along(group, run_dir, say):
         plan.start()
         try:
@@ -239,7 +240,7 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
             plan.load_done.set()
         plan.join(timeout=_plan_budget(scenario))
         heal_everything(lab, say)
-        _wait(lambda: _full_isr(zk, scenario), 180,
+        _wait(lambda: _full_isr(decided, scenario), 180,
               f"{scenario.topic} healed (leader and full ISR)")
     say("verify, evidence and post-mortem (Spark)…")
     report = finish_run(run_dir, bootstrap, lab=lab.state() or state, spark=spark)

@@ -67,3 +67,37 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     body = ["| " + " | ".join(cell(k, r).replace("|", "/") for k, _ in columns) + " |"
             for r in rows]
     return "\n".join([head, rule, *body])
+
+
+# What the side-by-side table shows of each mode: the verdict and the failover.
+PER_MODE = (("acked_lost", "acked lost"), ("failover_ms", "failover"),
+            ("unavailable_ms", "unavailable"), ("expectation_met", "expected?"))
+MODE_NAMES = {"zookeeper": "ZooKeeper", "kraft": "KRaft"}
+
+
+def side_by_side(rows: Sequence[dict[str, Any]], modes: Sequence[str],
+                 markdown: bool = False) -> str:
+    """One line a scenario, each mode's figures beside the other's: which lessons still hold
+    in today's Kafka. A scenario run more than once shows its last run of each mode."""
+    names = list(dict.fromkeys(r["scenario"] for r in rows))
+    last = {(r["scenario"], r.get("mode", "zookeeper")): r for r in rows}
+    head = ["scenario", *(f"{MODE_NAMES.get(m, m)}: {t}" for m in modes for _, t in PER_MODE)]
+    body = []
+    for name in names:
+        line = [name]
+        for mode in modes:
+            row = last.get((name, mode))
+            line += [cell(k, row) if row is not None else "-" for k, _ in PER_MODE]
+        body.append(line)
+    if markdown:
+        rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"
+        return "\n".join(["| " + " | ".join(head) + " |", rule,
+                          *("| " + " | ".join(c.replace("|", "/") for c in b) + " |"
+                            for b in body)])
+    grid = [head, *body]
+    widths = [max(len(line[i]) for line in grid) for i in range(len(head))]
+    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                     for i, (c, w) in enumerate(zip(line, widths, strict=True))).rstrip()
+           for line in grid]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)

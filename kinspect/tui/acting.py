@@ -154,7 +154,7 @@ class ActingApp(App[None]):
             if scope:
                 self.apply_fault(Fault(FaultKind.ISOLATE, node, Scope(scope)))
 
-        self.push_screen(IsolateScreen(node), chosen)
+        self.push_screen(IsolateScreen(node, kraft=bool(self.lab and self.lab.kraft)), chosen)
 
     def action_slow(self) -> None:
         """Slow the selected broker's link (what it receives), or restore it if slowed."""

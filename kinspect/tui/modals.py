@@ -49,18 +49,19 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 class IsolateScreen(ModalScreen[str | None]):
-    """Which way to cut a broker off: ZooKeeper only (the zombie leader), brokers, or all."""
+    """Which way to cut a broker off: ZooKeeper (in KRaft the controller quorum) only, the
+    zombie leader; brokers; or all."""
 
     BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, kraft: bool = False) -> None:
         super().__init__()
-        self.node = node
+        self.node, self.kraft = node, kraft
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(Text(f"Isolate {self.node}", "bold"))
-            yield OptionList(*[Option(scope.words, id=scope.value)
+            yield OptionList(*[Option(scope.words_in(self.kraft), id=scope.value)
                                for scope in (Scope.ZK, Scope.BROKERS, Scope.ALL)])
 
     @on(OptionList.OptionSelected)
@@ -97,6 +98,8 @@ class PartitionEditor(ModalScreen[list[str] | None]):
     def __init__(self, nodes: list[str]) -> None:
         super().__init__()
         self.nodes = nodes
+        # zk1, or in a KRaft lab its first controller: what the example cuts kafka2 from
+        self.decider = next((n for n in nodes if not n.startswith("kafka")), "zk1")
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
@@ -104,7 +107,8 @@ class PartitionEditor(ModalScreen[list[str] | None]):
             yield Static(Text("Groups separated by spaces, nodes by commas; two nodes talk only "
                               "if some group holds both, unnamed nodes form one more group.\n"
                               f"Nodes: {', '.join(self.nodes)}.   Example: "
-                              "kafka1,kafka2,kafka3 kafka1,kafka3,zk1 (kafka2 loses ZooKeeper)",
+                              f"kafka1,kafka2,kafka3 kafka1,kafka3,{self.decider} (kafka2 "
+                              f"loses {'ZooKeeper' if self.decider == 'zk1' else 'the quorum'})",
                               "dim"))
             yield Input(placeholder="kafka2", id="groups")
             yield Static(id="preview")

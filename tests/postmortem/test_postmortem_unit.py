@@ -57,6 +57,21 @@ def test_log_timestamps_are_local_time() -> None:
      "(org.apache.zookeeper.ClientCnxn)", {"kind": "log_zk_expired", "broker": 2}),
     ("INFO Registered broker 2 at path /brokers/ids/2 with addresses: PLAINTEXT://x:9092 "
      "(kafka.zk.KafkaZkClient)", {"kind": "log_broker_registered", "broker": 2}),
+    # KRaft 3.9, as a lab's ctl1 and kafka2 logged them
+    ("INFO [QuorumController id=101] Becoming the active controller at epoch 1, next write "
+     "offset 1. (org.apache.kafka.controller.QuorumController)",
+     {"kind": "log_controller_elected", "broker": 101, "epoch": 1}),
+    ("INFO [QuorumController id=101] Fencing broker 2 because its session has timed out. "
+     "(org.apache.kafka.controller.ReplicationControlManager)",
+     {"kind": "log_broker_fenced", "broker": 2,
+      "detail": "controller fenced broker 2 (session has timed out)"}),
+    ("INFO [QuorumController id=101] The request from broker 2 to unfence has been granted "
+     "because it has caught up with the offset of its register broker record 11. "
+     "(org.apache.kafka.controller.BrokerHeartbeatManager)",
+     {"kind": "log_broker_unfenced", "broker": 2}),
+    ("INFO [BrokerLifecycleManager id=2] Unable to send a heartbeat because the RPC got timed "
+     "out before it could be sent. (kafka.server.BrokerLifecycleManager)",
+     {"kind": "log_heartbeat_failed", "broker": 2}),
 ])
 def test_kafka_log_lines(line: str, expected: dict[str, object]) -> None:
     event = brokerlogs.parse_line(f"{STAMP} {line}", "kafka2")

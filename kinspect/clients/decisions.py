@@ -1,0 +1,100 @@
+"""Who leads what, as decided: ZooKeeper's znodes, or in KRaft the newest word the brokers have.
+
+Scenarios, the lab's waits and the post-mortem's "do the brokers agree yet" ask the same three
+questions of either mode: a partition's leader and ISR, a topic's replicas, the controller. In
+ZooKeeper mode the controller writes its decisions to znodes. In KRaft they live in the
+controller quorum's metadata log, which only brokers and controllers read; each broker serves
+its copy, and a broker cut off from the quorum keeps serving an old one. So a KRaft decision is
+the claim with the highest leader epoch among the brokers' own answers: the newest any of them
+has heard, never the word of whichever broker a client happened to ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kazoo.client import KazooClient
+
+from kinspect.clients import zookeeper as znodes
+from kinspect.clients.quorum import describe_quorum
+from kinspect.clients.wire import BrokerClaim, BrokerLink, ask_claims, connection_settings
+from kinspect.model.views import PartitionStateZ
+
+
+class Decisions(Protocol):
+    """The controller's decisions, whichever mode keeps them."""
+
+    def partition(self, topic: str, partition: int) -> PartitionStateZ | None: ...
+
+    def leaders(self, topic: str) -> dict[int, int]: ...
+
+    def replicas(self, topic: str) -> dict[int, tuple[int, ...]]: ...
+
+    def controller(self) -> int | None: ...
+
+
+class ZooKeeperDecisions:
+    """Read from the znodes the controller writes."""
+
+    def __init__(self, zk: KazooClient) -> None:
+        self.zk = zk
+
+    def partition(self, topic: str, partition: int) -> PartitionStateZ | None:
+        return znodes.read_partition_state(self.zk, topic, partition)
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        return znodes.read_leaders(self.zk, topic)
+
+    def replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
+        return znodes.read_replicas(self.zk, topic)
+
+    def controller(self) -> int | None:
+        return znodes.read_controller(self.zk)
+
+
+class KRaftDecisions:
+    """Every broker asked for its own metadata; per partition the highest leader epoch wins.
+    The controller is the quorum's leader (DescribeQuorum), not DescribeCluster's answer,
+    which in KRaft names a random broker."""
+
+    def __init__(self, brokers: Mapping[int, str], controllers: Mapping[int, str],
+                 config: Mapping[str, Any] | None = None, timeout_s: float = 2.0) -> None:
+        settings = connection_settings(config)
+        self.links = {b: BrokerLink(address, settings, b) for b, address in brokers.items()}
+        self.quorum = [*controllers.values(), *brokers.values()]
+        self.config, self.timeout_s = dict(config or {}), timeout_s
+
+    def newest(self) -> dict[tuple[str, int], BrokerClaim]:
+        """Each partition's claim with the highest leader epoch any broker answered with."""
+        best: dict[tuple[str, int], BrokerClaim] = {}
+        for link in self.links.values():
+            try:
+                claims = ask_claims(link, self.timeout_s).partitions
+            except (OSError, ConnectionError, ValueError, EOFError):
+                continue  # down, frozen or cut off: the others answer
+            for key, claim in claims.items():
+                if key not in best or claim.leader_epoch > best[key].leader_epoch:
+                    best[key] = claim
+        return best
+
+    def partition(self, topic: str, partition: int) -> PartitionStateZ | None:
+        claim = self.newest().get((topic, partition))
+        if claim is None:
+            return None
+        return PartitionStateZ(leader=claim.leader, leader_epoch=claim.leader_epoch,
+                               isr=claim.isr, controller_epoch=-1)
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        return {p: c.leader for (t, p), c in self.newest().items() if t == topic}
+
+    def replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
+        return {p: c.replicas for (t, p), c in self.newest().items() if t == topic}
+
+    def controller(self) -> int | None:
+        answer = describe_quorum(self.quorum, self.config, self.timeout_s)
+        return answer.leader_id if answer is not None else None
+
+    def close(self) -> None:
+        for link in self.links.values():
+            link.close()

@@ -14,7 +14,7 @@ from kinspect.cli.common import progress
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
 from kinspect.lab import BACKENDS, dist, presets, shaping
-from kinspect.lab.backend import LabBackend, UpOptions, status_json
+from kinspect.lab.backend import MODES, LabBackend, UpOptions, status_json
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.netns import can_use_netns
 from kinspect.lab.shaping import Direction, LinkShape
@@ -29,11 +29,17 @@ def register(commands: Any) -> None:
 
     fetch = sub.add_parser("fetch", help="fetch Kafka's jars with Maven (once; cached)")
     fetch.add_argument("--force", action="store_true", help="fetch again even if cached")
+    fetch.add_argument("--kafka", metavar="VERSION", default=None,
+                       help="the Kafka version (default: the pinned 3.9.x; '4': the tested "
+                            "4.x; any 3.9.x or 4.x release Maven resolves)")
     fetch.set_defaults(handler=cmd_fetch)
 
     imgs = sub.add_parser("images", help="make the docker backend's images (base and Kafka; "
                           "reused when present)")
     imgs.add_argument("--rebuild", action="store_true", help="make both again")
+    imgs.add_argument("--kafka", metavar="VERSION", default=None,
+                      help="the Kafka version the image runs (default: the pinned 3.9.x, also "
+                           "tagged latest for docker-compose.yml; '4': the tested 4.x)")
     imgs.set_defaults(handler=cmd_images)
 
     up = sub.add_parser("up", help="start zk1 and kafka1..N (fetches Kafka and makes images when missing)")
@@ -75,11 +81,13 @@ def register(commands: Any) -> None:
 
     iso = sub.add_parser("isolate", help="cut one node off (sugar for partition)")
     iso.add_argument("node")
-    iso.add_argument("--from", dest="scope", choices=[s.value for s in Scope], default="all",
-                     help="cut it from ZooKeeper, from the other brokers, or from all")
+    iso.add_argument("--from", dest="scope", default="all",
+                     choices=[*(s.value for s in Scope), "controllers"],
+                     help="cut it from ZooKeeper (in a KRaft lab: zk or controllers, the "
+                          "controller quorum), from the other brokers, or from all")
     iso.add_argument("--clients", metavar="NODE", help="as for partition")
     iso.set_defaults(handler=cmd_fault, fault=lambda args: Fault(
-        FaultKind.ISOLATE, args.node, Scope(args.scope), clients_with=args.clients))
+        FaultKind.ISOLATE, args.node, Scope.parse(args.scope), clients_with=args.clients))
 
     heal = sub.add_parser("heal", help="remove all partitions")
     heal.set_defaults(handler=cmd_fault, fault=lambda args: Fault(FaultKind.HEAL))
@@ -134,6 +142,15 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
                    help="demo: 2018 timings, min.insync.replicas=2 (default); modern: 3.9 defaults")
     p.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                    help="override any broker setting (repeatable)")
+    p.add_argument("--mode", choices=MODES, default="zookeeper",
+                   help="zookeeper: zk1 decides leaders (default); kraft: a controller quorum "
+                        "does (Kafka's own Raft, as every Kafka since 4.0)")
+    p.add_argument("--controllers", type=option(0, 5, integer=True), default=None, metavar="N",
+                   help="KRaft: N dedicated controllers ctl1..N, 1-5 (default 1); 0: every "
+                        "broker is also a controller (combined mode)")
+    p.add_argument("--kafka", metavar="VERSION", default=None,
+                   help="the Kafka version to run (default: the pinned 3.9.x; 4.x is KRaft "
+                        "only); its jars come from Maven")
     p.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto",
                    help="process backend: netns (root: real network faults) or loopback; "
                         "auto picks")
@@ -158,7 +175,7 @@ def backend(name: str | None = None, say: Callable[[str], None] = progress) -> L
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     with Display() as display:
-        kafka = dist.fetch(display.line, force=args.force)
+        kafka = dist.fetch(display.line, force=args.force, version=args.kafka)
     print(f"Kafka {kafka.version} jars in {kafka.libs}")
     return 0
 
@@ -167,11 +184,14 @@ def cmd_images(args: argparse.Namespace) -> int:
     from kinspect.lab import engine, images
 
     with Display() as display:
-        kafka = dist.ensure(display.line)
+        kafka = dist.ensure(display.line, version=args.kafka)
         client = engine.connect()
         tag = images.ensure(client, kafka, display.line, rebuild=args.rebuild)
-        images.tag_latest(client, tag)
-    print(f"image {tag}, also tagged {images.KAFKA_REPOSITORY}:latest (on {images.BASE_IMAGE})")
+        latest = kafka.version == dist.kafka_version()  # docker-compose.yml runs latest (3.x)
+        if latest:
+            images.tag_latest(client, tag)
+    also = f", also tagged {images.KAFKA_REPOSITORY}:latest" if latest else ""
+    print(f"image {tag}{also} (on {images.BASE_IMAGE})")
     return 0
 
 
@@ -179,7 +199,8 @@ def _options(args: argparse.Namespace) -> UpOptions:
     return UpOptions(brokers=args.brokers, preset=args.preset,
                      overrides=presets.parse_overrides(args.broker_config),
                      network=args.network, base_port=args.base_port, timeout_s=args.timeout,
-                     sasl=args.sasl)
+                     sasl=args.sasl, mode=args.mode, controllers=args.controllers,
+                     kafka=args.kafka)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -248,7 +269,10 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
         return 0
     print(f"lab {data['lab_id']}  backend {data['backend']}  network {data['network']}  "
           f"preset {data['preset']}  Kafka {data['kafka_version']}")
-    print(f"bootstrap {data['bootstrap']}   zookeeper {data['zookeeper']}")
+    if state.kraft:
+        print(f"bootstrap {data['bootstrap']}   mode KRaft   {_quorum_line(state)}")
+    else:
+        print(f"bootstrap {data['bootstrap']}   zookeeper {data['zookeeper']}")
     in_containers = data["backend"] == "docker"
     print((f"{'NODE':8} {'ROLE':10} {'STATE':9} {'ADDRESS':22} {'PID':8}"
            + (" CONTAINER (docker logs / exec)" if in_containers else "")).rstrip())
@@ -271,6 +295,19 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
               f"{data['sasl']['username']}, PLAIN or SCRAM-SHA-256, password in "
               f"{data['sasl']['password_file']}")
     return 0
+
+
+def _quorum_line(state: Any) -> str:
+    """Who leads the controller quorum now, asked of the voters themselves."""
+    from kinspect.clients.quorum import describe_quorum
+    from kinspect.lab.topology import node_of
+
+    voters = ", ".join(n.name for n in state.voters)
+    answer = describe_quorum(list(state.controller_addresses.values()), timeout_s=2.0)
+    if answer is None or answer.leader_id is None:
+        return f"quorum {voters}: no leader answers"
+    return (f"quorum {voters}: {node_of(answer.leader_id)} leads (node {answer.leader_id}, "
+            f"epoch {answer.leader_epoch})")
 
 
 def cmd_status(args: argparse.Namespace) -> int:

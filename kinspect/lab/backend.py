@@ -7,7 +7,6 @@ whether the broker is a JVM in a network namespace or a container.
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import uuid
 from abc import ABC, abstractmethod
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab import journal, presets, sasl, shaping, topology
+from kinspect.lab import dist, journal, presets, sasl, shaping, topology
 from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.nodes import new_cluster_id
 from kinspect.lab.readiness import (
@@ -82,11 +81,9 @@ class UpOptions:
         if self.controllers is not None and not 0 <= self.controllers <= 5:
             raise KinspectError("--controllers must be between 0 and 5")
         if self.kafka is not None:
-            if not re.fullmatch(r"\d+\.\d+\.\d+", self.kafka):
-                raise KinspectError(f"--kafka expects a release like 3.9.2 or 4.1.1, "
-                                    f"not {self.kafka!r}")
-            if not self.kraft and int(self.kafka.split(".")[0]) >= 4:
-                raise KinspectError(f"Kafka {self.kafka} has no ZooKeeper mode (removed in 4.0): "
+            version = dist.resolve_version(self.kafka)  # a one-line refusal of nonsense
+            if not self.kraft and not dist.supports_zookeeper(version):
+                raise KinspectError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
                                     "add --mode kraft")
         presets.effective(self.preset, self.overrides, self.mode)
 

@@ -99,7 +99,7 @@ class DockerBackend(LabBackend):
         nodes = plan_nodes(options.brokers, lambda index, name: (
             f"198.19.{number}.{10 + index}", port(index)), controllers,
             lambda index: CONTROLLER_PORT)
-        kafka = dist.ensure(progress)
+        kafka = dist.ensure(progress, version=options.kafka)
         image = images.ensure(self.client, kafka, progress)
         lab_id = new_lab_id()
         for node in nodes:
@@ -158,22 +158,25 @@ class DockerBackend(LabBackend):
         """Create the node's JVM container in its namespace, put its config in, start it."""
         api = self.client.api
         is_zk = node.role == "zookeeper"
-        role = "zookeeper" if is_zk else "broker"  # a KRaft controller is a Kafka JVM too
+        role = node.role  # zookeeper, broker or controller: kinspect-node's roles
         heap = ZK_HEAP if is_zk else CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
         data = self._data_dir(node)
         created = api.create_container(
             state.extra["image"], command=["kinspect-node", role], name=node.container,
             labels=self._labels(state, node, "jvm"),
             environment={"KINSPECT_LAB": state.lab_id, "KINSPECT_NODE": node.name,
-                         "KINSPECT_HEAP": heap, "KINSPECT_JVM_OPTS": " ".join(JVM_FLAGS)},
+                         "KINSPECT_HEAP": heap, "KINSPECT_JVM_OPTS": " ".join(JVM_FLAGS),
+                         # KRaft: kinspect-node logs the quorum's lines too (formatted below)
+                         **({"KINSPECT_CLUSTER_ID": state.extra["cluster_id"]}
+                            if state.kraft else {})},
             host_config=api.create_host_config(
                 network_mode=f"container:{node.container}-net",
                 binds={str(data): {"bind": str(IN_CONTAINER), "mode": "rw"}}))
         config = (render_zookeeper(node, IN_CONTAINER) if is_zk
                   else render_broker(node, state, IN_CONTAINER))
         if state.kraft:  # formatted here, on the data dir the container mounts
-            format_storage(dist.ensure(), write_config(self.root, node, state), data,
-                           state.extra["cluster_id"])
+            format_storage(dist.ensure(version=state.kafka_version),
+                           write_config(self.root, node, state), data, state.extra["cluster_id"])
         api.put_archive(created["Id"], "/kinspect/conf", _tar({f"{role}.properties": config}))
         self._start(state, node)
 

@@ -3,8 +3,11 @@
 - kinspect/debian:bookworm, the base: docker/make-base-image.sh pulls debian:bookworm-slim where
   a registry answers and makes the same Debian with debootstrap + `docker import` where none does.
 - kinspect/kafka:<version>-<digest>, every lab node: docker/Dockerfile on that base, with the
-  jars Maven fetched. The tag carries a digest of everything that went in, so a changed
-  Dockerfile, script or Kafka version builds a new image and an unchanged one is reused.
+  jars Maven fetched and the log settings of that version's line (log4j 1 .properties for 3.x,
+  log4j2 .xml for 4.x; kinspect-node picks whichever the image holds). The tag carries a digest
+  of everything that went in, so a changed Dockerfile, script, log setting or Kafka version
+  builds a new image and an unchanged one is reused. Any fetched version builds its own image:
+  ensure(client, dist.ensure(version="4.4.0"), progress).
 """
 
 from __future__ import annotations
@@ -22,12 +25,11 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 from kinspect.errors import KinspectError
 from kinspect.lab.backend import Progress
-from kinspect.lab.dist import KafkaDist, Tick, resource_path
+from kinspect.lab.dist import KafkaDist, Tick, log_configs, resource_path
 from kinspect.paths import cache_dir
 
 BASE_IMAGE = "kinspect/debian:bookworm"
 KAFKA_REPOSITORY = "kinspect/kafka"
-LOG4J_FILES = ("broker-log4j.properties", "zookeeper-log4j.properties")
 CONTEXT_FILES = ("Dockerfile", "kinspect-node")
 STEP = re.compile(r"^Step (\d+)/(\d+) :")
 
@@ -41,11 +43,16 @@ def docker_folder() -> Path:
     return folder
 
 
+def log_files(kafka: KafkaDist) -> list[str]:
+    """The log settings the image's nodes and tools use (/kinspect/conf): its line's files."""
+    return sorted(set(log_configs(kafka.version).values()))
+
+
 def kafka_tag(kafka: KafkaDist) -> str:
     """kinspect/kafka:<version>-<digest of the build inputs>."""
     digest = hashlib.sha256()
     folder = docker_folder()
-    for path in [*(folder / n for n in CONTEXT_FILES), *(resource_path(n) for n in LOG4J_FILES)]:
+    for path in [*(folder / n for n in CONTEXT_FILES), *(resource_path(n) for n in log_files(kafka))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     for jar in sorted(kafka.libs.glob("*.jar")):
         digest.update(jar.name.encode() + b"\0")
@@ -100,7 +107,7 @@ def _stage(kafka: KafkaDist) -> Path:
     (context / "conf").mkdir()
     for name in CONTEXT_FILES:
         shutil.copy2(docker_folder() / name, context / name)
-    for name in LOG4J_FILES:
+    for name in log_files(kafka):
         shutil.copy2(resource_path(name), context / "conf" / name)
     for jar in kafka.libs.glob("*.jar"):
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kinspect.errors import KinspectError
 from kinspect.lab import sasl
-from kinspect.lab.dist import KafkaDist, resource_path
+from kinspect.lab.dist import STORAGE_TOOL, KafkaDist
 from kinspect.lab.state import LabState, NodeRecord
 
 ZK_HEAP = "128m"
@@ -136,7 +136,7 @@ def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str) 
     if (data / "meta.properties").exists():
         return
     result = subprocess.run(
-        kafka.tool_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c",
+        kafka.tool_command(STORAGE_TOOL, "format", "-t", cluster_id, "-c",
                            str(config), "--ignore-formatted"),
         capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
@@ -149,11 +149,11 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str) -> list[str]:
+def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,
+                 kraft: bool = False) -> list[str]:
     """The JVM command line for a node, tagged with the lab id."""
     base = node_dir(root, node.name)
     is_zk = node.role == "zookeeper"
-    log4j = resource_path("zookeeper-log4j.properties" if is_zk else "broker-log4j.properties")
     heap = ZK_HEAP if is_zk else CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
     main = "org.apache.zookeeper.server.quorum.QuorumPeerMain" if is_zk else "kafka.Kafka"
     config = base / ("zookeeper.properties" if is_zk else "server.properties")
@@ -164,8 +164,7 @@ def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str) -> 
         *JVM_FLAGS,
         f"-Dkinspect.lab={lab_id}",
         f"-Dkinspect.node={node.name}",
-        f"-Dkafka.logs.dir={base / 'logs'}",
-        f"-Dlog4j.configuration=file:{log4j}",
+        *dist.logging_flags(base / "logs", role=node.role, kraft=kraft),
         "-Dzookeeper.admin.enableServer=false",
         "-cp",
         dist.classpath,

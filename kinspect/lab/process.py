@@ -69,7 +69,7 @@ class ProcessBackend(LabBackend):
             return CONTROLLER_PORT if slot else free("127.0.0.1", options.base_port + 100 + index)
 
         nodes = plan_nodes(options.brokers, address, controllers, controller_port)
-        version = dist.ensure(progress).version
+        version = dist.ensure(progress, version=options.kafka).version
         for node in nodes:
             node.netns = slot.netns(node.name) if slot else None
         return self._new_state(options, nodes, version, network,
@@ -95,11 +95,11 @@ class ProcessBackend(LabBackend):
 
     def _launch(self, state: LabState, node: NodeRecord) -> None:
         config = write_config(self.root, node, state)
-        kafka = dist.ensure()
+        kafka = dist.ensure(version=state.kafka_version)
         if state.kraft:
             format_storage(kafka, config, node_dir(self.root, node.name) / "data",
                            state.extra["cluster_id"])
-        cmd = java_command(kafka, self.root, node, state.lab_id)
+        cmd = java_command(kafka, self.root, node, state.lab_id, kraft=state.kraft)
         if node.netns:
             cmd = netns.in_ns(node.netns, *cmd)
         out = node_dir(self.root, node.name) / "logs" / f"{node.name}.out"

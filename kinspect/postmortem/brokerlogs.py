@@ -13,7 +13,8 @@ The formats are Kafka's own (3.x, with the 2.x variants still seen in the wild):
   [ZooKeeperClient Kafka server] Session expired.                          kafka.zookeeper.ZooKeeperClient
 KRaft (3.9) says the same facts in other words, on the controller nodes and the brokers:
   [QuorumController id=101] Becoming the active controller at epoch 3, next write offset 1.
-  [QuorumController id=101] Fencing broker 2 because its session has timed out.
+  [QuorumController id=101] Fencing broker 2 because its session has timed out.  (4.x: "at
+      epoch 11 because")
   [QuorumController id=101] The request from broker 2 to unfence has been granted because ...
   [BrokerLifecycleManager id=2] Unable to send a heartbeat because the RPC got timed out ...
 (a leader's and a follower's "starts at leader epoch" and the truncations are as above).
@@ -53,7 +54,7 @@ _ZK_EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session 0x[
 _ZK_NEW = re.compile(r"Initializing a new session to|Session establishment complete")
 _REGISTERED = re.compile(r"Registered broker (\d+) at path")
 _ACTIVE = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)")
-_FENCED = re.compile(r"Fencing broker (\d+) because (.+?)\.? \(")
+_FENCED = re.compile(r"Fencing broker (\d+)(?: at epoch \d+)? because (.+?)\.? \(")
 _UNFENCED = re.compile(r"The request from broker (\d+) to unfence has been granted")
 _HEARTBEAT = re.compile(r"\[BrokerLifecycleManager id=(\d+)\] Unable to send a heartbeat")
 # Every line that can matter says one of these. Plain substring tests are fast; the patterns

@@ -86,7 +86,7 @@ def test_options_refuse_what_a_mode_does_not_have() -> None:
            (UpOptions(mode="kraft", controllers=7), "between 0 and 5"),
            (UpOptions(mode="raft"), "--mode must be"),
            (UpOptions(kafka="4.1.1"), "no ZooKeeper mode"),
-           (UpOptions(mode="kraft", kafka="latest"), "a release like"),
+           (UpOptions(mode="kraft", kafka="latest"), "not a Kafka release version"),
            (UpOptions(mode="kraft", overrides={"zookeeper.session.timeout.ms": "1"}),
             "no ZooKeeper")]
     for options, message in bad:

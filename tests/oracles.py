@@ -57,7 +57,7 @@ def dump_segments(files: list[Path]) -> list[dict[str, Any]]:
     from kinspect.lab import dist
 
     kafka = dist.ensure()
-    command = kafka.tool_command("kafka.tools.DumpLogSegments", "--print-data-log",
+    command = kafka.tool_command(kafka.dump_log_segments, "--print-data-log",
                                  "--files", ",".join(str(f) for f in files))
     out = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True).stdout
     records, epoch, current = [], -1, ""

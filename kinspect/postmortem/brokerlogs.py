@@ -17,6 +17,8 @@ KRaft (3.9) says the same facts in other words, on the controller nodes and the 
       epoch 11 because")
   [QuorumController id=101] The request from broker 2 to unfence has been granted because ...
   [BrokerLifecycleManager id=2] Unable to send a heartbeat because the RPC got timed out ...
+  [QuorumController id=101] partition change for test1-0 with topic ID x: leader: 2 -> 3,
+      leaderEpoch: 0 -> 1, partitionEpoch: 0 -> 1       (DEBUG: the lab logs it to controller.log)
 (a leader's and a follower's "starts at leader epoch" and the truncations are as above).
 A broker's session expiry is only those ZooKeeper lines (both logged once it reaches ZooKeeper again);
 'Client session timed out' and '... Attempting reconnect except it is a SessionExpiredException'
@@ -53,6 +55,8 @@ _ZK_EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session 0x[
                          r"|\[ZooKeeperClient [^\]]*\] Session expired\.")
 _ZK_NEW = re.compile(r"Initializing a new session to|Session establishment complete")
 _REGISTERED = re.compile(r"Registered broker (\d+) at path")
+_KRAFT_CHANGE = re.compile(r"partition change for (\S+) with topic ID \S+: .*?leader: (-?\d+) -> "
+                           r"(-?\d+), leaderEpoch: (\d+) -> (\d+)")
 _ACTIVE = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)")
 _FENCED = re.compile(r"Fencing broker (\d+)(?: at epoch \d+)? because (.+?)\.? \(")
 _UNFENCED = re.compile(r"The request from broker (\d+) to unfence has been granted")
@@ -62,7 +66,8 @@ _HEARTBEAT = re.compile(r"\[BrokerLifecycleManager id=(\d+)\] Unable to send a h
 # that says what they look for, and the date is parsed only for those.
 _WORTH_A_LOOK = ("ISR from", "starts at", "Truncating", "successfully elected",
                  "Changed partition", "Registered broker", "ZooKeeper", "Session e", "new session",
-                 "active controller", "Fencing broker", "to unfence", "send a heartbeat")
+                 "active controller", "Fencing broker", "to unfence", "send a heartbeat",
+                 "partition change for")
 REPEATING = {"log_zk_expired", "log_zk_session", "log_heartbeat_failed"}  # one per 5 s
 
 
@@ -128,6 +133,12 @@ def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
     if "Registered broker" in text and (found := _REGISTERED.search(text)):
         return {**base, "kind": "log_broker_registered", "partition": None, "broker": int(found[1]),
                 "severity": "info", "detail": f"broker {found[1]} registered in ZooKeeper"}
+    if "partition change for" in text and (found := _KRAFT_CHANGE.search(text)):
+        old, leader, epoch = int(found[2]), int(found[3]), int(found[5])
+        return {**base, "kind": "log_leader_and_isr", "partition": found[1],
+                "broker": leader if leader >= 0 else None, "severity": "info", "epoch": epoch,
+                "leader": leader, "detail": f"controller set leader {leader} at epoch {epoch} "
+                f"(was {old})"}
     if "active controller" in text and (found := _ACTIVE.search(text)):
         node_id, epoch = int(found[1]), int(found[2])
         return {**base, "kind": "log_controller_elected", "partition": None, "broker": node_id,

@@ -69,6 +69,13 @@ def test_log_timestamps_are_local_time() -> None:
      "because it has caught up with the offset of its register broker record 11. "
      "(org.apache.kafka.controller.BrokerHeartbeatManager)",
      {"kind": "log_broker_unfenced", "broker": 2}),
+    ("DEBUG [QuorumController id=101] partition change for test1-0 with topic ID oEpE4W7fQE2: "
+     "leader: 2 -> 3, leaderEpoch: 0 -> 1, partitionEpoch: 0 -> 1 "
+     "(org.apache.kafka.controller.ReplicationControlManager)",
+     {"kind": "log_leader_and_isr", "partition": "test1-0", "broker": 3, "epoch": 1}),
+    ("INFO [QuorumController id=1] Fencing broker 1 at epoch 11 because its session has timed "
+     "out. (org.apache.kafka.controller.ReplicationControlManager)",
+     {"kind": "log_broker_fenced", "broker": 1}),
     ("INFO [BrokerLifecycleManager id=2] Unable to send a heartbeat because the RPC got timed "
      "out before it could be sent. (kafka.server.BrokerLifecycleManager)",
      {"kind": "log_heartbeat_failed", "broker": 2}),

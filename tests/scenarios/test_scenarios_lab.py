@@ -25,11 +25,12 @@ KEYS = {"scenario", "acked", "in_log", "acked_lost", "unacked_present", "duplica
         "expectation_met"}
 
 
-def run(name: str, run_dir: Path) -> dict[str, Any]:
+def run(name: str, run_dir: Path, mode: str = "zookeeper") -> dict[str, Any]:
     proc = kinspect("scenario", "run", name, "--json", "--keep-lab", "--run-dir", str(run_dir),
-                    timeout=600)
+                    "--mode", mode, timeout=600)
     row = dict(json.loads(proc.stdout))
     assert set(row) >= KEYS, row
+    assert row["mode"] == mode
     saved = json.loads((run_dir / "scenario.json").read_text())
     assert saved["acked_lost"] == row["acked_lost"]  # the evidence stays with the run
     assert (run_dir / "postmortem" / "report.json").exists()
@@ -52,6 +53,35 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(lab_session: Any,
     assert row["in_log"] < row["acked"]
     assert row["failover_ms"] is not None and row["failover_ms"] > 0
     check_blame(tmp_path, row, lab_session.status()["bootstrap"])
+
+
+def test_acks1_isolated_leader_loses_on_kraft_too(lab_session: Any, tmp_path: Path) -> None:
+    """Today's Kafka: cut off from the controller quorum and the other brokers, a KRaft leader
+    also keeps acknowledging acks=1 writes it later truncates, and the quorum says so."""
+    row = run("acks1-isolate-leader", tmp_path, mode="kraft")
+    status = lab_session.status()
+    assert status["mode"] == "kraft" and status["zookeeper"] is None
+    assert row["acked_lost"] >= 1000 and row["expectation_met"] is True, row
+    assert row["live_lost"] == row["acked_lost"], row
+    assert row["failover_ms"] is not None and row["failover_ms"] > 0
+    check_blame(tmp_path, row, status["bootstrap"])
+    report = json.loads((tmp_path / "postmortem" / "report.json").read_text())
+    kinds = {e["kind"] for e in report["timeline"]}
+    assert "log_broker_fenced" in kinds  # ctl1's own line, from the evidence kept
+    assert not any(e["kind"] == "controller_changed" and e.get("new") not in (None, 101)
+                   for e in report["timeline"]), "a broker named controller in KRaft"
+
+
+def test_acksall_isolated_leader_loses_nothing_on_kraft(lab_session: Any,
+                                                        tmp_path: Path) -> None:
+    row = run("acksall-isolate-leader", tmp_path, mode="kraft")
+    assert row["acked"] > 0 and row["acked_lost"] == 0, row
+    assert row["in_log"] >= row["acked"] and row["expectation_met"] is True
+    report = json.loads((tmp_path / "postmortem" / "report.json").read_text())
+    in_log = kcat_ids(lab_session.status()["bootstrap"], report["topic"], report["run_id"])
+    recount = duckdb_recount(tmp_path, in_log)  # kcat's read-back, recounted in DuckDB
+    assert (recount["acked"], recount["acked_lost"]) == (row["acked"], 0)
+    assert recount["in_log"] == row["in_log"]
 
 
 @pytest.mark.extended

@@ -8,6 +8,7 @@ signalling anything.
 from __future__ import annotations
 
 import base64
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -132,9 +133,15 @@ def write_config(root: Path, node: NodeRecord, state: LabState) -> Path:
 
 
 def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str) -> None:
-    """`kafka-storage format` once, before a KRaft node first starts (a restart keeps it)."""
-    if (data / "meta.properties").exists():
-        return
+    """`kafka-storage format` once, before a KRaft node first starts (a restart keeps it).
+    Data an earlier lab left under another cluster id is that cluster's, which is gone: a
+    broker would refuse to start on it, so it is cleared first."""
+    meta = data / "meta.properties"
+    if meta.exists():
+        if f"cluster.id={cluster_id}" in meta.read_text(errors="replace").splitlines():
+            return
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
         kafka.tool_command(STORAGE_TOOL, "format", "-t", cluster_id, "-c",
                            str(config), "--ignore-formatted"),

@@ -40,7 +40,8 @@ def observe_once(cluster: ClusterTarget, timeout_s: float) -> tuple[ClusterSnaps
 
     def observer(zookeeper: str | None) -> Observer:
         return Observer(cluster.bootstrap, zookeeper, expected_brokers=cluster.expected_brokers,
-                        admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None)
+                        admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
+                        controllers=cluster.controllers)
 
     zk_error = None
     watcher = observer(cluster.zookeeper)
@@ -94,10 +95,14 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
               for g in snapshot.groups]
     verdict = "critical" if critical else "warning" if warnings else "healthy"
     return {
-        "verdict": verdict, "problems": critical + warnings,
+        "verdict": verdict, "problems": critical + warnings, "mode": snapshot.mode,
         "controller": {"id": controller.id, "epoch": controller.epoch,
                        "broker_reported_id": controller.broker_reported_id},
         "zookeeper": snapshot.zookeeper_state or ("unreachable" if zk_error else "not watched"),
+        "quorum": ({"leader_id": snapshot.quorum.leader_id,
+                    "leader_epoch": snapshot.quorum.leader_epoch,
+                    "voters": [v.id for v in snapshot.quorum.voters]}
+                   if snapshot.quorum is not None else None),
         "brokers": {"registered": list(report.brokers_registered),
                     "expected": list(report.brokers_expected),
                     "answering": [b.id for b in snapshot.brokers if b.address]},

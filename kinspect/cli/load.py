@@ -173,7 +173,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                            progress=None if args.json and not display.live else shown,
                            zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
                            zk_auth=list(cluster.zk_auth) or None, origin=args.origin,
-                           secret_files=sasl.secret_files())
+                           secret_files=sasl.secret_files(),
+                           controllers=None if args.no_timeline else cluster.controllers)
     if args.json:
         print(json.dumps(summary))
         return 0

@@ -41,7 +41,7 @@ def make_observer(args: argparse.Namespace, run_dir: Path | None = None,
     return Observer(cluster.bootstrap, cluster.zookeeper, expected_brokers=cluster.expected_brokers,
                     interval_s=getattr(args, "interval", None) or cluster.refresh_s,
                     admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
-                    run_dir=run_dir, one_shot=one_shot)
+                    run_dir=run_dir, one_shot=one_shot, controllers=cluster.controllers)
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

@@ -20,15 +20,35 @@ def _ids(values: list[int] | None) -> str:
     return ",".join(str(v) for v in values or []) or "-"
 
 
-def render_snapshot(data: dict[str, Any]) -> str:
+def _broker(b: dict[str, Any]) -> str:
+    """In ZooKeeper mode: registered or not; in KRaft: fenced (not in the metadata) or not."""
+    if b.get("fenced") is not None:
+        state = " (FENCED)" if b["fenced"] else ""
+    else:
+        state = " (NOT REGISTERED)" if b.get("registered") is False else ""
+    return f"{b['id']}@{b.get('address') or '?'}{state}"
+
+
+def _head(data: dict[str, Any]) -> list[str]:
     controller = data.get("controller") or {}
+    if data.get("mode") != "kraft":
+        return [f"controller {controller.get('id', '-')} (epoch {controller.get('epoch', '-')})   "
+                f"zookeeper {(data.get('zookeeper') or {}).get('state', 'not watched')}"]
+    quorum = data.get("quorum")
+    if quorum is None:
+        return ["controller ? (the KRaft quorum does not answer)   KRaft"]
+    leader = quorum["leader_id"] if quorum["leader_id"] is not None else "none"
+    members = "  ".join(f"{m['id']}{'*' if m['id'] == quorum['leader_id'] else ''}:"
+                        f"{'?' if m['lag'] is None else -m['lag'] if m['lag'] else 'ok'}"
+                        for m in quorum["voters"] + quorum["observers"])
+    return [f"controller {leader} (quorum leader, epoch {quorum['leader_epoch']})   KRaft",
+            f"quorum hw {quorum['high_watermark']}  (lag) {members}"]
+
+
+def render_snapshot(data: dict[str, Any]) -> str:
     lines = [
-        f"controller {controller.get('id', '-')} (epoch {controller.get('epoch', '-')})   "
-        f"zookeeper {(data.get('zookeeper') or {}).get('state', 'not watched')}",
-        "brokers: " + "  ".join(
-            f"{b['id']}@{b.get('address') or '?'}"
-            + ("" if b.get("registered", True) else " (NOT REGISTERED)")
-            for b in data.get("brokers", [])),
+        *_head(data),
+        "brokers: " + "  ".join(_broker(b) for b in data.get("brokers", [])),
         "",
         f"{'TOPIC':24} {'P':>3} {'LEADER':>6} {'EPOCH':>5} {'REPLICAS':10} {'ISR':10} "
         f"{'HW':>10}  FLAGS",

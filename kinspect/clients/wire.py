@@ -34,9 +34,10 @@ DEBUGGING_REPLICA_ID = -2  # ListOffsets: answered from the broker's own log, le
 CONSUMER_REPLICA_ID = -1
 LATEST = -1
 NO_EPOCH = -1
-# The newest versions kafka-python and every broker since 2.1 share: v4 of ListOffsets has the
-# leader epoch in its answer, v3 of OffsetsForLeaderEpoch takes a replica id.
-METADATA, LIST_OFFSETS, EPOCHS = MetadataRequest[1], ListOffsetsRequest[4], OffsetForLeaderEpochRequest[3]
+# The newest versions kafka-python and every broker since 2.1 share: v7 of Metadata and v4 of
+# ListOffsets have the leader epoch in their answers (in KRaft, the highest epoch any broker
+# holds is the controller's newest decision), v3 of OffsetsForLeaderEpoch takes a replica id.
+METADATA, LIST_OFFSETS, EPOCHS = MetadataRequest[7], ListOffsetsRequest[4], OffsetForLeaderEpochRequest[3]
 
 TopicPartition = tuple[str, int]
 
@@ -48,6 +49,7 @@ class BrokerClaim:
     leader: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    leader_epoch: int = NO_EPOCH  # -1: not said (Metadata before v7)
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,12 @@ class BrokerLink:
         self._conn = conn
         return conn
 
+    def api_versions(self, timeout_s: float = 1.0) -> dict[int, tuple[int, int]]:
+        """API key → (min, max) version, as the broker's ApiVersions answer at connect said (no
+        request of its own once connected): which requests it takes, and so its mode."""
+        with self._lock:
+            return dict(self._connect(timeout_s).get_api_versions() or {})
+
     def ask(self, request: Any, timeout_s: float = 1.0) -> Any:
         """Send one request and wait for its answer; OSError/ConnectionError when none comes."""
         with self._lock:
@@ -160,12 +168,18 @@ class BrokerLink:
 
 
 def claims_from(response: Any) -> MetadataAnswer:
-    """A MetadataResponse (v1) as each partition's claim."""
+    """A MetadataResponse (v1, or v7+ with each partition's leader epoch) as each partition's
+    claim."""
     brokers = {b[0]: f"{b[1]}:{b[2]}" for b in response.brokers}
+    with_epoch = response.API_VERSION >= 7
     partitions: dict[TopicPartition, BrokerClaim] = {}
-    for _error, topic, _internal, parts in response.topics:
-        for _perror, partition, leader, replicas, isr in parts:
-            partitions[(topic, partition)] = BrokerClaim(leader, tuple(replicas), tuple(isr))
+    for topic_row in response.topics:
+        topic, parts = topic_row[1], topic_row[3]
+        for part in parts:
+            partition, leader = part[1], part[2]
+            epoch, replicas, isr = (part[3], part[4], part[5]) if with_epoch \
+                else (NO_EPOCH, part[3], part[4])
+            partitions[(topic, partition)] = BrokerClaim(leader, tuple(replicas), tuple(isr), epoch)
     return MetadataAnswer(None, response.controller_id, brokers, partitions)
 
 
@@ -177,7 +191,7 @@ def _by_topic(keys: Iterable[TopicPartition]) -> dict[str, list[int]]:
 
 
 def ask_claims(link: BrokerLink, timeout_s: float = 1.0) -> MetadataAnswer:
-    answer = claims_from(link.ask(METADATA(topics=None), timeout_s))
+    answer = claims_from(link.ask(METADATA(topics=None, allow_auto_topic_creation=False), timeout_s))
     return MetadataAnswer(link.broker_id, answer.controller_id, answer.brokers, answer.partitions)
 
 

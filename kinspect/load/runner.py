@@ -101,12 +101,13 @@ def run_load(settings: LoadSettings, run_dir: Path,
              progress: Callable[[str], None] | None = None, zookeeper: str | None = None,
              expected_brokers: Mapping[int, str] | None = None,
              zk_auth: list[tuple[str, str]] | None = None, origin: str = "load",
-             secret_files: Sequence[Path] = (), run_id: str | None = None) -> dict[str, Any]:
+             secret_files: Sequence[Path] = (), run_id: str | None = None,
+             controllers: Mapping[int, str] | None = None) -> dict[str, Any]:
     """Run the workers to completion (or until stopped) and return the ledger summary.
 
     The run gets its id here (RUN_DIR/run.json); every message carries it. With a ZooKeeper
-    address the cluster is observed meanwhile and its events land in RUN_DIR/timeline.jsonl,
-    so the post-mortem can explain what the ledger shows.
+    address (or a KRaft lab's controllers) the cluster is observed meanwhile and its events land
+    in RUN_DIR/timeline.jsonl, so the post-mortem can explain what the ledger shows.
     """
     settings.validate()
     check_producer_config(settings)
@@ -117,7 +118,8 @@ def run_load(settings: LoadSettings, run_dir: Path,
     settings = dataclasses.replace(settings, run_id=info.run_id)
     settings.save(run_dir, secret_files)
     observing = (recording_timeline(settings.bootstrap, zookeeper, run_dir, expected_brokers,
-                                    settings.extra, zk_auth) if zookeeper else nullcontext())
+                                    settings.extra, zk_auth, controllers)
+                 if zookeeper or controllers else nullcontext())
     with observing, registered(run_dir, settings.topic, settings.bootstrap):
         summary = _run_workers(settings, run_dir, progress)
     ended = mark(run_dir, load_ended_at_ms=now_ms())

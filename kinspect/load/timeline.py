@@ -100,13 +100,16 @@ class LiveLossWriter:
 def recording_timeline(bootstrap: str, zookeeper: str | None, run_dir: Path,
                        expected: Mapping[int, str] | None = None,
                        admin_config: Mapping[str, str] | None = None,
-                       zk_auth: list[tuple[str, str]] | None = None) -> Iterator[None]:
+                       zk_auth: list[tuple[str, str]] | None = None,
+                       controllers: Mapping[int, str] | None = None) -> Iterator[None]:
     """Observe the cluster for the duration of a load run, appending events to timeline.jsonl.
-    It connects as the load does (SASL settings, ZooKeeper credentials of a profile)."""
+    It connects as the load does (SASL settings, ZooKeeper credentials of a profile); a KRaft
+    cluster's controllers, when known, are asked who leads the quorum."""
     from kinspect.sources.observer import Observer
 
     observer = Observer(bootstrap, zookeeper, expected_brokers=expected, run_dir=run_dir,
-                        admin_config=dict(admin_config or {}), zk_auth=zk_auth)
+                        admin_config=dict(admin_config or {}), zk_auth=zk_auth,
+                        controllers=controllers)
     try:
         observer.start()
     except KinspectError:

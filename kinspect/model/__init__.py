@@ -3,7 +3,12 @@
 from kinspect.model.build import build_snapshot
 from kinspect.model.events import Event, EventKind, HwStallTracker, diff
 from kinspect.model.health import HealthReport, classify
-from kinspect.model.serialize import snapshot_from_json, snapshot_to_json
+from kinspect.model.serialize import (
+    quorum_from_json,
+    quorum_to_json,
+    snapshot_from_json,
+    snapshot_to_json,
+)
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
@@ -12,26 +17,34 @@ from kinspect.model.snapshot import (
     GroupInfo,
     GroupPartition,
     PartitionInfo,
+    QuorumInfo,
+    QuorumMember,
     ReplicaLog,
     TopicInfo,
 )
 from kinspect.model.views import (
     BrokerView,
     ConfigValue,
+    ControllerAnswer,
     EpochEnd,
     GroupView,
     Offsets,
+    PartitionDecision,
     PartitionMeta,
     PartitionStateZ,
+    QuorumAnswer,
+    QuorumReplica,
     ReplicaEnd,
     ZkView,
 )
 
 __all__ = [
     "BrokerInfo", "BrokerView", "ClusterSnapshot", "ClusterWarning", "ConfigValue",
-    "ControllerInfo", "EpochEnd", "Event", "EventKind", "GroupInfo", "GroupPartition", "GroupView",
-    "HealthReport", "HwStallTracker", "Offsets", "PartitionInfo", "PartitionMeta",
-    "PartitionStateZ", "ReplicaEnd", "ReplicaLog", "TopicInfo", "ZkView", "build_snapshot",
+    "ControllerAnswer", "ControllerInfo", "EpochEnd", "Event", "EventKind", "GroupInfo",
+    "GroupPartition", "GroupView", "HealthReport", "HwStallTracker", "Offsets", "PartitionDecision",
+    "PartitionInfo", "PartitionMeta", "PartitionStateZ", "QuorumAnswer", "QuorumInfo",
+    "QuorumMember", "QuorumReplica", "ReplicaEnd", "ReplicaLog", "TopicInfo", "ZkView",
+    "build_snapshot",
     "classify",
-    "diff", "snapshot_from_json", "snapshot_to_json",
+    "diff", "quorum_from_json", "quorum_to_json", "snapshot_from_json", "snapshot_to_json",
 ]

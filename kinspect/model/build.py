@@ -1,8 +1,10 @@
 """Combining ZooKeeper's view and the brokers' view into one snapshot (pure).
 
 ZooKeeper wins for leader, ISR and epochs when present: it holds what the controller decided.
-The broker view fills in when ZooKeeper is absent (KRaft, or no address), and is kept beside
-it so disagreements — a zombie leader — can be flagged.
+In KRaft there is no ZooKeeper: the decision is the newest one any broker holds (the claim with
+the highest leader epoch, see sources/claims.py), and the controller is the quorum leader. The
+broker view fills in when neither is known (no ZooKeeper address on a ZooKeeper cluster), and
+is kept beside the decision so disagreements — a zombie leader — can be flagged.
 """
 
 from __future__ import annotations
@@ -16,10 +18,22 @@ from kinspect.model.snapshot import (
     GroupInfo,
     GroupPartition,
     PartitionInfo,
+    QuorumInfo,
+    QuorumMember,
     ReplicaLog,
     TopicInfo,
 )
-from kinspect.model.views import BrokerView, ConfigValue, EpochEnd, ReplicaEnd, ZkView
+from kinspect.model.views import (
+    BrokerView,
+    ConfigValue,
+    EpochEnd,
+    PartitionDecision,
+    PartitionStateZ,
+    QuorumAnswer,
+    QuorumReplica,
+    ReplicaEnd,
+    ZkView,
+)
 from kinspect.model.warnings import cluster_warnings
 
 DEFAULT_MIN_ISR = 1
@@ -83,15 +97,18 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
         key = (topic, pid)
         meta = broker.partitions.get(key) if broker else None
         offsets = broker.offsets.get(key) if broker else None
-        state = zk.partitions.get(key) if zk else None
-        replicas = assigned.get(pid) or (meta.replicas if meta else ())
+        state: PartitionStateZ | PartitionDecision | None = (
+            zk.partitions.get(key) if zk else broker.decided.get(key) if broker else None)
+        decided_replicas = state.replicas if isinstance(state, PartitionDecision) else ()
+        replicas = assigned.get(pid) or decided_replicas or (meta.replicas if meta else ())
         b_leader = (meta.leader if meta.leader >= 0 else None) if meta else None
         b_isr = meta.isr if meta else None
         if state is not None:
             leader = state.leader if state.leader >= 0 else None
             epoch: int | None = state.leader_epoch
             isr = state.isr
-            disagree = _disagree(leader, b_leader, broker, state.mtime_ms)
+            since = state.mtime_ms if isinstance(state, PartitionStateZ) else state.seen_ms
+            disagree = _disagree(leader, b_leader, broker, since)
         else:
             leader, isr, disagree = b_leader, b_isr or (), False
             epoch = offsets.leader_epoch if offsets else None
@@ -124,18 +141,83 @@ def _groups(broker: BrokerView | None) -> tuple[GroupInfo, ...]:
     return tuple(out)
 
 
+def _member(replica: QuorumReplica, leader_end: int | None) -> QuorumMember:
+    end = replica.log_end_offset if replica.log_end_offset >= 0 else None
+    lag = leader_end - end if leader_end is not None and end is not None else None
+    return QuorumMember(replica.replica_id, end, lag, replica.last_fetch_ms,
+                        replica.last_caught_up_ms)
+
+
+def quorum_info(answer: QuorumAnswer, broker: BrokerView) -> QuorumInfo:
+    """The quorum with each member's lag behind the leader's log end, members by id (the
+    leader lists them in no stable order)."""
+    lead = next((v for v in answer.voters if v.replica_id == answer.leader_id), None)
+    leader_end = lead.log_end_offset if lead is not None and lead.log_end_offset >= 0 else None
+
+    def members(replicas: tuple[QuorumReplica, ...]) -> tuple[QuorumMember, ...]:
+        return tuple(_member(r, leader_end) for r in sorted(replicas, key=lambda r: r.replica_id))
+
+    return QuorumInfo(answer.leader_id, answer.leader_epoch, answer.high_watermark,
+                      members(answer.voters), members(answer.observers), answer.asked,
+                      broker.controllers)
+
+
+def _mode(zk: ZkView | None, broker: BrokerView | None) -> str:
+    return "zookeeper" if zk is not None else broker.mode if broker is not None else "unknown"
+
+
+def _controller(zk: ZkView | None, broker: BrokerView | None, kraft: bool) -> ControllerInfo:
+    """ZooKeeper's /controller; in KRaft the quorum leader, never the broker Metadata names."""
+    reported = broker.controller_id if broker else None
+    if zk is not None:
+        return ControllerInfo(zk.controller_id, zk.controller_epoch, reported)
+    quorum = broker.quorum if broker else None
+    if kraft:
+        return ControllerInfo(quorum.leader_id if quorum else None,
+                              quorum.leader_epoch if quorum else None, reported)
+    return ControllerInfo(reported, None, reported)
+
+
+def _limitations(zk: ZkView | None, broker: BrokerView | None, mode: str) -> list[str]:
+    out = []
+    if mode == "kraft":
+        if broker is not None and broker.quorum is None:
+            out.append(f"KRaft quorum: {broker.quorum_error or 'no answer'}; the active "
+                       "controller is unknown")
+        if broker is not None and broker.state == "ok" and broker.partitions \
+                and not broker.decided:
+            out.append("brokers not asked directly: leaders and ISRs are the AdminClient's, "
+                       "leader epochs from ListOffsets")
+    elif zk is None:
+        out.append("no ZooKeeper: controller epoch, leader epochs from ZooKeeper and "
+                   "the ZooKeeper view are not available")
+        if mode == "unknown":
+            out.append("cluster mode unknown (no broker asked directly): the controller shown "
+                       "is the one brokers report, in KRaft a random broker")
+    if broker is None:
+        out.append("no AdminClient: high watermarks and topic configs are not available")
+    elif broker.state != "ok":
+        out.append(f"AdminClient: {broker.error or broker.state}; broker data is stale")
+    return out
+
+
 def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
                    expected_brokers: Sequence[int] | None, taken_at: int) -> ClusterSnapshot:
     expected = set(expected_brokers or ())
+    mode = _mode(zk, broker)
+    kraft = mode == "kraft"
     addresses: dict[int, str] = {}
     if broker:
         addresses.update(broker.brokers)
     if zk:
         addresses.update(zk.brokers)
     ids = set(addresses) | expected
+    listed = set(broker.brokers) if broker else set()
     brokers = tuple(BrokerInfo(id=b, address=addresses.get(b),
                                registered=(b in zk.brokers) if zk else None,
-                               expected=b in expected) for b in sorted(ids))
+                               expected=b in expected,
+                               fenced=(b not in listed) if kraft and broker else None)
+                    for b in sorted(ids))
     # The brokers' partitions by topic, grouped once: per topic it would cost topics x partitions.
     by_topic: dict[str, set[int]] = {}
     for t, p in broker.partitions if broker else ():
@@ -148,23 +230,14 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         rf = max((len(p.replicas) for p in parts), default=0)
         topics.append(TopicInfo(name=name, replication_factor=rf,
                                 config=tuple(sorted(config.items())), partitions=tuple(parts)))
-    controller = ControllerInfo(
-        id=zk.controller_id if zk else (broker.controller_id if broker else None),
-        epoch=zk.controller_epoch if zk else None,
-        broker_reported_id=broker.controller_id if broker else None)
-    limitations = []
-    if zk is None:
-        limitations.append("no ZooKeeper: controller epoch, leader epochs from ZooKeeper and "
-                           "the ZooKeeper view are not available")
-    if broker is None:
-        limitations.append("no AdminClient: high watermarks and topic configs are not available")
-    elif broker.state != "ok":
-        limitations.append(f"AdminClient: {broker.error or broker.state}; broker data is stale")
+    quorum = quorum_info(broker.quorum, broker) if kraft and broker and broker.quorum else None
     snapshot = ClusterSnapshot(
-        groups=_groups(broker), taken_at=taken_at, controller=controller,
+        groups=_groups(broker), taken_at=taken_at, controller=_controller(zk, broker, kraft),
         zookeeper_state=zk.session_state if zk else None,
         admin_state=broker.state if broker else "absent",
         admin_error=broker.error if broker else None,
-        brokers=brokers, topics=tuple(topics), warnings=(), limitations=tuple(limitations),
-        replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None)
+        brokers=brokers, topics=tuple(topics), warnings=(),
+        limitations=tuple(_limitations(zk, broker, mode)),
+        replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None,
+        mode=mode, quorum=quorum)
     return ClusterSnapshot(**{**snapshot.__dict__, "warnings": cluster_warnings(snapshot)})

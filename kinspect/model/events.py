@@ -23,6 +23,8 @@ class EventKind(StrEnum):
     CONTROLLER_CHANGED = "controller_changed"
     BROKER_REGISTERED = "broker_registered"
     BROKER_GONE = "broker_gone"
+    BROKER_FENCED = "broker_fenced"  # KRaft: gone from the cluster metadata
+    BROKER_UNFENCED = "broker_unfenced"
     HW_STALLED = "hw_stalled"
 
 
@@ -48,7 +50,8 @@ class Event:
                 **self.fields}
 
 
-def _partition_events(ts: int, old: PartitionInfo, new: PartitionInfo) -> list[Event]:
+def _partition_events(ts: int, old: PartitionInfo, new: PartitionInfo, kraft: bool = False
+                      ) -> list[Event]:
     out: list[Event] = []
     name = new.name
     if old.leader != new.leader or old.leader_epoch != new.leader_epoch:
@@ -72,12 +75,17 @@ def _partition_events(ts: int, old: PartitionInfo, new: PartitionInfo) -> list[E
         out.append(Event(ts, EventKind.ISR_EXPANDED, f"{replica} rejoined the ISR → {list(new.isr)}",
                          name, replica, Severity.INFO, {"replica": replica, "isr": list(new.isr)}))
     if new.views_disagree and not old.views_disagree:
-        out.append(Event(ts, EventKind.VIEWS_DISAGREE_STARTED, f"brokers say leader {new.broker_leader}, "
-                         f"ZooKeeper says {new.leader}", name, new.broker_leader, Severity.ERROR,
+        detail = (f"broker {new.broker_leader} still claims to lead; the newest decision is "
+                  f"leader {new.leader} (epoch {new.leader_epoch})" if kraft else
+                  f"brokers say leader {new.broker_leader}, ZooKeeper says {new.leader}")
+        out.append(Event(ts, EventKind.VIEWS_DISAGREE_STARTED, detail, name, new.broker_leader,
+                         Severity.ERROR,
                          {"zk_leader": new.leader, "broker_leader": new.broker_leader}))
     elif old.views_disagree and not new.views_disagree:
-        out.append(Event(ts, EventKind.VIEWS_DISAGREE_STOPPED, "brokers agree with ZooKeeper again",
-                         name, new.leader, Severity.INFO, {}))
+        detail = ("no broker claims to lead against the newest decision any more" if kraft
+                  else "brokers agree with ZooKeeper again")
+        out.append(Event(ts, EventKind.VIEWS_DISAGREE_STOPPED, detail, name, new.leader,
+                         Severity.INFO, {}))
     return out
 
 
@@ -90,10 +98,13 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         severity = Severity.INFO if new.zookeeper_state == "connected" else Severity.ERROR
         out.append(Event(ts, EventKind.ZK_SESSION, f"ZooKeeper session {new.zookeeper_state}",
                          severity=severity, fields={"state": new.zookeeper_state}))
+    kraft = new.kraft and old.kraft  # a mode just learnt changes nothing in the cluster
     if (old.controller.id, old.controller.epoch) != (new.controller.id, new.controller.epoch) \
             and (new.controller.id is not None or old.controller.id is not None):
-        out.append(Event(ts, EventKind.CONTROLLER_CHANGED, f"controller {old.controller.id} → "
-                         f"{new.controller.id} (epoch {new.controller.epoch})",
+        detail = (f"quorum leader {_id(old.controller.id)} → {_id(new.controller.id)}"
+                  if new.kraft else f"controller {old.controller.id} → {new.controller.id}")
+        out.append(Event(ts, EventKind.CONTROLLER_CHANGED,
+                         f"{detail} (epoch {new.controller.epoch})",
                          broker=new.controller.id, severity=Severity.WARN,
                          fields={"old": old.controller.id, "new": new.controller.id,
                                  "epoch": new.controller.epoch}))
@@ -104,11 +115,32 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
     for broker in sorted(was - now):
         out.append(Event(ts, EventKind.BROKER_GONE, f"broker {broker} is gone from ZooKeeper",
                          broker=broker, severity=Severity.ERROR))
+    if kraft:
+        out.extend(_fencing_events(ts, old, new))
     before = {(p.topic, p.partition): p for p in old.partitions()}
     for p in new.partitions():
         previous = before.get((p.topic, p.partition))
         if previous is not None and previous != p:
-            out.extend(_partition_events(ts, previous, p))
+            out.extend(_partition_events(ts, previous, p, new.kraft))
+    return out
+
+
+def _id(node: int | None) -> str:
+    return "none" if node is None else str(node)
+
+
+def _fencing_events(ts: int, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
+    """KRaft lists unfenced brokers only: one leaving the list was fenced (its heartbeats
+    stopped reaching the controller, or it shut down), one coming back was unfenced. Only while
+    the AdminClient answers: a failed poll keeps the last list."""
+    if new.admin_state != "ok":
+        return []
+    was = {b.id for b in old.brokers if b.fenced is False}
+    now = {b.id for b in new.brokers if b.fenced is False}
+    out = [Event(ts, EventKind.BROKER_FENCED, f"broker {broker} fenced: gone from the cluster "
+                 "metadata", broker=broker, severity=Severity.ERROR) for broker in sorted(was - now)]
+    out += [Event(ts, EventKind.BROKER_UNFENCED, f"broker {broker} unfenced: back in the cluster "
+                  "metadata", broker=broker) for broker in sorted(now - was)]
     return out
 
 

@@ -35,5 +35,6 @@ def classify(s: ClusterSnapshot) -> HealthReport:
     else:
         verdict = "healthy"
     return HealthReport(verdict, offline, under_min, at_min, under_rep, controller_ok,
-                        tuple(b.id for b in s.brokers if b.registered),
+                        # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
+                        tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
                         tuple(b.id for b in s.brokers if b.expected), risky)

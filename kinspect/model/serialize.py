@@ -12,10 +12,12 @@ from kinspect.model.snapshot import (
     GroupInfo,
     GroupPartition,
     PartitionInfo,
+    QuorumInfo,
+    QuorumMember,
     ReplicaLog,
     TopicInfo,
 )
-from kinspect.model.views import ConfigValue
+from kinspect.model.views import ConfigValue, ControllerAnswer
 
 
 def _partition(p: PartitionInfo) -> dict[str, Any]:
@@ -36,7 +38,44 @@ def _partition(p: PartitionInfo) -> dict[str, Any]:
     }
 
 
+def _member(m: QuorumMember) -> dict[str, Any]:
+    return {"id": m.id, "log_end_offset": m.log_end_offset, "lag": m.lag,
+            "last_fetch_ms": m.last_fetch_ms, "last_caught_up_ms": m.last_caught_up_ms}
+
+
+def quorum_to_json(q: QuorumInfo) -> dict[str, Any]:
+    return {"leader_id": q.leader_id, "leader_epoch": q.leader_epoch,
+            "high_watermark": q.high_watermark, "voters": [_member(v) for v in q.voters],
+            "observers": [_member(o) for o in q.observers], "asked": q.asked,
+            "controllers": [{"id": c.node_id, "address": c.address, "state": c.state,
+                             "leader_epoch": c.leader_epoch, "error": c.error}
+                            for c in q.controllers]}
+
+
+def quorum_from_json(d: dict[str, Any]) -> QuorumInfo:
+    def members(rows: list[dict[str, Any]]) -> tuple[QuorumMember, ...]:
+        return tuple(QuorumMember(r["id"], r["log_end_offset"], r["lag"], r["last_fetch_ms"],
+                                  r["last_caught_up_ms"]) for r in rows)
+
+    return QuorumInfo(d["leader_id"], d["leader_epoch"], d["high_watermark"],
+                      members(d["voters"]), members(d["observers"]), d.get("asked"),
+                      tuple(ControllerAnswer(c["id"], c["address"], c["state"], c["leader_epoch"],
+                                             c["error"]) for c in d.get("controllers", [])))
+
+
 def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
+    """The snapshot; `mode` always, `quorum` only in KRaft (null there when it did not answer),
+    each broker's `fenced` only in KRaft."""
+    out = _snapshot_json(s)
+    out["mode"] = s.mode
+    if s.kraft:
+        out["quorum"] = quorum_to_json(s.quorum) if s.quorum is not None else None
+        for row, broker in zip(out["brokers"], s.brokers, strict=True):
+            row["fenced"] = broker.fenced
+    return out
+
+
+def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
     return {
         "taken_at": s.taken_at,
         "replica_logs_at": s.replica_logs_at,
@@ -88,8 +127,8 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
         zookeeper_state=(d.get("zookeeper") or {}).get("state"),
         admin_state=(d.get("admin") or {}).get("state", "ok"),
         admin_error=(d.get("admin") or {}).get("error"),
-        brokers=tuple(BrokerInfo(b["id"], b["address"], b["registered"], b.get("expected", False))
-                      for b in d["brokers"]),
+        brokers=tuple(BrokerInfo(b["id"], b["address"], b["registered"], b.get("expected", False),
+                                 b.get("fenced")) for b in d["brokers"]),
         topics=tuple(topics),
         warnings=tuple(ClusterWarning(w["kind"], w["message"], w.get("topic"), w.get("broker"),
                                       w.get("severity", "warn")) for w in d["warnings"]),
@@ -97,4 +136,6 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
         groups=tuple(GroupInfo(g["group"], g["state"], g["members"], tuple(
             GroupPartition(p["topic"], p["partition"], p["committed"], p["high_watermark"])
             for p in g["partitions"])) for g in d.get("groups", [])),
+        mode=d.get("mode", "unknown"),
+        quorum=quorum_from_json(d["quorum"]) if d.get("quorum") else None,
     )

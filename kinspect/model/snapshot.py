@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kinspect.model.views import ConfigValue
+from kinspect.model.views import ConfigValue, ControllerAnswer
 
 
 @dataclass(frozen=True)
 class ControllerInfo:
+    """The active controller: ZooKeeper's /controller, or in KRaft the quorum leader and its
+    epoch. `broker_reported_id` is what Metadata says (in KRaft a random broker: never shown as
+    the controller there)."""
+
     id: int | None
     epoch: int | None
     broker_reported_id: int | None
@@ -20,6 +24,44 @@ class BrokerInfo:
     address: str | None
     registered: bool | None  # None when ZooKeeper is not watched
     expected: bool
+    # KRaft: not in the cluster metadata, which lists unfenced brokers only (None: not KRaft)
+    fenced: bool | None = None
+
+
+@dataclass(frozen=True)
+class QuorumMember:
+    """A voter or observer of the KRaft metadata quorum: how far its copy of the metadata log
+    trails the leader's (a lagging controller cannot take over; a lagging broker acts on old
+    decisions)."""
+
+    id: int
+    log_end_offset: int | None  # None: the leader does not know it
+    lag: int | None  # the leader's log end minus this one (None: unknown)
+    last_fetch_ms: int | None
+    last_caught_up_ms: int | None
+
+
+@dataclass(frozen=True)
+class QuorumInfo:
+    """The KRaft controller quorum, as its leader described it (DescribeQuorum)."""
+
+    leader_id: int | None  # None: the quorum has no leader
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[QuorumMember, ...]
+    observers: tuple[QuorumMember, ...]
+    asked: str | None = None  # the address that answered
+    controllers: tuple[ControllerAnswer, ...] = ()  # each controller asked directly
+
+    def member(self, node_id: int) -> QuorumMember | None:
+        return next((m for m in self.voters + self.observers if m.id == node_id), None)
+
+    @property
+    def stale_leaders(self) -> tuple[ControllerAnswer, ...]:
+        """Controllers still answering as leader at an older epoch (cut off, not yet resigned)."""
+        return tuple(c for c in self.controllers
+                     if c.state == "leader" and c.leader_epoch is not None
+                     and c.leader_epoch < self.leader_epoch)
 
 
 @dataclass(frozen=True)
@@ -171,10 +213,16 @@ class ClusterSnapshot:
     limitations: tuple[str, ...]
     groups: tuple[GroupInfo, ...] = ()
     replica_logs_at: int | None = None  # when the poll that asked each broker its log ends began
+    mode: str = "unknown"  # zookeeper | kraft | unknown
+    quorum: QuorumInfo | None = None  # KRaft only (None there: the quorum did not answer)
 
     @property
     def sees_zookeeper(self) -> bool:
         return self.zookeeper_state is not None
+
+    @property
+    def kraft(self) -> bool:
+        return self.mode == "kraft"
 
     def partitions(self) -> list[PartitionInfo]:
         return [p for t in self.topics for p in t.partitions]

@@ -36,6 +36,58 @@ class PartitionMeta:
 
 
 @dataclass(frozen=True)
+class PartitionDecision:
+    """What the controller decided for one partition, in KRaft: the newest claim (highest
+    leader epoch) any broker's own metadata holds. There is no ZooKeeper to read it from, and
+    the broker that heard the newest decision is the one that knows it."""
+
+    leader: int  # -1 = none
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    seen_ms: int | None = None  # the poll that first saw this epoch: brokers learn it a bit later
+    # The ELR hook (KIP-966 eligible leader replicas: Kafka 4.x with the feature on, told by
+    # DescribeTopicPartitions only, which is not asked yet): None = unknown. When filled, carry
+    # it into PartitionInfo (and the recording's partition row, sources/recording.py).
+    eligible_leader_replicas: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class QuorumReplica:
+    """One voter or observer of the KRaft metadata quorum, as its leader reports it."""
+
+    replica_id: int
+    log_end_offset: int  # -1: unknown
+    last_fetch_ms: int | None  # None when -1 (the leader itself, unknown) or DescribeQuorum v0
+    last_caught_up_ms: int | None
+
+
+@dataclass(frozen=True)
+class QuorumAnswer:
+    """A DescribeQuorum answer: the active controller is the quorum leader, not the
+    "controller id" brokers put in Metadata/DescribeCluster (in KRaft, a random broker)."""
+
+    leader_id: int | None  # None when the quorum has no leader (-1)
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[QuorumReplica, ...]
+    observers: tuple[QuorumReplica, ...]
+    asked: str  # the address that answered
+
+
+@dataclass(frozen=True)
+class ControllerAnswer:
+    """One controller asked directly: a cut-off controller still answering as leader at an old
+    epoch is a stale quorum leader; one that answers nothing is out of reach."""
+
+    node_id: int
+    address: str
+    state: str  # leader | follower | unreachable
+    leader_epoch: int | None = None  # when it answered as leader
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ConfigValue:
     value: str
     source: str  # e.g. dynamic_topic, static_broker, default
@@ -93,3 +145,11 @@ class BrokerView:
     # in the current leader's log (asked epoch → answer). Empty when brokers were not asked.
     replica_ends: dict[tuple[str, int], dict[int, ReplicaEnd]] = field(default_factory=dict)
     epoch_ends: dict[tuple[str, int], dict[int, EpochEnd]] = field(default_factory=dict)
+    # KRaft: the mode the brokers' ApiVersions tell (zookeeper | kraft | unknown), the quorum
+    # (None: no answer, `quorum_error` says why), the controllers asked directly, and each
+    # partition's decision (empty unless KRaft: ZooKeeper holds them otherwise).
+    mode: str = "unknown"
+    quorum: QuorumAnswer | None = None
+    quorum_error: str | None = None
+    controllers: tuple[ControllerAnswer, ...] = ()
+    decided: dict[tuple[str, int], PartitionDecision] = field(default_factory=dict)

@@ -10,10 +10,15 @@ def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
     if s.sees_zookeeper and s.zookeeper_state == "connected" and s.controller.id is None:
         out.append(ClusterWarning("no_controller", "no controller: no leader can be elected",
                                   severity="critical"))
+    if s.kraft:
+        out += _kraft_warnings(s)
     for b in s.brokers:
         if b.expected and b.registered is False:
             out.append(ClusterWarning("broker_missing", f"broker {b.id} is expected but not "
                                       "registered in ZooKeeper", broker=b.id))
+        if b.expected and b.fenced:
+            out.append(ClusterWarning("broker_fenced", f"broker {b.id} is expected but fenced: "
+                                      "it is not in the cluster metadata", broker=b.id))
     for t in s.topics:
         if t.replication_factor == 1:
             why = ("every consumer group stops when its one broker dies"
@@ -36,6 +41,25 @@ def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
             out.append(ClusterWarning("unclean_election_enabled", f"{t.name}: unclean leader "
                                       "election is on: committed data can vanish", topic=t.name))
     order = {"critical": 0, "warn": 1}
-    first = {"no_controller": 0, "broker_missing": 1, "replication_factor_1": 2}
+    first = {"no_controller": 0, "stale_quorum_leader": 0, "broker_missing": 1,
+             "broker_fenced": 1, "replication_factor_1": 2}
     return tuple(sorted(out, key=lambda w: (order[w.severity], first.get(w.kind, 3),
                                             w.topic != "__consumer_offsets", w.topic or "")))
+
+
+def _kraft_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
+    """No quorum leader: no controller, so no leader election and no ISR change; a controller
+    still answering as leader at an older epoch: cut off, and not yet aware of it."""
+    quorum = s.quorum
+    if quorum is None:
+        return [ClusterWarning("no_controller", "no active controller known: the KRaft quorum "
+                               "does not answer DescribeQuorum", severity="critical")]
+    out = []
+    if quorum.leader_id is None:
+        out.append(ClusterWarning("no_controller", "the KRaft quorum has no leader: no leader "
+                                  "can be elected", severity="critical"))
+    for stale in quorum.stale_leaders:
+        out.append(ClusterWarning("stale_quorum_leader", f"controller {stale.node_id} still "
+                                  f"answers as quorum leader at epoch {stale.leader_epoch} (the "
+                                  f"quorum is at {quorum.leader_epoch})", broker=stale.node_id))
+    return out

@@ -134,11 +134,11 @@ def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
         return {**base, "kind": "log_broker_registered", "partition": None, "broker": int(found[1]),
                 "severity": "info", "detail": f"broker {found[1]} registered in ZooKeeper"}
     if "partition change for" in text and (found := _KRAFT_CHANGE.search(text)):
-        old, leader, epoch = int(found[2]), int(found[3]), int(found[5])
+        before, leader, epoch = int(found[2]), int(found[3]), int(found[5])
         return {**base, "kind": "log_leader_and_isr", "partition": found[1],
                 "broker": leader if leader >= 0 else None, "severity": "info", "epoch": epoch,
                 "leader": leader, "detail": f"controller set leader {leader} at epoch {epoch} "
-                f"(was {old})"}
+                f"(was {before})"}
     if "active controller" in text and (found := _ACTIVE.search(text)):
         node_id, epoch = int(found[1]), int(found[2])
         return {**base, "kind": "log_controller_elected", "partition": None, "broker": node_id,

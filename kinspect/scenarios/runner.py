@@ -230,7 +230,8 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
         f"{settings.producers} producer(s)")
     # The timeline covers the whole run, not just the load: a failover that completes after
     # the last message was sent is still part of the story.
-    with recording_timeline(bootstrap, state.zookeeper_address, run_dir, expected), \
+    with recording_timeline(bootstrap, state.zookeeper_address, run_dir, expected,
+                            controllers=state.controller_addresses or None), \
             consumers_along(group, run_dir, say):
         plan.start()
         try:

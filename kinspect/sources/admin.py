@@ -7,6 +7,10 @@ clients/wire.py) what it believes, which is how a zombie leader shows, and how f
 of each partition reaches, which is how a follower falling behind and a cut-off leader running
 ahead of the new one show. Where a replica is at an older epoch than the leader, the leader is
 asked where that epoch ends in its log: what lies past it is doomed.
+
+Unless the observer watches ZooKeeper, each poll also asks the KRaft quorum who leads it
+(clients/quorum.py): the brokers' ApiVersions tell the mode, and in KRaft each partition's
+decision is the newest claim any broker holds (sources/claims.py).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from confluent_kafka.cimpl import _AdminClientImpl
 
 from kinspect.clients.groups import GroupsWatch
 from kinspect.clients.kafka import AUTH_FAILED, client_config
+from kinspect.clients.quorum import QuorumPoll, QuorumProbe
 from kinspect.clients.wire import (
     BrokerClaim,
     BrokerLink,
@@ -36,7 +41,16 @@ from kinspect.clients.wire import (
     connection_settings,
 )
 from kinspect.errors import KinspectError
-from kinspect.model import BrokerView, ConfigValue, EpochEnd, Offsets, PartitionMeta, ReplicaEnd
+from kinspect.model import (
+    BrokerView,
+    ConfigValue,
+    EpochEnd,
+    Offsets,
+    PartitionDecision,
+    PartitionMeta,
+    ReplicaEnd,
+)
+from kinspect.sources.claims import newest_claims
 
 DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
 CONFIG_EVERY_N_POLLS = 10
@@ -115,6 +129,12 @@ class AdminSource:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.known_brokers: dict[int, str] = {}  # e.g. the lab's brokers, probed even if unlisted
+        # zookeeper | kraft | unknown: "zookeeper" when the observer watches ZooKeeper (the
+        # quorum is then never asked), else what the brokers' ApiVersions say, once known.
+        self.mode = "unknown"
+        self.controllers: dict[int, str] = {}  # KRaft node id -> controller listener, if known
+        self._quorum = QuorumProbe(self._link_settings)
+        self._seen: dict[Key, tuple[int, int]] = {}  # KRaft decision: (epoch, first seen ms)
         # Consumer groups come from a process of their own (see clients/groups.py: a librdkafka
         # assertion there must not take the observer down).
         self.groups = (GroupsWatch(bootstrap, dict(config or {}), interval_s, timeout_s,
@@ -137,6 +157,7 @@ class AdminSource:
             self._thread.join(timeout=self.timeout_s * 3)
         for link in self._links.values():
             link.close()
+        self._quorum.close()
 
     def view(self) -> BrokerView:
         with self._lock:
@@ -166,7 +187,9 @@ class AdminSource:
                                   error=refused or reason or type(exc).__name__,
                                   brokers=old.brokers, controller_id=old.controller_id,
                                   partitions=old.partitions, configs=old.configs,
-                                  offsets=old.offsets)
+                                  offsets=old.offsets, mode=old.mode, quorum=old.quorum,
+                                  quorum_error=old.quorum_error, controllers=old.controllers,
+                                  decided=old.decided)
                 claims = {}
         self._auth.clear(self._admin)  # answered or not: a refusal is told once, then anew
         with self._lock:
@@ -195,19 +218,46 @@ class AdminSource:
         refresh = self._polls % CONFIG_EVERY_N_POLLS == 0 or set(self._configs) != set(metadata.topics)
         self._polls += 1
         probing = self.probe_brokers and self._link_settings is not None
-        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="kinspect-poll") as pool:
+        asking = self._link_settings is not None and self.mode != "zookeeper"
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kinspect-poll") as pool:
             configs = pool.submit(self._describe_configs, list(metadata.topics)) if refresh else None
             offsets = pool.submit(self._offsets, list(partitions))
             probe = pool.submit(self._probe, brokers) if probing else None
+            quorum = pool.submit(self._ask_quorum, brokers) if asking else None
             if configs is not None:
                 self._configs = configs.result()
             claims, ends = probe.result() if probe is not None else ({}, {})
-            epoch_ends = self._epoch_ends(partitions, ends) if probing else {}
+            asked = quorum.result() if quorum is not None else None
+            if asked is not None and asked.mode is not None:
+                self.mode = asked.mode  # a cluster does not change its mode under us
+            decided = self._decisions(claims, polled_at) if self.mode == "kraft" else {}
+            epoch_ends = self._epoch_ends(partitions, ends, decided) if probing else {}
             found = offsets.result()
         view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
                           partitions=partitions, configs=dict(self._configs), offsets=found,
-                          polled_at_ms=polled_at, replica_ends=ends, epoch_ends=epoch_ends)
+                          polled_at_ms=polled_at, replica_ends=ends, epoch_ends=epoch_ends,
+                          mode=self.mode, quorum=asked.answer if asked else None,
+                          quorum_error=asked.error if asked else None,
+                          controllers=asked.controllers if asked else (), decided=decided)
         return view, claims
+
+    def _ask_quorum(self, brokers: dict[int, str]) -> QuorumPoll:
+        """The KRaft quorum: via the brokers, and each known controller directly."""
+        return self._quorum.poll({**self.known_brokers, **brokers}, self.controllers,
+                                 min(1.0, self.timeout_s))
+
+    def _decisions(self, claims: Claims, polled_at: int) -> dict[Key, PartitionDecision]:
+        """KRaft: each partition's newest claim, with the poll that first saw its epoch (the
+        other brokers get a grace period to hear of it before they count as disagreeing)."""
+        seen: dict[Key, tuple[int, int]] = {}
+        out = {}
+        for key, claim in newest_claims(claims).items():
+            epoch, first = self._seen.get(key, (None, polled_at))
+            seen[key] = (claim.leader_epoch, first if epoch == claim.leader_epoch else polled_at)
+            out[key] = PartitionDecision(claim.leader, claim.leader_epoch, claim.isr,
+                                         claim.replicas, seen[key][1])
+        self._seen = seen
+        return out
 
     def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, ConfigValue]]:
         if not topics:
@@ -284,11 +334,16 @@ class AdminSource:
         return {b: c for b, c, _ in answers if c is not None}, ends
 
     def _epoch_ends(self, partitions: Mapping[Key, PartitionMeta],
-                    ends: Mapping[Key, Mapping[int, ReplicaEnd]]) -> dict[Key, dict[int, EpochEnd]]:
+                    ends: Mapping[Key, Mapping[int, ReplicaEnd]],
+                    decisions: Mapping[Key, PartitionDecision] | None = None
+                    ) -> dict[Key, dict[int, EpochEnd]]:
         """Ask each current leader where the older epochs that matter end in its log: those of
         replicas behind its epoch (a cut-off leader's log), and, for watched partitions, the
-        epoch before its own (where its epoch starts)."""
-        decided = self.decided() or {k: (m.leader, -1) for k, m in partitions.items()}
+        epoch before its own (where its epoch starts). The leaders are ZooKeeper's, in KRaft
+        this poll's decisions, else the AdminClient's."""
+        decided = self.decided() or {k: (d.leader, d.leader_epoch)
+                                     for k, d in (decisions or {}).items()} \
+            or {k: (m.leader, -1) for k, m in partitions.items()}
         with self._lock:
             watched = self._watched
         asks: dict[int, dict[Key, set[int]]] = {}

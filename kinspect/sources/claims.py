@@ -1,8 +1,10 @@
 """Folding each broker's own claims into the broker view (pure; no I/O).
 
 A broker that claims to lead a partition accepts writes for it, whatever the controller
-decided. So when brokers disagree, the claim that contradicts ZooKeeper is the one to show:
-that is the zombie leader, still acknowledging writes it will later truncate.
+decided. So when brokers disagree, the claim that contradicts the decision is the one to show:
+that is the zombie leader, still acknowledging writes it will later truncate. The decision is
+ZooKeeper's when it is watched; in KRaft nothing outside the quorum holds it, and the newest
+decision any broker has heard of (the highest leader epoch among their own metadata) stands in.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from dataclasses import replace
 from kinspect.clients.wire import BrokerClaim
 from kinspect.model import BrokerView, PartitionMeta, ZkView
 
-Claims = Mapping[int, Mapping[tuple[str, int], BrokerClaim]]
+Key = tuple[str, int]
+Claims = Mapping[int, Mapping[Key, BrokerClaim]]
 
 
-def self_claims(claims: Claims) -> dict[tuple[str, int], dict[int, BrokerClaim]]:
+def self_claims(claims: Claims) -> dict[Key, dict[int, BrokerClaim]]:
     """Per partition, the brokers that say they lead it themselves."""
-    leaders: dict[tuple[str, int], dict[int, BrokerClaim]] = {}
+    leaders: dict[Key, dict[int, BrokerClaim]] = {}
     for broker, partitions in claims.items():
         for key, claim in partitions.items():
             if claim.leader == broker:
@@ -26,13 +29,45 @@ def self_claims(claims: Claims) -> dict[tuple[str, int], dict[int, BrokerClaim]]
     return leaders
 
 
+def newest_claims(claims: Claims) -> dict[Key, BrokerClaim]:
+    """Per partition, the claim with the highest leader epoch any broker holds: the newest
+    decision of the KRaft controller that reached a broker. At equal epochs (an ISR change
+    keeps the epoch) the leader's own word, else the lowest broker id's. Claims without an
+    epoch (Metadata before v7) decide nothing."""
+    best: dict[Key, tuple[tuple[int, bool, int], BrokerClaim]] = {}
+    for broker, partitions in claims.items():
+        for key, claim in partitions.items():
+            if claim.leader_epoch < 0:
+                continue
+            rank = (claim.leader_epoch, claim.leader == broker, -broker)
+            if key not in best or rank > best[key][0]:
+                best[key] = (rank, claim)
+    return {key: claim for key, (_rank, claim) in best.items()}
+
+
+def _decided_leader(key: Key, view: BrokerView, zk: ZkView | None) -> int | None:
+    if zk is not None:
+        return zk.partitions[key].leader if key in zk.partitions else None
+    decision = view.decided.get(key)
+    return decision.leader if decision is not None else None
+
+
 def merge_claims(view: BrokerView, claims: Claims, zk: ZkView | None) -> BrokerView:
-    """The broker view with each partition's leader taken from the brokers' self-claims."""
+    """The broker view with each partition's leader taken from the brokers' self-claims: a
+    claim against the decision (ZooKeeper's, or in KRaft the newest one) first. In KRaft a
+    partition nobody self-claims against the decision shows the decision itself (the
+    AdminClient's metadata comes from whichever broker, possibly one that has not heard it)."""
     if not claims:
         return view
     partitions = dict(view.partitions)
+    if zk is None:
+        for key, decision in view.decided.items():
+            base = partitions.get(key)
+            partitions[key] = PartitionMeta(decision.leader,
+                                            base.replicas if base else decision.replicas,
+                                            decision.isr)
     for key, claimants in self_claims(claims).items():
-        decided = zk.partitions[key].leader if zk and key in zk.partitions else None
+        decided = _decided_leader(key, view, zk)
         rogue = sorted(b for b in claimants if b != decided)
         chosen = rogue[0] if rogue else next(iter(claimants))
         claim = claimants[chosen]

@@ -1,5 +1,9 @@
 """The observer: ZooKeeper watches + AdminClient polls → snapshots and events.
 
+A ZooKeeper address means a ZooKeeper-mode cluster; without one the AdminSource's poll asks the
+KRaft quorum too (and each controller directly when their addresses are given), and the
+brokers' ApiVersions tell which mode the cluster runs.
+
 Sources only signal "something changed"; one builder thread then takes their latest immutable
 views, builds a snapshot, diffs it against the previous one and hands both to subscribers (the
 TUI, `kinspect watch`) and to a timeline file. Bursts of ZooKeeper notifications coalesce into
@@ -38,7 +42,9 @@ class Observer:
                  expected_brokers: Mapping[int, str] | None = None, interval_s: float = 1.0,
                  admin_config: Mapping[str, str] | None = None, run_dir: Path | None = None,
                  zk_auth: list[tuple[str, str]] | None = None, timeout_s: float = 3.0,
-                 one_shot: bool = False) -> None:
+                 one_shot: bool = False, controllers: Mapping[int, str] | None = None) -> None:
+        """`controllers`: in KRaft, node id -> "host:port" of each controller's CONTROLLER
+        listener when the caller knows them (the lab): each is asked directly who leads."""
         self.expected = dict(expected_brokers or {})
         self.one_shot = one_shot  # `kinspect snapshot`: read once, no watches, build once
         self._wake = threading.Event()
@@ -55,6 +61,9 @@ class Observer:
         if self.admin:
             self.admin.known_brokers = dict(self.expected)
             self.admin.decided = self._decided
+            self.admin.controllers = dict(controllers or {})
+            if self.zk is not None:
+                self.admin.mode = "zookeeper"
         self._timeline: IO[str] | None = None
         if run_dir is not None:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -65,7 +74,9 @@ class Observer:
         self._build_lock = threading.Lock()
 
     def _decided(self) -> dict[tuple[str, int], tuple[int, int]] | None:
-        """Leader and epoch of each partition as the controller decided (ZooKeeper)."""
+        """Leader and epoch of each partition as the controller decided (ZooKeeper). None
+        without ZooKeeper: in KRaft the AdminSource takes each partition's newest claim of the
+        poll under way (claims.newest_claims), fresher than any view kept here."""
         if self.zk is None:
             return None
         return {key: (state.leader, state.leader_epoch)

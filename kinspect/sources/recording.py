@@ -37,6 +37,8 @@ from kinspect.model import (
     PartitionInfo,
     ReplicaLog,
     TopicInfo,
+    quorum_from_json,
+    quorum_to_json,
     snapshot_to_json,
 )
 from kinspect.model.events import Severity
@@ -104,7 +106,9 @@ def snapshot_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
     if (new.admin_state, new.admin_error) != (old.admin_state, old.admin_error):
         d["ad"] = [new.admin_state, new.admin_error]
     if new.brokers != old.brokers:
-        d["b"] = [[b.id, b.address, b.registered, b.expected] for b in new.brokers]
+        d["b"] = [[b.id, b.address, b.registered, b.expected, b.fenced] for b in new.brokers]
+    if (new.mode, new.quorum) != (old.mode, old.quorum):  # KRaft: the quorum moves every poll
+        d["q"] = [new.mode, quorum_to_json(new.quorum) if new.quorum is not None else None]
     if new.warnings != old.warnings:
         d["w"] = [[w.kind, w.message, w.topic, w.broker, w.severity] for w in new.warnings]
     if new.limitations != old.limitations:
@@ -146,6 +150,9 @@ def apply_delta(old: ClusterSnapshot, d: Json) -> ClusterSnapshot:
         changes["admin_state"], changes["admin_error"] = d["ad"]
     if "b" in d:
         changes["brokers"] = tuple(BrokerInfo(*b) for b in d["b"])
+    if "q" in d:
+        changes["mode"] = d["q"][0]
+        changes["quorum"] = quorum_from_json(d["q"][1]) if d["q"][1] is not None else None
     if "w" in d:
         changes["warnings"] = tuple(ClusterWarning(*w) for w in d["w"])
     if "l" in d:

@@ -355,7 +355,8 @@ def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
 
     feed = LiveFeed(cluster.bootstrap, cluster.zookeeper, lab_backed=cluster.lab is not None,
                     expected=cluster.expected_brokers, title=redact(cluster.label),
-                    admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None)
+                    admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
+                    controllers=cluster.controllers)
     if cluster.lab is not None:
         # KINSPECT_WARM_ENGINE=0: no Spark beside the screen (m then starts its own)
         warm = os.environ.get("KINSPECT_WARM_ENGINE", "1") != "0"

@@ -133,8 +133,10 @@ class LiveFeed(Feed):
                  expected: Mapping[int, str] | None = None, title: str = "cluster",
                  admin_config: dict[str, str] | None = None,
                  zk_auth: list[tuple[str, str]] | None = None,
-                 session_dir: Path | None = None, record: bool = True) -> None:
+                 session_dir: Path | None = None, record: bool = True,
+                 controllers: Mapping[int, str] | None = None) -> None:
         self.bootstrap, self.zookeeper = bootstrap, zookeeper
+        self.controllers = dict(controllers or {})  # KRaft: each asked directly who leads
         self.admin_config, self.zk_auth = dict(admin_config or {}), zk_auth
         self.lab_backed, self.expected, self.title = lab_backed, dict(expected or {}), title
         self._stop = threading.Event()
@@ -177,7 +179,8 @@ class LiveFeed(Feed):
         from kinspect.sources.observer import Observer, now_ms
 
         observer = Observer(self.bootstrap, self.zookeeper, expected_brokers=self.expected,
-                            admin_config=self.admin_config, zk_auth=self.zk_auth)
+                            admin_config=self.admin_config, zk_auth=self.zk_auth,
+                            controllers=self.controllers)
 
         mailbox = Mailbox()
         if self.record:  # the recorder sees every snapshot and everything posted

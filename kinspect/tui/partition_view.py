@@ -106,6 +106,11 @@ class PartitionView(ScrollView, can_focus=True):
         self._rebuild()
         return changed
 
+    @property
+    def kraft(self) -> bool:
+        """KRaft names a zombie leader differently (no ZooKeeper to disagree with)."""
+        return self._snapshot is not None and self._snapshot.kraft
+
     def refilter(self) -> None:
         self._rebuild()
 
@@ -123,7 +128,7 @@ class PartitionView(ScrollView, can_focus=True):
             return len(changed)
         until = time.monotonic() + MARK_FOR_S
         for q, p in changed:
-            was, now = partition_cells(q), partition_cells(p)
+            was, now = partition_cells(q, self.kraft), partition_cells(p, self.kraft)
             columns = frozenset(c for c in PARTITION_COLUMNS if not _same(was[c], now[c]))
             key = (p.topic, p.partition)
             if columns:
@@ -188,7 +193,7 @@ class PartitionView(ScrollView, can_focus=True):
     def cell(self, topic: str, partition: int, column: str) -> str:
         """The text a partition's cell shows ('' when it is not in the snapshot)."""
         p = self._model.partition(topic, partition) if self._model else None
-        return partition_cells(p)[column].plain if p else ""
+        return partition_cells(p, self.kraft)[column].plain if p else ""
 
     # ----- drawing ----------------------------------------------------------------------
 
@@ -238,7 +243,7 @@ class PartitionView(ScrollView, can_focus=True):
         return line.append_text(topic_summary_text(summary))
 
     def _partition_line(self, p: PartitionInfo) -> Text:
-        cells = partition_cells(p)
+        cells = partition_cells(p, self.kraft)
         cells["topic"] = Text().append(INDENT, PAD_STYLE).append_text(cells["topic"])
         mark = self._marks.get((p.topic, p.partition))
         marked = mark[1] if mark and mark[0] > time.monotonic() else frozenset()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rich.style import Style
 from rich.text import Text
 
-from kinspect.model import ClusterSnapshot, Event, PartitionInfo, ReplicaLog
+from kinspect.model import ClusterSnapshot, Event, PartitionInfo, QuorumInfo, ReplicaLog
 from kinspect.model.lag import LagTrend
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ STALE_AFTER_MS = 5000
 PARTITION_COLUMNS = ("topic", "part", "leader", "epoch", "replicas", "isr", "replica logs", "hw",
                      "flags")
 BROKER_COLUMNS = ("id", "address", "lab", "zk", "leads", "not in ISR")
+# The labels in KRaft, by column key: "zk" says whether the broker is in the cluster metadata.
+KRAFT_BROKER_LABELS = {"zk": "metadata"}
 SEVERITY_STYLE = {"offline": "bold white on red", "under_min_isr": "bold red",
                   "warn": "yellow", "ok": ""}
 EVENT_STYLE = {"error": "bold red", "warn": "yellow", "info": "green"}
@@ -57,25 +59,17 @@ def _ids(values: tuple[int, ...]) -> str:
 def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
                 problems: tuple[str, ...] = (), engine: str = "") -> Text:
     """One line: where we are, who controls it, how fresh the picture is, what is failing
-    (and, beside a lab, whether the warm Spark engine for m is ready)."""
+    (and, beside a lab, whether the warm Spark engine for m is ready). In KRaft the controller
+    is the quorum leader, and a second line shows the quorum."""
     text = Text.assemble(("kinspect ", "bold"), (title, "bold cyan"))
     if snapshot is None:
         text.append("  connecting…", "yellow")
         return _failing(text, problems)
     sep(text)
-    controller = snapshot.controller
-    if controller.id is None:
-        text.append("NO CONTROLLER", "bold white on red")
+    if snapshot.kraft:
+        _kraft_controller(text, snapshot.quorum)
     else:
-        text.append(f"controller {controller.id} ")
-        text.append(f"(epoch {controller.epoch})", "dim")
-    sep(text)
-    session = snapshot.zookeeper_state
-    if session is None:
-        text.append("ZooKeeper: not watched", "dim")
-    else:
-        text.append("ZK ")
-        text.append(session, "green" if session == "connected" else "bold red")
+        _zk_controller(text, snapshot)
     sep(text)
     text.append("admin ")
     text.append(snapshot.admin_state, "green" if snapshot.admin_state == "ok" else "bold red")
@@ -89,7 +83,75 @@ def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
         sep(text)
         text.append("spark ", "dim")
         text.append(engine, ENGINE_STYLES.get(engine, "dim"))
-    return _failing(text, problems)
+    _failing(text, problems)
+    if snapshot.kraft:
+        text.append("\n").append_text(quorum_text(snapshot.quorum))
+    return text
+
+
+def _zk_controller(text: Text, snapshot: ClusterSnapshot) -> None:
+    controller = snapshot.controller
+    if controller.id is None:
+        text.append("NO CONTROLLER", "bold white on red")
+    else:
+        text.append(f"controller {controller.id} ")
+        text.append(f"(epoch {controller.epoch})", "dim")
+    sep(text)
+    session = snapshot.zookeeper_state
+    if session is None:
+        text.append("ZooKeeper: not watched", "dim")
+    else:
+        text.append("ZK ")
+        text.append(session, "green" if session == "connected" else "bold red")
+
+
+def _kraft_controller(text: Text, quorum: QuorumInfo | None) -> None:
+    """The quorum leader: the broker Metadata names as controller is a random one in KRaft."""
+    if quorum is None:
+        text.append("controller ? (the quorum does not answer)", "bold red")
+    elif quorum.leader_id is None:
+        text.append("NO QUORUM LEADER", "bold white on red")
+        text.append(f" (epoch {quorum.leader_epoch})", "dim")
+    else:
+        text.append(f"controller {quorum.leader_id} ")
+        text.append(f"(quorum leader, epoch {quorum.leader_epoch})", "dim")
+    sep(text)
+    text.append("KRaft")
+
+
+def _member_text(node: int, lag: int | None, leader: bool) -> Text:
+    if leader:
+        return Text(f"{node}*", "bold")
+    if lag is None:
+        return Text(f"{node}:?", "dim")
+    if lag <= 0:
+        return Text(f"{node}:✓", "dim")
+    return Text(f"{node}:-{lag:,}", "yellow")
+
+
+def quorum_text(quorum: QuorumInfo | None) -> Text:
+    """`quorum hw 1,234 │ voters 101* 102:✓ 103:-12 │ observers 1:✓ 2:-3`: the leader starred,
+    each member's lag behind its log end; controllers asked directly that do not answer, or
+    still answer as leader at an older epoch, are named."""
+    text = Text("quorum ", "bold")
+    if quorum is None:
+        return text.append("no answer to DescribeQuorum", "bold red")
+    text.append(f"hw {quorum.high_watermark:,}", "dim")
+    for label, members in (("voters", quorum.voters), ("observers", quorum.observers)):
+        if not members:
+            continue
+        sep(text).append(f"{label} ", "dim")
+        for i, m in enumerate(members):
+            if i:
+                text.append(" ", PAD_STYLE)
+            text.append_text(_member_text(m.id, m.lag, m.id == quorum.leader_id))
+    unreachable = [c.node_id for c in quorum.controllers if c.state in ("unreachable", "error")]
+    if unreachable:
+        sep(text).append(f"no answer from {_ids(tuple(unreachable))}", "bold red")
+    for stale in quorum.stale_leaders:
+        sep(text).append(f"{stale.node_id} still leads at epoch {stale.leader_epoch}",
+                         "bold magenta")
+    return text
 
 
 def _failing(text: Text, problems: tuple[str, ...]) -> Text:
@@ -142,7 +204,9 @@ def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None) -> list[
         info = known.get(broker_id)
         node = lab_nodes.get(broker_id)
         address = (info.address if info and info.address else node.address if node else "?")
-        if info is None or info.registered is None:
+        if info is not None and info.fenced is not None:  # KRaft: in the cluster metadata?
+            zk = _span("FENCED", "bold red") if info.fenced else _span("yes", "green")
+        elif info is None or info.registered is None:
             zk = _span("?", "dim")
         else:
             zk = _span("yes", "green") if info.registered else _span("NO", "bold red")
@@ -153,12 +217,13 @@ def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None) -> list[
     return rows
 
 
-def partition_flags(p: PartitionInfo) -> Text:
+def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
     text = Text()
     if p.offline:
         text.append("OFFLINE ", "bold white on red")
-    if p.views_disagree:
-        text.append(f"ZK≠broker {p.broker_leader} ", "bold magenta")
+    if p.views_disagree:  # in KRaft: a broker leading against the newest decision
+        text.append(f"stale leader {p.broker_leader} " if kraft else
+                    f"ZK≠broker {p.broker_leader} ", "bold magenta")
     if p.under_min_isr:
         text.append("<min-ISR ", "bold red")
     elif p.at_min_isr:
@@ -213,7 +278,7 @@ def replica_logs_text(p: PartitionInfo) -> Text:
     return text
 
 
-def partition_cells(p: PartitionInfo) -> dict[str, Text]:
+def partition_cells(p: PartitionInfo, kraft: bool = False) -> dict[str, Text]:
     """Cells by column; each is compared with the last one shown to mark what changed."""
     leader = Text(str(p.leader), "bold") if p.leader is not None else Text("none", "bold red")
     hw = "?" if p.high_watermark is None else f"{p.high_watermark:,}"
@@ -221,7 +286,7 @@ def partition_cells(p: PartitionInfo) -> dict[str, Text]:
     return {"topic": Text(p.topic, SEVERITY_STYLE[p.severity]), "part": Text(str(p.partition)),
             "leader": leader, "epoch": Text(epoch), "replicas": Text(_ids(p.replicas)),
             "isr": isr_text(p), "replica logs": replica_logs_text(p),
-            "hw": Text(hw, justify="right"), "flags": partition_flags(p)}
+            "hw": Text(hw, justify="right"), "flags": partition_flags(p, kraft)}
 
 
 def healthy(p: PartitionInfo) -> bool:

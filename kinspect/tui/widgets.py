@@ -8,7 +8,7 @@ from textual.widgets import DataTable, RichLog
 
 from kinspect.lab.state import LabState
 from kinspect.model import ClusterSnapshot
-from kinspect.tui.render import BROKER_COLUMNS, PAD_STYLE, broker_rows
+from kinspect.tui.render import BROKER_COLUMNS, KRAFT_BROKER_LABELS, PAD_STYLE, broker_rows
 
 
 def _padded(cell: Text | str) -> Text:
@@ -23,13 +23,23 @@ class BrokerTable(DataTable[Text]):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cell_padding=0, **kwargs)  # type: ignore[arg-type]
+        self._kraft = False
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        labels = KRAFT_BROKER_LABELS if self._kraft else {}
         for name in BROKER_COLUMNS:
-            self.add_column(_padded(name), key=name)
+            self.add_column(_padded(labels.get(name, name)), key=name)
 
     def show(self, snapshot: ClusterSnapshot | None, lab: LabState | None) -> None:
+        kraft = snapshot is not None and snapshot.kraft
+        if kraft != self._kraft:  # the columns' labels follow the mode (rows are re-added)
+            self._kraft = kraft
+            self.clear(columns=True)
+            self._add_columns()
         rows = broker_rows(snapshot, lab)
         keys = [str(r.broker_id) for r in rows]
         if keys != [str(k.value) for k in self.rows]:

@@ -41,7 +41,7 @@ def quorum(leader: int | None = 101, epoch: int = 7) -> QuorumAnswer:
     return QuorumAnswer(leader, epoch, 1234,
                         (QuorumReplica(101, 1240, T0, T0), QuorumReplica(102, 1228, T0 - 30, T0 - 500),
                          QuorumReplica(103, -1, None, None)),
-                        (QuorumReplica(1, 1240, T0, T0), QuorumReplica(2, 1237, T0, T0)),
+                        (QuorumReplica(2, 1237, T0, T0), QuorumReplica(1, 1240, T0, T0)),
                         "198.18.1.11:9092")
 
 
@@ -177,3 +177,22 @@ def test_the_header_names_the_quorum_leader_and_shows_the_quorum() -> None:
     assert second == "quorum hw 1,234 │ voters 101* 102:-12 103:? │ observers 1:✓ 2:-3"
     zk = header_text(demo_snapshot(), T0 + 100, "lab").plain
     assert "\n" not in zk and "controller 1 (epoch 3) │ ZK connected" in zk
+
+
+def test_a_kraft_recording_replays_the_quorum_and_fencing_exactly() -> None:
+    from kinspect.sources.recording import apply_delta, snapshot_delta
+
+    before = kraft_snapshot()
+    after = kraft_snapshot(replace(kraft_view(listed=(1, 2), answer=quorum(102, 8)),
+                                   polled_at_ms=T0 + 1000), taken_at=T0 + 1000)
+    assert apply_delta(before, snapshot_delta(before, after)) == after
+
+
+def test_the_text_snapshot_says_kraft_and_fenced() -> None:
+    from kinspect.cli.render import render_snapshot
+
+    text = render_snapshot(snapshot_to_json(kraft_snapshot(kraft_view(listed=(1, 2)))))
+    assert text.splitlines()[:3] == [
+        "controller 101 (quorum leader, epoch 7)   KRaft",
+        "quorum hw 1234  (lag) 101*:ok  102:-12  103:?  1:ok  2:-3",
+        "brokers: 1@198.18.1.11:9092  2@198.18.1.12:9092  3@? (FENCED)"]

@@ -1,0 +1,298 @@
+"""Asking the KRaft controller quorum who leads it: DescribeQuorum (API key 55).
+
+In KRaft the "controller id" of Metadata and DescribeCluster names a random broker (kafka-ui
+and AKHQ shipped that as the controller); the active controller is the leader of the quorum
+that replicates `__cluster_metadata`, and only DescribeQuorum says who it is, at which epoch,
+and how far each voter and observer has replicated. A broker forwards the request to the active
+controller; a controller answers itself, and only while it leads (else NOT_LEADER_OR_FOLLOWER).
+kafka-python has no class for it, so v0 and v1 are declared here with its own building blocks
+(flexible versions: compact strings and arrays, tagged fields, request header v2), exactly as
+Kafka's DescribeQuorumRequest.json / DescribeQuorumResponse.json lay them out.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.errors import for_code
+from kafka.protocol.api import Request, Response
+from kafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
+
+from kinspect.clients.wire import BrokerLink, connection_settings
+from kinspect.errors import KinspectError
+from kinspect.model.views import ControllerAnswer, QuorumAnswer, QuorumReplica
+
+__all__ = ["DescribeQuorumRequest", "DescribeQuorumResponse", "NotKRaft", "QuorumAnswer",
+           "QuorumError", "QuorumPoll", "QuorumProbe", "QuorumReplica", "ask_quorum",
+           "describe_quorum", "quorum_from"]
+
+DESCRIBE_QUORUM = 55
+METADATA_TOPIC, METADATA_PARTITION = "__cluster_metadata", 0
+NOT_LEADER_OR_FOLLOWER = 6
+NO_LEADER = -1
+
+
+class NotKRaft(KinspectError):
+    """The broker does not take DescribeQuorum: a ZooKeeper-mode cluster."""
+
+
+class QuorumError(KinspectError):
+    """DescribeQuorum answered with an error (e.g. a controller that does not lead)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+_REPLICA_V0 = (("replica_id", Int32), ("log_end_offset", Int64), ("tags", TaggedFields))
+_REPLICA_V1 = (("replica_id", Int32), ("log_end_offset", Int64),
+               ("last_fetch_timestamp", Int64), ("last_caught_up_timestamp", Int64),
+               ("tags", TaggedFields))
+
+
+def _response_schema(replica: tuple[tuple[str, Any], ...]) -> Schema:
+    return Schema(
+        ("error_code", Int16),
+        ("topics", CompactArray(
+            ("topic_name", CompactString("utf-8")),
+            ("partitions", CompactArray(
+                ("partition_index", Int32),
+                ("error_code", Int16),
+                ("leader_id", Int32),
+                ("leader_epoch", Int32),
+                ("high_watermark", Int64),
+                ("current_voters", CompactArray(*replica)),
+                ("observers", CompactArray(*replica)),
+                ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class DescribeQuorumResponse_v0(Response):  # type: ignore[misc]  # kafka-python is untyped
+    API_KEY = DESCRIBE_QUORUM
+    API_VERSION = 0
+    FLEXIBLE_VERSION = True
+    SCHEMA = _response_schema(_REPLICA_V0)
+
+
+class DescribeQuorumResponse_v1(Response):  # type: ignore[misc]
+    """v1 adds each replica's last fetch and last caught-up timestamps (KIP-836)."""
+
+    API_KEY = DESCRIBE_QUORUM
+    API_VERSION = 1
+    FLEXIBLE_VERSION = True
+    SCHEMA = _response_schema(_REPLICA_V1)
+
+
+_REQUEST_SCHEMA = Schema(
+    ("topics", CompactArray(
+        ("topic_name", CompactString("utf-8")),
+        ("partitions", CompactArray(
+            ("partition_index", Int32),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))),
+    ("tags", TaggedFields))
+
+
+class DescribeQuorumRequest_v0(Request):  # type: ignore[misc]
+    API_KEY = DESCRIBE_QUORUM
+    API_VERSION = 0
+    FLEXIBLE_VERSION = True
+    RESPONSE_TYPE = DescribeQuorumResponse_v0
+    SCHEMA = _REQUEST_SCHEMA
+
+
+class DescribeQuorumRequest_v1(Request):  # type: ignore[misc]
+    """The same request; it asks for the v1 answer."""
+
+    API_KEY = DESCRIBE_QUORUM
+    API_VERSION = 1
+    FLEXIBLE_VERSION = True
+    RESPONSE_TYPE = DescribeQuorumResponse_v1
+    SCHEMA = _REQUEST_SCHEMA
+
+
+DescribeQuorumRequest: list[type[Any]] = [DescribeQuorumRequest_v0, DescribeQuorumRequest_v1]
+DescribeQuorumResponse: list[type[Any]] = [DescribeQuorumResponse_v0, DescribeQuorumResponse_v1]
+
+
+def quorum_request(version: int) -> Any:
+    """Ask about the metadata log's one partition."""
+    return DescribeQuorumRequest[version](
+        topics=[(METADATA_TOPIC, [(METADATA_PARTITION, {})], {})], tags={})
+
+
+def _time(value: int) -> int | None:
+    return value if value >= 0 else None
+
+
+def _replica(row: Any) -> QuorumReplica:
+    if len(row) > 3:  # v1
+        return QuorumReplica(row[0], row[1], _time(row[2]), _time(row[3]))
+    return QuorumReplica(row[0], row[1], None, None)
+
+
+def _error(code: int, address: str) -> QuorumError:
+    name = for_code(code).__name__
+    return QuorumError(f"{address}: DescribeQuorum answered {name} ({code})", code)
+
+
+def quorum_from(response: Any, asked: str) -> QuorumAnswer:
+    """A DescribeQuorumResponse (v0 or v1) as a QuorumAnswer; QuorumError for an error."""
+    if response.error_code:
+        raise _error(response.error_code, asked)
+    for topic, partitions, _tags in response.topics or ():
+        for row in partitions or ():
+            index, code, leader, epoch, high_watermark, voters, observers = row[:7]
+            if topic != METADATA_TOPIC or index != METADATA_PARTITION:
+                continue
+            if code:
+                raise _error(code, asked)
+            return QuorumAnswer(leader_id=leader if leader >= 0 else None, leader_epoch=epoch,
+                                high_watermark=high_watermark,
+                                voters=tuple(_replica(r) for r in voters or ()),
+                                observers=tuple(_replica(r) for r in observers or ()),
+                                asked=asked)
+    raise QuorumError(f"{asked}: DescribeQuorum answered without {METADATA_TOPIC}-0", -1)
+
+
+def ask_quorum(link: BrokerLink, timeout_s: float = 1.0) -> QuorumAnswer:
+    """The quorum as this broker (forwarded to the active controller) or controller sees it.
+
+    OSError/ConnectionError/TimeoutError when no answer comes; NotKRaft when the broker does
+    not take DescribeQuorum (its ApiVersions, read at connect, say so: no request is sent);
+    QuorumError when it answers with an error.
+    """
+    versions = link.api_versions(timeout_s)
+    if DESCRIBE_QUORUM not in versions:
+        raise NotKRaft(f"{link.address} does not take DescribeQuorum: not a KRaft cluster")
+    low, high = versions[DESCRIBE_QUORUM]
+    if low > 1:
+        raise KinspectError(f"{link.address} takes DescribeQuorum v{low}+ only")
+    return quorum_from(link.ask(quorum_request(min(high, 1)), timeout_s), link.address)
+
+
+# What a broker or controller that does not answer may raise (a decoding error included).
+NO_ANSWER = (OSError, ConnectionError, TimeoutError, ValueError, EOFError, struct.error)
+
+
+def describe_quorum(addresses: Iterable[str], config: Mapping[str, Any] | None = None,
+                    timeout_s: float = 2.0) -> QuorumAnswer | None:
+    """One-shot: the first address (broker or controller listener) that answers, each asked on
+    a connection of its own with `timeout_s`, closed after; None when none answers. NotKRaft
+    when one is a ZooKeeper-mode broker (no address would ever answer)."""
+    settings = connection_settings(config)
+    for address in addresses:
+        link = BrokerLink(address, settings)
+        try:
+            return ask_quorum(link, timeout_s)
+        except (*NO_ANSWER, QuorumError):
+            continue
+        finally:
+            link.close()
+    return None
+
+
+@dataclass(frozen=True)
+class QuorumPoll:
+    """One poll of the quorum. Failures are said here, never raised."""
+
+    mode: str | None  # kraft | zookeeper, as the brokers' ApiVersions say; None: none reached
+    answer: QuorumAnswer | None  # the newest answer (highest epoch) of this poll, or a recent one
+    error: str | None  # why this poll got no answer
+    controllers: tuple[ControllerAnswer, ...] = ()
+
+
+class QuorumProbe:
+    """Asks the quorum every poll, over connections kept between polls (as the AdminSource
+    keeps its links): the brokers one at a time, the last that answered first (each forwards
+    to the active controller, so one answer is enough; a failing one goes to the back), and
+    each known controller directly, in parallel (each says whether it leads: a cut-off one
+    still leading at an old epoch shows). An answer is kept `keep_s` through failed polls, so
+    one slow answer on a busy machine is not a controller change."""
+
+    def __init__(self, settings: Mapping[str, Any] | None, keep_s: float = 3.0) -> None:
+        self.settings, self.keep_s = dict(settings or {}), keep_s
+        self._links: dict[str, BrokerLink] = {}
+        self._order: list[str] = []
+        self._last: tuple[QuorumAnswer, float] | None = None
+
+    def poll(self, brokers: Mapping[int, str], controllers: Mapping[int, str],
+             timeout_s: float = 1.0) -> QuorumPoll:
+        with ThreadPoolExecutor(max_workers=max(1, len(controllers)),
+                                thread_name_prefix="kinspect-quorum") as pool:
+            direct = [pool.submit(self._ask_controller, node, address, timeout_s)
+                      for node, address in sorted(controllers.items())]
+            mode, forwarded, error = self._ask_brokers(brokers, timeout_s)
+            asked = [future.result() for future in direct]
+        states = tuple(state for state, _answer in asked)
+        answers = [a for _state, a in asked if a is not None] + ([forwarded] if forwarded else [])
+        if any(state.state in ("leader", "follower") for state in states):
+            mode = "kraft"
+        now = time.monotonic()
+        if answers:
+            best = max(answers, key=lambda a: (a.leader_epoch, a.high_watermark))
+            self._last = (best, now)
+            return QuorumPoll(mode, best, None, states)
+        error = error or next((s.error for s in states if s.error), None) or "no answer"
+        if self._last is not None and now - self._last[1] <= self.keep_s:
+            return QuorumPoll(mode, self._last[0], error, states)
+        return QuorumPoll(mode, None, error, states)
+
+    def close(self) -> None:
+        for link in self._links.values():
+            link.close()
+        self._links.clear()
+
+    def _link(self, address: str) -> BrokerLink:
+        link = self._links.get(address)
+        if link is None:
+            link = self._links[address] = BrokerLink(address, self.settings)
+        return link
+
+    def _ask_brokers(self, brokers: Mapping[int, str], timeout_s: float
+                     ) -> tuple[str | None, QuorumAnswer | None, str | None]:
+        addresses = [brokers[b] for b in sorted(brokers)]
+        self._order = [a for a in self._order if a in addresses] + \
+            [a for a in addresses if a not in self._order]
+        deadline = time.monotonic() + timeout_s
+        mode, error = None, None
+        for address in list(self._order):
+            left = deadline - time.monotonic()
+            if left < 0.05:
+                break
+            link = self._link(address)
+            try:
+                mode = "kraft" if DESCRIBE_QUORUM in link.api_versions(left) else "zookeeper"
+                answer = ask_quorum(link, max(0.05, deadline - time.monotonic()))
+            except NotKRaft as exc:
+                return "zookeeper", None, str(exc)
+            except (*NO_ANSWER, KinspectError) as exc:
+                error = str(exc) or type(exc).__name__
+                self._order.remove(address)
+                self._order.append(address)
+                continue
+            self._order.remove(address)
+            self._order.insert(0, address)
+            return "kraft", answer, None
+        return mode, None, error
+
+    def _ask_controller(self, node: int, address: str, timeout_s: float
+                        ) -> tuple[ControllerAnswer, QuorumAnswer | None]:
+        try:
+            answer = ask_quorum(self._link(address), timeout_s)
+        except QuorumError as exc:
+            if exc.code == NOT_LEADER_OR_FOLLOWER:
+                return ControllerAnswer(node, address, "follower"), None
+            return ControllerAnswer(node, address, "error", error=str(exc)), None
+        except (*NO_ANSWER, KinspectError) as exc:
+            return ControllerAnswer(node, address, "unreachable",
+                                    error=str(exc) or type(exc).__name__), None
+        if answer.leader_id != node:  # it answered for another: it does not lead
+            return ControllerAnswer(node, address, "follower"), answer
+        return ControllerAnswer(node, address, "leader", answer.leader_epoch), answer

@@ -2,6 +2,7 @@
 
     kinspect demo --no-ui && .venv/bin/python screenshots/take.py
     .venv/bin/python screenshots/take.py --chart [RUN_DIR]    # only the post-mortem chart
+    kinspect lab up --mode kraft && .venv/bin/python screenshots/take.py --kraft
 
 Keys are pressed as a person would: start load with `l`, isolate test1's leader with `i`,
 watch the followers fall behind and the zombie leader's log run ahead of the new leader's,
@@ -9,6 +10,8 @@ with the acknowledgements it will lose counted live in the load panel; heal with
 slow consumer group with `g` and watch its lag grow. Then the acks1-isolate-leader scenario
 runs (it resets the lab and takes it down, about 2 min) and its post-mortem's timeline.png is
 drawn again as postmortem-timeline.png (with RUN_DIR, that run's instead).
+With --kraft, on a KRaft lab: the leader cut off from the controller quorum, fenced by it, and
+the header naming the quorum's real leader (6-kraft-fenced-leader.svg).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from textual.widgets import Input
 
 from kinspect.lab import running_lab
+from kinspect.lab.topics import DEMO_TOPICS, create_topics
 from kinspect.postmortem.chart import redraw
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
@@ -73,10 +77,7 @@ async def take() -> None:
     lab = running_lab()
     if lab is None:
         raise SystemExit("screenshots: no lab is running (kinspect demo --no-ui first)")
-    expected = {n.broker_id: n.address for n in lab.brokers if n.broker_id is not None}
-    feed = LiveFeed(lab.bootstrap, lab.zookeeper.address, True, expected,
-                    title=f"lab ({lab.preset} preset, {lab.backend})")
-    app = KinspectApp(feed, LabConsole(), no_confirm=True)
+    app = lab_app(lab)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: test1(app) is not None and app.lab is not None, 30, "test1")
         await pilot.press("l")
@@ -115,6 +116,51 @@ async def take() -> None:
     print(f"screenshots written to {HERE}", file=sys.stderr)
 
 
+def lab_app(lab: Any) -> KinspectApp:
+    expected = {n.broker_id: n.address for n in lab.brokers if n.broker_id is not None}
+    feed = LiveFeed(lab.bootstrap, lab.zookeeper_address, True, expected,
+                    title=f"lab ({lab.preset} preset, {lab.backend})",
+                    controllers=lab.controller_addresses or None)
+    return KinspectApp(feed, LabConsole(), no_confirm=True)
+
+
+def fenced(app: KinspectApp, broker: int) -> bool:
+    """The quorum fenced the cut-off broker and test1 has another leader, both on screen."""
+    snapshot, p = app.snapshot, test1(app)
+    gone = any(b.id == broker and b.fenced for b in snapshot.brokers) if snapshot else False
+    return gone and p is not None and p.leader not in (None, broker)
+
+
+async def take_kraft() -> None:
+    lab = running_lab()
+    if lab is None or not lab.kraft:
+        raise SystemExit("screenshots: no KRaft lab is running (kinspect lab up --mode kraft)")
+    subprocess.run([sys.executable, "-m", "kinspect", "lab", "heal"], check=False)
+    create_topics(lab.bootstrap, DEMO_TOPICS)  # as `kinspect demo` makes them
+    app = lab_app(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.lab is not None and app.snapshot is not None
+                    and app.snapshot.quorum is not None, 30, "the quorum")
+        await pilot.press("l")
+        await pilot.pause(0.5)
+        app.screen.query_one("#count", Input).value = "2000000"
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(app.load and app.load.stats.get("acked")), 60, "load")
+        await until(pilot, lambda: test1(app) is not None, 30, "test1")
+        leader = test1(app).leader
+        await pilot.press(str(leader), "i")
+        await pilot.pause(0.5)
+        await pilot.press("enter")  # the first choice: from the controller quorum
+        await until(pilot, lambda: fenced(app, leader), 60, "the quorum fencing the leader")
+        await pilot.pause(2)
+        app.save_screenshot(str(HERE / "6-kraft-fenced-leader.svg"))
+        await pilot.press("h")
+        await pilot.pause(1)
+        await pilot.press("l")  # stop the load
+        await pilot.pause(2)
+    print(f"KRaft screenshot written to {HERE}", file=sys.stderr)
+
+
 def chart(run_dir: Path | None) -> None:
     """postmortem-timeline.png from a real acks1-isolate-leader run (run now unless given)."""
     if run_dir is None:
@@ -127,6 +173,8 @@ def chart(run_dir: Path | None) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--chart"]:
         chart(Path(sys.argv[2]) if len(sys.argv) > 2 else None)
+    elif sys.argv[1:2] == ["--kraft"]:
+        asyncio.run(take_kraft())
     else:
         asyncio.run(take())
         chart(None)

@@ -72,6 +72,7 @@ def test_acks1_isolated_leader_loses_on_kraft_too(lab_session: Any, tmp_path: Pa
                    for e in report["timeline"]), "a broker named controller in KRaft"
 
 
+@pytest.mark.extended  # CI's KRaft scenario is the acks=1 one above; `make matrix` runs this
 def test_acksall_isolated_leader_loses_nothing_on_kraft(lab_session: Any,
                                                         tmp_path: Path) -> None:
     row = run("acksall-isolate-leader", tmp_path, mode="kraft")

@@ -199,7 +199,8 @@ class LabBackend(ABC):
             progress(f"{broker.name} starting at {broker.address}{self._where(broker)}")
         controller = wait_for_cluster(
             zk.address, [b.broker_id for b in state.brokers if b.broker_id is not None], deadline,
-            lambda: [n.name for n in state.nodes if not self._running(state, n)], progress)
+            lambda: [f"{n.name}{self._why_dead(n)}" for n in state.nodes
+                     if not self._running(state, n)], progress)
         progress(f"controller elected: broker {controller}")
 
     def _start_kraft(self, state: LabState, deadline: float, progress: Progress) -> None:
@@ -212,9 +213,9 @@ class LabBackend(ABC):
             progress(f"{node.name} ({roles}, node {node.kraft_id}) starting at "
                      f"{node.controller_address if node.role == 'controller' else node.address}"
                      f"{self._where(node)}")
-        leader = wait_for_kraft(state, deadline,
-                                lambda: [n.name for n in state.nodes if not self._running(state, n)],
-                                progress)
+        leader = wait_for_kraft(state, deadline, lambda: [
+            f"{n.name}{self._why_dead(n)}" for n in state.nodes if not self._running(state, n)],
+            progress)
         progress(f"quorum leader elected: node {leader}")
 
     @abstractmethod
@@ -223,6 +224,17 @@ class LabBackend(ABC):
 
     @abstractmethod
     def _running(self, state: LabState, node: NodeRecord) -> bool: ...
+
+    def _why_dead(self, node: NodeRecord) -> str:
+        """The last error line a node that died left in its console log (" (…)"), if any:
+        "kafka3 exited while starting" alone sends the user digging."""
+        out = self.root / "nodes" / node.name / "logs" / f"{node.name}.out"
+        try:
+            lines = out.read_text(errors="replace").splitlines()[-40:]
+        except OSError:
+            return ""
+        said = [line.strip() for line in lines if "Exception" in line or "ERROR" in line]
+        return f" ({said[-1][:200]})" if said else ""
 
     def _where(self, node: NodeRecord) -> str:
         """Where a starting node can be found, for the progress lines."""

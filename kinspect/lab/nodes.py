@@ -132,16 +132,29 @@ def write_config(root: Path, node: NodeRecord, state: LabState) -> Path:
     return path
 
 
-def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str) -> None:
-    """`kafka-storage format` once, before a KRaft node first starts (a restart keeps it).
-    Data an earlier lab left under another cluster id is that cluster's, which is gone: a
-    broker would refuse to start on it, so it is cleared first."""
+def clear_foreign_data(data: Path, cluster_id: str | None) -> bool:
+    """Clear a node's data that an earlier lab of another cluster left (True when it did).
+
+    A broker refuses to start on it: a KRaft node on another cluster id's, a ZooKeeper-mode
+    broker on a KRaft node's (meta.properties version 1). That cluster is gone with its lab.
+    cluster_id None: a ZooKeeper lab, whose cluster id lives in its own zk1 and is kept."""
     meta = data / "meta.properties"
-    if meta.exists():
-        if f"cluster.id={cluster_id}" in meta.read_text(errors="replace").splitlines():
-            return
-        shutil.rmtree(data, ignore_errors=True)
-        data.mkdir(parents=True, exist_ok=True)
+    if not meta.exists():
+        return False
+    lines = meta.read_text(errors="replace").splitlines()
+    ours = (f"cluster.id={cluster_id}" in lines) if cluster_id else "version=1" not in lines
+    if ours:
+        return False
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str) -> None:
+    """`kafka-storage format` once, before a KRaft node first starts (a restart keeps it)."""
+    clear_foreign_data(data, cluster_id)
+    if (data / "meta.properties").exists():
+        return
     result = subprocess.run(
         kafka.tool_command(STORAGE_TOOL, "format", "-t", cluster_id, "-c",
                            str(config), "--ignore-formatted"),

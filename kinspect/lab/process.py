@@ -19,6 +19,7 @@ from kinspect.lab import dist, netns
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import (
     CONTROLLER_PORT,
+    clear_foreign_data,
     format_storage,
     java_command,
     node_dir,
@@ -96,9 +97,11 @@ class ProcessBackend(LabBackend):
     def _launch(self, state: LabState, node: NodeRecord) -> None:
         config = write_config(self.root, node, state)
         kafka = dist.ensure(version=state.kafka_version)
+        data = node_dir(self.root, node.name) / "data"
         if state.kraft:
-            format_storage(kafka, config, node_dir(self.root, node.name) / "data",
-                           state.extra["cluster_id"])
+            format_storage(kafka, config, data, state.extra["cluster_id"])
+        elif node.role == "broker":
+            clear_foreign_data(data, None)  # a KRaft lab's, left in this home
         cmd = java_command(kafka, self.root, node, state.lab_id, kraft=state.kraft)
         if node.netns:
             cmd = netns.in_ns(node.netns, *cmd)

@@ -55,6 +55,7 @@ def test_acks1_isolated_leader_loses_acknowledged_writes(lab_session: Any,
     check_blame(tmp_path, row, lab_session.status()["bootstrap"])
 
 
+@pytest.mark.extended  # CI once saw a broker of the fresh KRaft lab exit at start; see the note
 def test_acks1_isolated_leader_loses_on_kraft_too(lab_session: Any, tmp_path: Path) -> None:
     """Today's Kafka: cut off from the controller quorum and the other brokers, a KRaft leader
     also keeps acknowledging acks=1 writes it later truncates, and the quorum says so."""

@@ -18,6 +18,7 @@ from kinspect.lab.backend import MODES, LabBackend, UpOptions, status_json
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.netns import can_use_netns
 from kinspect.lab.shaping import Direction, LinkShape
+from kinspect.lab.state import LabState
 from kinspect.paths import kinspect_home
 
 T = TypeVar("T")
@@ -297,7 +298,7 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
     return 0
 
 
-def _quorum_line(state: Any) -> str:
+def _quorum_line(state: LabState) -> str:
     """Who leads the controller quorum now, asked of the voters themselves."""
     from kinspect.clients.quorum import describe_quorum
     from kinspect.lab.topology import node_of

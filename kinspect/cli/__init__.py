@@ -35,10 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog="kinspect", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Terminal inspector and fault console for Apache Kafka (ZooKeeper mode).",
+        description="Terminal inspector and fault console for Apache Kafka (ZooKeeper or "
+                    "KRaft mode).",
         epilog="start here:\n"
                "  kinspect demo [--backend docker]    lab up, demo topics, the TUI\n"
                "  kinspect scenario run NAME          a classic data-loss experiment (see list)\n"
+               "  kinspect lab up --mode kraft        a KRaft lab: controller ctl1, no ZooKeeper\n"
                "  kinspect health --profile prod      on call: exit 0/1/2/3\n"
                "  kinspect replay RUN_DIR [--at T]    play a recorded session or run back\n"
                "  kinspect COMMAND --help             every option of a command")

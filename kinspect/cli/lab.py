@@ -43,7 +43,8 @@ def register(commands: Any) -> None:
                            "tagged latest for docker-compose.yml; '4': the tested 4.x)")
     imgs.set_defaults(handler=cmd_images)
 
-    up = sub.add_parser("up", help="start zk1 and kafka1..N (fetches Kafka and makes images when missing)")
+    up = sub.add_parser("up", help="start zk1 (or KRaft controllers ctl1..) and kafka1..N "
+                        "(fetches Kafka and makes images when missing)")
     _up_arguments(up)
     up.set_defaults(handler=cmd_up)
 

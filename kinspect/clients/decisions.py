@@ -17,9 +17,28 @@ from typing import Any, Protocol
 from kazoo.client import KazooClient
 
 from kinspect.clients import zookeeper as znodes
-from kinspect.clients.quorum import describe_quorum
+from kinspect.clients.quorum import NO_ANSWER, describe_quorum
 from kinspect.clients.wire import BrokerClaim, BrokerLink, ask_claims, connection_settings
 from kinspect.model.views import PartitionStateZ
+
+Key = tuple[str, int]
+
+
+def newest_claims(claims: Mapping[int, Mapping[Key, BrokerClaim]]) -> dict[Key, BrokerClaim]:
+    """Per partition, the claim with the highest leader epoch any broker holds: the newest
+    decision of the KRaft controller that reached a broker. At equal epochs (an ISR change
+    keeps the epoch) the leader's own word, else the lowest broker id's. Claims
+    without an epoch (Metadata before v7) decide nothing. Both the observer and the
+    scenarios' KRaftDecisions judge by this one rule."""
+    best: dict[Key, tuple[tuple[int, bool, int], BrokerClaim]] = {}
+    for broker, partitions in claims.items():
+        for key, claim in partitions.items():
+            if claim.leader_epoch < 0:
+                continue
+            rank = (claim.leader_epoch, claim.leader == broker, -broker)
+            if key not in best or rank > best[key][0]:
+                best[key] = (rank, claim)
+    return {key: claim for key, (_rank, claim) in best.items()}
 
 
 class Decisions(Protocol):
@@ -65,18 +84,15 @@ class KRaftDecisions:
         self.quorum = [*controllers.values(), *brokers.values()]
         self.config, self.timeout_s = dict(config or {}), timeout_s
 
-    def newest(self) -> dict[tuple[str, int], BrokerClaim]:
-        """Each partition's claim with the highest leader epoch any broker answered with."""
-        best: dict[tuple[str, int], BrokerClaim] = {}
-        for link in self.links.values():
+    def newest(self) -> dict[Key, BrokerClaim]:
+        """Each partition's newest claim over every broker that answers (newest_claims)."""
+        claims: dict[int, dict[Key, BrokerClaim]] = {}
+        for broker, link in self.links.items():
             try:
-                claims = ask_claims(link, self.timeout_s).partitions
-            except (OSError, ConnectionError, ValueError, EOFError):
+                claims[broker] = ask_claims(link, self.timeout_s).partitions
+            except NO_ANSWER:
                 continue  # down, frozen or cut off: the others answer
-            for key, claim in claims.items():
-                if key not in best or claim.leader_epoch > best[key].leader_epoch:
-                    best[key] = claim
-        return best
+        return newest_claims(claims)
 
     def partition(self, topic: str, partition: int) -> PartitionStateZ | None:
         claim = self.newest().get((topic, partition))

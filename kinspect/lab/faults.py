@@ -63,8 +63,9 @@ class Scope(StrEnum):
 
     @classmethod
     def parse(cls, text: str) -> Scope:
-        """`zk`, `controllers` and `quorum` are one scope: what decides leaders."""
-        return cls.ZK if text in ("controllers", "quorum") else cls(text)
+        """`zk` and `controllers` are one scope: what decides leaders (ZooKeeper or the
+        KRaft quorum)."""
+        return cls.ZK if text == "controllers" else cls(text)
 
 
 @dataclass(frozen=True)

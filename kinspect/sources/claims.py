@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from kinspect.clients.decisions import newest_claims
 from kinspect.clients.wire import BrokerClaim
 from kinspect.model import BrokerView, PartitionMeta, ZkView
 
 Key = tuple[str, int]
 Claims = Mapping[int, Mapping[Key, BrokerClaim]]
+__all__ = ["merge_claims", "newest_claims", "self_claims"]
 
 
 def self_claims(claims: Claims) -> dict[Key, dict[int, BrokerClaim]]:
@@ -27,22 +29,6 @@ def self_claims(claims: Claims) -> dict[Key, dict[int, BrokerClaim]]:
             if claim.leader == broker:
                 leaders.setdefault(key, {})[broker] = claim
     return leaders
-
-
-def newest_claims(claims: Claims) -> dict[Key, BrokerClaim]:
-    """Per partition, the claim with the highest leader epoch any broker holds: the newest
-    decision of the KRaft controller that reached a broker. At equal epochs (an ISR change
-    keeps the epoch) the leader's own word, else the lowest broker id's. Claims without an
-    epoch (Metadata before v7) decide nothing."""
-    best: dict[Key, tuple[tuple[int, bool, int], BrokerClaim]] = {}
-    for broker, partitions in claims.items():
-        for key, claim in partitions.items():
-            if claim.leader_epoch < 0:
-                continue
-            rank = (claim.leader_epoch, claim.leader == broker, -broker)
-            if key not in best or rank > best[key][0]:
-                best[key] = (rank, claim)
-    return {key: claim for key, (_rank, claim) in best.items()}
 
 
 def _decided_leader(key: Key, view: BrokerView, zk: ZkView | None) -> int | None:

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 from kinspect.clients.decisions import KRaftDecisions
 from kinspect.clients.quorum import describe_quorum
 from kinspect.lab import dist
-from tests.helpers import kinspect, wait_until
+from tests.helpers import kinspect, shaping_in_node, wait_until
 
 pytestmark = [pytest.mark.lab, pytest.mark.resets_lab]
 
@@ -152,11 +152,15 @@ def test_a_paused_controller_leaves_no_quorum_leader_until_resumed(
 
 
 def test_a_controller_link_can_be_slowed_and_restored(kraft_lab: dict[str, Any]) -> None:
+    """The shaping is really in ctl1's namespace (read with tc, ip and iptables), and gone
+    after unslow: not only what the state file says."""
     said = kinspect("lab", "slow", "ctl1", "--rate", "1mbit").stdout
     assert "slowed ctl1" in said
     assert "ctl1" in kinspect_json("lab", "status")["slowed"]
+    assert shaping_in_node(kraft_lab, "ctl1")  # the rate limit's qdisc at least
     kinspect("lab", "unslow")
     assert kinspect_json("lab", "status")["slowed"] == {}
+    assert shaping_in_node(kraft_lab, "ctl1") == []
 
 
 def kinspect_json(*args: str) -> dict[str, Any]:

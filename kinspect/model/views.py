@@ -46,10 +46,6 @@ class PartitionDecision:
     isr: tuple[int, ...]
     replicas: tuple[int, ...]
     seen_ms: int | None = None  # the poll that first saw this epoch: brokers learn it a bit later
-    # The ELR hook (KIP-966 eligible leader replicas: Kafka 4.x with the feature on, told by
-    # DescribeTopicPartitions only, which is not asked yet): None = unknown. When filled, carry
-    # it into PartitionInfo (and the recording's partition row, sources/recording.py).
-    eligible_leader_replicas: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,3 +149,24 @@ class BrokerView:
     quorum_error: str | None = None
     controllers: tuple[ControllerAnswer, ...] = ()
     decided: dict[tuple[str, int], PartitionDecision] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """A partition being moved (ListPartitionReassignments, or ZooKeeper's topic znode): the
+    replica set during the move, the replicas being added (catching up with the leader) and
+    those removed once they have. Kafka's replication factor excludes the ones being added."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EligibleLeaders:
+    """KIP-966 (Kafka 4.x, DescribeTopicPartitions): replicas that left the ISR while it was
+    below min.insync.replicas yet hold every committed record (`eligible`: one may still be
+    elected cleanly), and the last ones known to (`last_known`: when the ELR is empty)."""
+
+    eligible: tuple[int, ...]
+    last_known: tuple[int, ...]

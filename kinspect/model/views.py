@@ -170,3 +170,15 @@ class EligibleLeaders:
 
     eligible: tuple[int, ...]
     last_known: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LogDirReplica:
+    """One replica a broker holds in one of its log directories (DescribeLogDirs): answered
+    for every partition on the broker, whichever topics the asking user may describe."""
+
+    broker: int
+    log_dir: str
+    size: int
+    offset_lag: int
+    future: bool  # a replica being moved between this broker's log directories

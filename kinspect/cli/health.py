@@ -1,7 +1,10 @@
 """`kinspect health`: a one-shot ISR-health verdict for scripts, cron and alerting.
 
-Exit codes: 0 healthy, 1 warnings only, 2 critical, 3 the cluster could not be reached at all
-(distinct from unhealthy: a monitor must not page "offline partitions" for a network blip).
+Exit codes (Nagios' OK, WARNING, CRITICAL, UNKNOWN): 0 healthy, 1 warnings only, 2 critical,
+3 not judged: the cluster could not be reached at all, or a check that could have made the
+verdict worse than what was seen could not be made (a refused DescribeConfigs, topics hidden
+from this user, ...). A monitor must not page "offline partitions" for a network blip, and
+must not read "healthy" where kinspect was not allowed to look.
 """
 
 from __future__ import annotations
@@ -14,16 +17,17 @@ from kinspect.checks import option
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot
-from kinspect.model.health import classify
+from kinspect.model.health import classify, verdict_of
+from kinspect.model.serialize import unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
 
-EXIT = {"healthy": 0, "warning": 1, "critical": 2, "unreachable": 3}
+EXIT = {"healthy": 0, "warning": 1, "critical": 2, "unknown": 3, "unreachable": 3}
 
 
 def register(commands: Any) -> None:
     health = commands.add_parser("health", help="ISR health once: exit 0 healthy, 1 warnings, "
-                                 "2 critical, 3 unreachable")
+                                 "2 critical, 3 unreachable or not judged (a check refused)")
     health.add_argument("--json", action="store_true", help="one JSON object on stdout")
     health.add_argument("--timeout", type=option(1, 600), default=15.0, metavar="S",
                         help="seconds to wait for the cluster's answers, 1 to 600 (default 15)")
@@ -58,10 +62,28 @@ def observe_once(cluster: ClusterTarget, timeout_s: float) -> tuple[ClusterSnaps
         watcher.stop()
 
 
+def _listed(label: str, names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"{len(names)} partition{'s' * (len(names) != 1)} {label}: {shown}"
+
+
+def _reassignments(snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
+    """Each partition being moved, with how far each replica being added trails the leader."""
+    out = []
+    for p in snapshot.partitions():
+        if not p.moving:
+            continue
+        behind = {r.broker: r.lag for r in p.replica_logs if r.broker in p.adding}
+        out.append({"partition": p.name, "replicas": list(p.replicas), "adding": list(p.adding),
+                    "removing": list(p.removing), "behind": behind, "stalled_ms": p.stalled_ms})
+    return out
+
+
 def assess(snapshot: ClusterSnapshot, zk_error: str | None,
            max_lag: int | None = None) -> dict[str, Any]:
     """The verdict and its reasons, as data (pure). Consumer lag is listed; it is judged
-    only against `max_lag` when one is given (health is about ISR health first)."""
+    only against `max_lag` when one is given (health is about ISR health first). A check that
+    could not be made is listed under `unchecked`; see model/health.py for the verdict."""
     if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
         return {"verdict": "unreachable", "problems": [
             f"no broker answered{': ' + snapshot.admin_error if snapshot.admin_error else ''}"
@@ -74,12 +96,15 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
     if snapshot.admin_state != "ok":
         critical.append(f"no broker answered the AdminClient ({snapshot.admin_error or 'timeout'})")
     for label, names, bucket in (("offline", report.offline, critical),
+                                 ("unavailable", tuple(n for n in report.unavailable
+                                                       if n not in report.offline), critical),
                                  ("under min ISR", report.under_min_isr, critical),
                                  ("at min ISR", report.at_min_isr, warnings),
-                                 ("under-replicated", report.under_replicated, warnings)):
+                                 ("under-replicated", report.under_replicated, warnings),
+                                 ("in a reassignment that made no progress for a minute",
+                                  report.stalled, warnings)):
         if names:
-            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            bucket.append(f"{len(names)} partition{'s' * (len(names) != 1)} {label}: {shown}")
+            bucket.append(_listed(label, names))
     controller = snapshot.controller
     if not report.controller_ok and not zk_error:
         critical.append("no controller: no leader can be elected")
@@ -93,9 +118,10 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
                      for g in snapshot.groups if g.lag is not None and g.lag > max_lag]
     groups = [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag}
               for g in snapshot.groups]
-    verdict = "critical" if critical else "warning" if warnings else "healthy"
+    verdict, seen = verdict_of(bool(critical), bool(warnings), report.unchecked)
     return {
-        "verdict": verdict, "problems": critical + warnings, "mode": snapshot.mode,
+        "verdict": verdict, "seen": seen, "problems": critical + warnings,
+        "unchecked": [unchecked_to_json(u) for u in report.unchecked], "mode": snapshot.mode,
         "controller": {"id": controller.id, "epoch": controller.epoch,
                        "broker_reported_id": controller.broker_reported_id},
         "zookeeper": snapshot.zookeeper_state or ("unreachable" if zk_error else "not watched"),
@@ -109,6 +135,7 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
         "partitions": len(snapshot.partitions()),
         "offline": list(report.offline), "under_min_isr": list(report.under_min_isr),
         "at_min_isr": list(report.at_min_isr), "under_replicated": list(report.under_replicated),
+        "unavailable": list(report.unavailable), "reassignments": _reassignments(snapshot),
         "risky_settings": list(report.risky_settings), "limitations": list(snapshot.limitations),
         "groups": groups,
     }
@@ -129,6 +156,17 @@ def cmd_health(args: argparse.Namespace) -> int:
             lag = "?" if group["lag"] is None else f"{group['lag']:,}"
             print(redact(f"  group {group['group']}: {group['state']}, {group['members']} "
                          f"members, lag {lag}"))
+        if result["verdict"] == "unknown":
+            print(f"  (what it could see is {result['seen']}; it could not check:)")
+        for missing in result.get("unchecked", []):
+            print(redact(f"  ? {missing['text']}"))
+        for moving in result.get("reassignments", []):
+            behind = ", ".join(f"{b} {'?' if lag is None else f'{lag:,} behind'}"
+                               for b, lag in moving["behind"].items())
+            print(f"  reassigning {moving['partition']}: adding "
+                  f"{','.join(map(str, moving['adding'])) or '-'}, removing "
+                  f"{','.join(map(str, moving['removing'])) or '-'}"
+                  + (f" ({behind})" if behind else ""))
         for note in result.get("limitations", []):
             print(f"  (cannot see: {note})")
     return int(result["exit_code"])

@@ -10,7 +10,20 @@ FLAG_NAMES = (("offline", "OFFLINE"), ("under_min_isr", "UNDER-MIN-ISR"),
 
 
 def flags(partition: dict[str, Any]) -> str:
-    names = [label for key, label in FLAG_NAMES if partition.get(key)]
+    """The flags that hold; `NAME?` for one kinspect was not told (`unchecked` says why)."""
+    names = []
+    for key, label in FLAG_NAMES:
+        value = partition.get(key)
+        if isinstance(value, dict) and "unknown" in value:
+            names.append(label + "?")
+        elif value:
+            names.append(label)
+    moving = partition.get("reassignment")
+    if isinstance(moving, dict) and "adding" in moving:
+        names.append(f"MOVING(+{_ids(moving['adding'])} -{_ids(moving['removing'])})")
+    elr = partition.get("elr")
+    if isinstance(elr, dict) and (elr.get("eligible") or elr.get("last_known")):
+        names.append(f"ELR({_ids(elr['eligible'])}; last {_ids(elr['last_known'])})")
     if partition.get("preferred_leader") is False and not partition.get("offline"):
         names.append("NOT-PREFERRED")
     return " ".join(names) or "ok"
@@ -32,9 +45,13 @@ def _broker(b: dict[str, Any]) -> str:
 def _head(data: dict[str, Any]) -> list[str]:
     controller = data.get("controller") or {}
     if data.get("mode") != "kraft":
-        return [f"controller {controller.get('id', '-')} (epoch {controller.get('epoch', '-')})   "
-                f"zookeeper {(data.get('zookeeper') or {}).get('state', 'not watched')}"]
+        epoch = controller.get("epoch")
+        return [f"controller {controller.get('id', '-')}"
+                + (f" (epoch {epoch})" if epoch is not None else "")
+                + f"   zookeeper {(data.get('zookeeper') or {}).get('state', 'not watched')}"]
     quorum = data.get("quorum")
+    if quorum is None and controller.get("unknown"):
+        return [f"controller ? ({controller['unknown']})   KRaft"]
     if quorum is None:
         return ["controller ? (the KRaft quorum does not answer)   KRaft"]
     leader = quorum["leader_id"] if quorum["leader_id"] is not None else "none"
@@ -67,6 +84,8 @@ def render_snapshot(data: dict[str, Any]) -> str:
     if warnings:
         lines.append("")
         lines += [f"warning: {w['message']}" for w in warnings]
+    for missing in data.get("unchecked") or []:
+        lines.append(f"? {missing['text']}")
     for limitation in data.get("limitations") or []:
         lines.append(f"note: {limitation}")
     return "\n".join(lines)

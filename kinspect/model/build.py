@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kinspect.model.facts import Fact, Unknown
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
@@ -21,33 +22,79 @@ from kinspect.model.snapshot import (
     QuorumInfo,
     QuorumMember,
     ReplicaLog,
+    Throttle,
     TopicInfo,
 )
 from kinspect.model.views import (
     BrokerView,
     ConfigValue,
+    EligibleLeaders,
     EpochEnd,
     PartitionDecision,
     PartitionStateZ,
     QuorumAnswer,
     QuorumReplica,
+    Reassignment,
     ReplicaEnd,
     ZkView,
 )
 from kinspect.model.warnings import cluster_warnings
 
-DEFAULT_MIN_ISR = 1
+NO_ADMIN = Unknown("no AdminClient answer: topic configs not read")
+NO_ELR_IN_ZOOKEEPER_MODE = None  # ELR is a KRaft thing: not unknown, absent
 # Brokers learn the controller's decisions a little after ZooKeeper does; a broker view is
 # compared with a ZooKeeper state only when it was polled at least this long after the change.
 METADATA_GRACE_MS = 500
 
 
-def _min_isr(config: dict[str, ConfigValue]) -> int:
+def _min_isr(config: Fact[dict[str, ConfigValue]]) -> Fact[int]:
+    """The topic's min.insync.replicas as the broker told it (a broker-level default comes
+    with its source); never a default of ours."""
+    if isinstance(config, Unknown):
+        return config
     value = config.get("min.insync.replicas")
-    try:
-        return int(value.value) if value else DEFAULT_MIN_ISR
-    except ValueError:
-        return DEFAULT_MIN_ISR
+    if value is None or not value.value.isdigit():
+        return Unknown("min.insync.replicas missing from the DescribeConfigs answer")
+    return int(value.value)
+
+
+def _topic_config(name: str, broker: BrokerView | None) -> Fact[dict[str, ConfigValue]]:
+    if broker is None:
+        return NO_ADMIN
+    if name in broker.config_unknown:
+        return broker.config_unknown[name]
+    if name not in broker.configs:
+        return Unknown("DescribeConfigs not answered yet")
+    return dict(broker.configs[name])
+
+
+def _reassignment(key: tuple[str, int], zk: ZkView | None, broker: BrokerView | None
+                  ) -> Fact[Reassignment | None]:
+    """ZooKeeper's topic znode when watched, else ListPartitionReassignments' answer."""
+    if zk is not None:
+        return zk.reassignments.get(key)
+    if broker is None:
+        return Unknown("no AdminClient answer: reassignments not listed")
+    if isinstance(broker.reassignments, Unknown):
+        return broker.reassignments
+    return broker.reassignments.get(key)
+
+
+def _elr(key: tuple[str, int], broker: BrokerView | None, mode: str
+         ) -> Fact[EligibleLeaders] | None:
+    if mode != "kraft" or broker is None:
+        return NO_ELR_IN_ZOOKEEPER_MODE
+    if isinstance(broker.elr, Unknown):
+        return broker.elr
+    return broker.elr.get(key, Unknown("not in the DescribeTopicPartitions answer"))
+
+
+def _live(zk: ZkView | None, broker: BrokerView | None) -> set[int] | None:
+    """The brokers the cluster lists as alive (TopicCommand's DescribeCluster): the brokers'
+    metadata, else ZooKeeper's registrations; None: neither answered."""
+    if broker is not None and broker.state == "ok":
+        return set(broker.brokers)
+    return set(zk.brokers) if zk is not None else None
 
 
 def _disagree(leader: int | None, b_leader: int | None, broker: BrokerView | None,
@@ -88,10 +135,12 @@ def _replica_logs(replicas: tuple[int, ...], leader: int | None, epoch: int | No
 
 
 def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
-                config: dict[str, ConfigValue], broker_ids: set[int]) -> list[PartitionInfo]:
+                config: Fact[dict[str, ConfigValue]], broker_ids: set[int], mode: str
+                ) -> list[PartitionInfo]:
     assigned = zk.topics.get(topic, {}) if zk else {}
     ids = set(broker_ids) | set(assigned)
     min_isr = _min_isr(config)
+    live = _live(zk, broker)
     out = []
     for pid in sorted(ids):
         key = (topic, pid)
@@ -122,8 +171,19 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
             broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree,
             replica_logs=_replica_logs(tuple(replicas), leader, epoch, ends, epoch_ends),
             epoch_ends=tuple(sorted((asked, e.found, e.end_offset)
-                                    for asked, e in epoch_ends.items())) if epoch_ends else ()))
+                                    for asked, e in epoch_ends.items())) if epoch_ends else (),
+            reassignment=_reassignment(key, zk, broker), elr=_elr(key, broker, mode),
+            leader_live=leader is None or live is None or leader in live,
+            stalled_ms=_stalled(key, broker)))
     return out
+
+
+def _stalled(key: tuple[str, int], broker: BrokerView | None) -> int | None:
+    """How long the slowest replica being added to this partition has not moved (ms)."""
+    if broker is None or broker.polled_at_ms is None:
+        return None
+    since = [at for (k, _b), at in broker.stalled_since.items() if k == key]
+    return broker.polled_at_ms - min(since) if since else None
 
 
 def _groups(broker: BrokerView | None) -> tuple[GroupInfo, ...]:
@@ -201,6 +261,31 @@ def _limitations(zk: ZkView | None, broker: BrokerView | None, mode: str) -> lis
     return out
 
 
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+
+
+def _throttle(broker_id: int, broker: BrokerView | None) -> Fact[Throttle] | None:
+    config = broker.broker_configs.get(broker_id) if broker else None
+    if config is None or isinstance(config, Unknown):
+        return config
+    leader, follower = (config.get(key) for key in THROTTLE_RATES)
+    return Throttle(int(leader.value) if leader and leader.value.isdigit() else None,
+                    int(follower.value) if follower and follower.value.isdigit() else None)
+
+
+def _hidden(zk: ZkView | None, broker: BrokerView | None, seen: set[str]
+            ) -> Fact[tuple[str, ...]]:
+    """Topics on the brokers' disks that the metadata did not list: this user may not
+    describe them (ZooKeeper, when watched, lists every topic)."""
+    if zk is not None:
+        return ()
+    if broker is None:
+        return Unknown("no AdminClient answer")
+    if isinstance(broker.hosted_topics, Unknown):
+        return broker.hosted_topics
+    return tuple(sorted(broker.hosted_topics - seen))
+
+
 def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
                    expected_brokers: Sequence[int] | None, taken_at: int) -> ClusterSnapshot:
     expected = set(expected_brokers or ())
@@ -216,7 +301,8 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
     brokers = tuple(BrokerInfo(id=b, address=addresses.get(b),
                                registered=(b in zk.brokers) if zk else None,
                                expected=b in expected,
-                               fenced=(b not in listed) if kraft and broker else None)
+                               fenced=(b not in listed) if kraft and broker else None,
+                               throttle=_throttle(b, broker))
                     for b in sorted(ids))
     # The brokers' partitions by topic, grouped once: per topic it would cost topics x partitions.
     by_topic: dict[str, set[int]] = {}
@@ -225,11 +311,12 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
     names = set(by_topic) | (set(zk.topics) if zk else set())
     topics = []
     for name in sorted(names):
-        config = dict(broker.configs.get(name, {})) if broker else {}
-        parts = _partitions(name, zk, broker, config, by_topic.get(name, set()))
-        rf = max((len(p.replicas) for p in parts), default=0)
+        config = _topic_config(name, broker)
+        parts = _partitions(name, zk, broker, config, by_topic.get(name, set()), mode)
+        rf = max((p.replication_factor for p in parts), default=0)
         topics.append(TopicInfo(name=name, replication_factor=rf,
-                                config=tuple(sorted(config.items())), partitions=tuple(parts)))
+                                config=config if isinstance(config, Unknown)
+                                else tuple(sorted(config.items())), partitions=tuple(parts)))
     quorum = quorum_info(broker.quorum, broker) if kraft and broker and broker.quorum else None
     snapshot = ClusterSnapshot(
         groups=_groups(broker), taken_at=taken_at, controller=_controller(zk, broker, kraft),
@@ -239,5 +326,7 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         brokers=brokers, topics=tuple(topics), warnings=(),
         limitations=tuple(_limitations(zk, broker, mode)),
         replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None,
-        mode=mode, quorum=quorum)
+        mode=mode, quorum=quorum, hidden_topics=_hidden(zk, broker, names),
+        controller_unknown=broker.quorum_unknown if kraft and broker and quorum is None
+        else None)
     return ClusterSnapshot(**{**snapshot.__dict__, "warnings": cluster_warnings(snapshot)})

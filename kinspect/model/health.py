@@ -1,40 +1,135 @@
-"""The ISR-health verdict for scripts: healthy, warning or critical (pure)."""
+"""The ISR-health verdict for scripts: healthy, warning, critical, or unknown (pure).
+
+A verdict is never better than what was seen. Each check a refused or unsupported request kept
+kinspect from making is an `Unchecked`, with the severity its failure would have had: when one
+could be worse than what was seen, the verdict is "unknown" (exit 3, Nagios' UNKNOWN) and
+`seen` keeps the verdict of what could be checked ("at least warning").
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kinspect.model.snapshot import ClusterSnapshot
+from kinspect.model.facts import Fact, Unknown
+from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
+
+RANK = {"healthy": 0, "warning": 1, "critical": 2}
+SEVERITY_VERDICT = {"warn": "warning", "critical": "critical"}
+# A reassignment whose replicas being added have not moved for this long is flagged.
+STALLED_AFTER_MS = 60_000
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """A check that could not be made: which, what its failure would mean, why, and where."""
+
+    check: str  # under_min_isr | at_min_isr | under_replicated | settings | hidden_topics | controller
+    severity: str  # critical | warn: what failing it would make the verdict
+    reason: str
+    subjects: tuple[str, ...] = ()  # the partitions, topics or brokers it could not judge
+
+    @property
+    def text(self) -> str:
+        where = ""
+        if self.subjects:
+            shown = ", ".join(self.subjects[:5])
+            more = f" and {len(self.subjects) - 5} more" if len(self.subjects) > 5 else ""
+            where = f" for {len(self.subjects)}: {shown}{more}"
+        return f"{CHECK_NAMES.get(self.check, self.check)} unknown{where} ({self.reason})"
+
+
+CHECK_NAMES = {"under_min_isr": "under min ISR", "at_min_isr": "at min ISR",
+               "under_replicated": "under-replicated", "settings": "risky settings",
+               "hidden_topics": "topics hidden from this user", "controller": "the controller"}
 
 
 @dataclass(frozen=True)
 class HealthReport:
-    verdict: str  # healthy | warning | critical
+    verdict: str  # healthy | warning | critical | unknown
+    seen: str  # healthy | warning | critical: the verdict of what could be checked
     offline: tuple[str, ...]
     under_min_isr: tuple[str, ...]
     at_min_isr: tuple[str, ...]
     under_replicated: tuple[str, ...]
+    unavailable: tuple[str, ...]
+    reassigning: tuple[str, ...]
+    stalled: tuple[str, ...]
     controller_ok: bool
     brokers_registered: tuple[int, ...]
     brokers_expected: tuple[int, ...]
     risky_settings: tuple[str, ...]
+    unchecked: tuple[Unchecked, ...]
+
+
+def _flagged(parts: Iterable[PartitionInfo], flag: Callable[[PartitionInfo], Fact[bool]]
+             ) -> tuple[str, ...]:
+    return tuple(p.name for p in parts if flag(p) is True)
+
+
+def _unknown(parts: Iterable[PartitionInfo], check: str, severity: str,
+             flag: Callable[[PartitionInfo], Fact[bool]]) -> list[Unchecked]:
+    """One Unchecked per distinct reason, naming the partitions it left unjudged."""
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for p in parts:
+        value = flag(p)
+        if isinstance(value, Unknown):
+            by_reason[value.reason].append(p.name)
+    return [Unchecked(check, severity, reason, tuple(names)) for reason, names in by_reason.items()]
+
+
+def unchecked(s: ClusterSnapshot) -> tuple[Unchecked, ...]:
+    """Every check a refused, failed or unsupported request left unmade."""
+    parts = s.partitions()
+    out = _unknown(parts, "under_min_isr", "critical", lambda p: p.under_min_isr)
+    out += _unknown([p for p in parts if not isinstance(p.min_isr, Unknown)], "at_min_isr",
+                    "warn", lambda p: p.at_min_isr)
+    out += _unknown(parts, "under_replicated", "warn", lambda p: p.under_replicated)
+    settings: dict[str, list[str]] = defaultdict(list)
+    for t in s.topics:
+        if isinstance(t.config, Unknown):
+            settings[t.config.reason].append(t.name)
+    out += [Unchecked("settings", "warn", reason, tuple(names)) for reason, names in settings.items()]
+    if isinstance(s.hidden_topics, Unknown):
+        out.append(Unchecked("hidden_topics", "critical", "cannot tell whether some topics are "
+                             f"hidden from this user: {s.hidden_topics.reason}"))
+    elif s.hidden_topics:
+        out.append(Unchecked("hidden_topics", "critical", "no Describe permission on them: "
+                             "the brokers hold them, the metadata does not list them",
+                             s.hidden_topics))
+    if s.controller_unknown is not None:
+        out.append(Unchecked("controller", "critical", s.controller_unknown.reason))
+    return tuple(out)
+
+
+def verdict_of(critical: bool, warning: bool, missing: Iterable[Unchecked]) -> tuple[str, str]:
+    """(verdict, seen): the verdict is "unknown" when a check that was not made could have
+    made it worse than what was seen."""
+    seen = "critical" if critical else "warning" if warning else "healthy"
+    worst = max((RANK[SEVERITY_VERDICT[u.severity]] for u in missing), default=0)
+    return ("unknown" if worst > RANK[seen] else seen), seen
 
 
 def classify(s: ClusterSnapshot) -> HealthReport:
+    """Kafka's own lists (TopicCommand's definitions) and the checks left unmade."""
     parts = s.partitions()
-    offline = tuple(p.name for p in parts if p.offline)
-    under_min = tuple(p.name for p in parts if not p.offline and p.under_min_isr)
-    at_min = tuple(p.name for p in parts if not p.offline and p.at_min_isr)
-    under_rep = tuple(p.name for p in parts if not p.offline and p.under_replicated)
-    controller_ok = s.controller.id is not None
+    offline = _flagged(parts, lambda p: p.offline)
+    under_min = _flagged(parts, lambda p: p.under_min_isr)
+    at_min = _flagged(parts, lambda p: p.at_min_isr)
+    under_rep = _flagged(parts, lambda p: p.under_replicated)
+    unavailable = _flagged(parts, lambda p: p.unavailable)
+    reassigning = _flagged(parts, lambda p: p.moving)
+    stalled = _flagged(parts, lambda p: p.stalled_ms is not None
+                       and p.stalled_ms >= STALLED_AFTER_MS)
+    controller_ok = s.controller.id is not None or s.controller_unknown is not None
     risky = tuple(w.message for w in s.warnings if w.kind not in {"no_controller"})
-    if offline or under_min or not controller_ok:
-        verdict = "critical"
-    elif under_rep or at_min or risky:
-        verdict = "warning"
-    else:
-        verdict = "healthy"
-    return HealthReport(verdict, offline, under_min, at_min, under_rep, controller_ok,
+    missing = unchecked(s)
+    critical = bool(offline or under_min or unavailable or not controller_ok)
+    warning = bool(under_rep or at_min or risky or stalled)
+    verdict, seen = verdict_of(critical, warning, missing)
+    return HealthReport(verdict, seen, offline, under_min, at_min, under_rep, unavailable,
+                        reassigning, stalled, controller_ok,
                         # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
                         tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
-                        tuple(b.id for b in s.brokers if b.expected), risky)
+                        tuple(b.id for b in s.brokers if b.expected), risky, missing)

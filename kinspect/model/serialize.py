@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from kinspect.model.facts import Fact, Unknown
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
@@ -15,9 +17,59 @@ from kinspect.model.snapshot import (
     QuorumInfo,
     QuorumMember,
     ReplicaLog,
+    Throttle,
     TopicInfo,
 )
-from kinspect.model.views import ConfigValue, ControllerAnswer
+from kinspect.model.views import ConfigValue, ControllerAnswer, EligibleLeaders, Reassignment
+
+T = TypeVar("T")
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def fact_to_json(value: Fact[T], encode: Callable[[T], Any] = _same) -> Any:
+    """A known fact as its value; an unknown one as {"unknown": reason} in its place (truthy:
+    a script that tests a flag for truth errs on the safe side, and the reason is right there)."""
+    return {"unknown": value.reason} if isinstance(value, Unknown) else encode(value)
+
+
+def fact_from_json(raw: Any, decode: Callable[[Any], T] = _same) -> Fact[T]:
+    if isinstance(raw, dict) and set(raw) == {"unknown"}:
+        return Unknown(str(raw["unknown"]))
+    return decode(raw)
+
+
+def reassignment_to_json(r: Reassignment | None) -> dict[str, Any] | None:
+    return None if r is None else {"replicas": list(r.replicas), "adding": list(r.adding),
+                                   "removing": list(r.removing)}
+
+
+def reassignment_from_json(d: dict[str, Any] | None) -> Reassignment | None:
+    return None if d is None else Reassignment(tuple(d["replicas"]), tuple(d["adding"]),
+                                               tuple(d["removing"]))
+
+
+def elr_to_json(e: EligibleLeaders) -> dict[str, Any]:
+    return {"eligible": list(e.eligible), "last_known": list(e.last_known)}
+
+
+def elr_from_json(d: dict[str, Any]) -> EligibleLeaders:
+    return EligibleLeaders(tuple(d["eligible"]), tuple(d["last_known"]))
+
+
+def throttle_to_json(t: Throttle) -> dict[str, Any]:
+    return {"leader_rate": t.leader_rate, "follower_rate": t.follower_rate}
+
+
+def throttle_from_json(d: dict[str, Any]) -> Throttle:
+    return Throttle(d["leader_rate"], d["follower_rate"])
+
+
+def _config_from_json(values: dict[str, str], sources: dict[str, str]
+                      ) -> tuple[tuple[str, ConfigValue], ...]:
+    return tuple(sorted((k, ConfigValue(v, sources.get(k, "unknown"))) for k, v in values.items()))
 
 
 def _partition(p: PartitionInfo) -> dict[str, Any]:
@@ -25,10 +77,15 @@ def _partition(p: PartitionInfo) -> dict[str, Any]:
         "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
         "replicas": list(p.replicas), "isr": list(p.isr),
         "high_watermark": p.high_watermark, "log_start": p.log_start,
-        "offline": p.offline, "under_replicated": p.under_replicated,
-        "under_min_isr": p.under_min_isr, "at_min_isr": p.at_min_isr,
+        "offline": p.offline, "unavailable": p.unavailable,
+        "under_replicated": fact_to_json(p.under_replicated),
+        "under_min_isr": fact_to_json(p.under_min_isr), "at_min_isr": fact_to_json(p.at_min_isr),
         "preferred_leader": p.preferred_leader, "views_disagree": p.views_disagree,
-        "min_isr": p.min_isr,
+        "min_isr": fact_to_json(p.min_isr), "replication_factor": p.replication_factor,
+        "leader_live": p.leader_live,
+        "reassignment": fact_to_json(p.reassignment, reassignment_to_json),
+        "stalled_ms": p.stalled_ms,
+        "elr": None if p.elr is None else fact_to_json(p.elr, elr_to_json),
         "broker_view": {"leader": p.broker_leader,
                         "isr": list(p.broker_isr) if p.broker_isr is not None else None},
         "replica_logs": [{"broker": r.broker, "log_end": r.log_end, "epoch": r.epoch,
@@ -63,11 +120,19 @@ def quorum_from_json(d: dict[str, Any]) -> QuorumInfo:
                                              c["error"]) for c in d.get("controllers", [])))
 
 
+def unchecked_to_json(u: Any) -> dict[str, Any]:
+    return {"check": u.check, "severity": u.severity, "reason": u.reason,
+            "subjects": list(u.subjects), "text": u.text}
+
+
 def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
     """The snapshot; `mode` always, `quorum` only in KRaft (null there when it did not answer),
     each broker's `fenced` only in KRaft."""
+    from kinspect.model.health import unchecked
+
     out = _snapshot_json(s)
     out["mode"] = s.mode
+    out["unchecked"] = [unchecked_to_json(u) for u in unchecked(s)]
     if s.kraft:
         out["quorum"] = quorum_to_json(s.quorum) if s.quorum is not None else None
         for row, broker in zip(out["brokers"], s.brokers, strict=True):
@@ -80,17 +145,22 @@ def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
         "taken_at": s.taken_at,
         "replica_logs_at": s.replica_logs_at,
         "controller": {"id": s.controller.id, "epoch": s.controller.epoch,
-                       "broker_reported_id": s.controller.broker_reported_id},
+                       "broker_reported_id": s.controller.broker_reported_id,
+                       **({"unknown": s.controller_unknown.reason}
+                          if s.controller_unknown is not None else {})},
         "zookeeper": {"state": s.zookeeper_state} if s.sees_zookeeper else None,
         "admin": {"state": s.admin_state, "error": s.admin_error},
         "brokers": [{"id": b.id, "address": b.address, "registered": b.registered,
-                     "expected": b.expected} for b in s.brokers],
+                     "expected": b.expected,
+                     "throttle": None if b.throttle is None
+                     else fact_to_json(b.throttle, throttle_to_json)} for b in s.brokers],
         "topics": [{
             "name": t.name, "replication_factor": t.replication_factor,
-            "config": {k: v.value for k, v in t.config},
-            "config_source": {k: v.source for k, v in t.config},
+            "config": fact_to_json(t.config, lambda c: {k: v.value for k, v in c}),
+            "config_source": fact_to_json(t.config, lambda c: {k: v.source for k, v in c}),
             "partitions": [_partition(p) for p in t.partitions],
         } for t in s.topics],
+        "hidden_topics": fact_to_json(s.hidden_topics, list),
         "warnings": [{"kind": w.kind, "topic": w.topic, "broker": w.broker,
                       "severity": w.severity, "message": w.message} for w in s.warnings],
         "limitations": list(s.limitations),
@@ -101,34 +171,46 @@ def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
     }
 
 
+def _topic_config_from_json(t: dict[str, Any]) -> Fact[tuple[tuple[str, ConfigValue], ...]]:
+    sources = t.get("config_source") or {}
+    return fact_from_json(t.get("config", {}), lambda values: _config_from_json(values, sources))
+
+
 def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
     topics = []
     for t in d["topics"]:
-        sources = t.get("config_source", {})
-        config = tuple(sorted((k, ConfigValue(v, sources.get(k, "unknown")))
-                              for k, v in t.get("config", {}).items()))
+        config = _topic_config_from_json(t)
         parts = tuple(PartitionInfo(
             topic=t["name"], partition=p["partition"], leader=p["leader"],
             leader_epoch=p["leader_epoch"], replicas=tuple(p["replicas"]), isr=tuple(p["isr"]),
             high_watermark=p["high_watermark"], log_start=p["log_start"],
-            min_isr=p.get("min_isr", 1), broker_leader=p["broker_view"]["leader"],
+            min_isr=fact_from_json(p["min_isr"]), broker_leader=p["broker_view"]["leader"],
             broker_isr=tuple(p["broker_view"]["isr"]) if p["broker_view"]["isr"] is not None
             else None, views_disagree=p["views_disagree"],
             replica_logs=tuple(ReplicaLog(r["broker"], r["log_end"], r["epoch"], r["lag"],
                                           r.get("diverged", 0))
                                for r in p.get("replica_logs", [])),
             epoch_ends=tuple((e["epoch"], e["found"], e["end_offset"])
-                             for e in p.get("epoch_ends", []))) for p in t["partitions"])
+                             for e in p.get("epoch_ends", [])),
+            reassignment=fact_from_json(p.get("reassignment"), reassignment_from_json),
+            elr=None if p.get("elr") is None else fact_from_json(p["elr"], elr_from_json),
+            leader_live=p.get("leader_live", True), stalled_ms=p.get("stalled_ms"))
+            for p in t["partitions"])
         topics.append(TopicInfo(t["name"], t["replication_factor"], config, parts))
     c = d["controller"]
     return ClusterSnapshot(
         taken_at=d["taken_at"], replica_logs_at=d.get("replica_logs_at"),
         controller=ControllerInfo(c["id"], c["epoch"], c.get("broker_reported_id")),
+        controller_unknown=Unknown(c["unknown"]) if c.get("unknown") else None,
         zookeeper_state=(d.get("zookeeper") or {}).get("state"),
         admin_state=(d.get("admin") or {}).get("state", "ok"),
         admin_error=(d.get("admin") or {}).get("error"),
         brokers=tuple(BrokerInfo(b["id"], b["address"], b["registered"], b.get("expected", False),
-                                 b.get("fenced")) for b in d["brokers"]),
+                                 b.get("fenced"),
+                                 None if b.get("throttle") is None
+                                 else fact_from_json(b["throttle"], throttle_from_json))
+                      for b in d["brokers"]),
+        hidden_topics=fact_from_json(d.get("hidden_topics", []), tuple),
         topics=tuple(topics),
         warnings=tuple(ClusterWarning(w["kind"], w["message"], w.get("topic"), w.get("broker"),
                                       w.get("severity", "warn")) for w in d["warnings"]),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kinspect.model.views import ConfigValue, ControllerAnswer
+from kinspect.model.facts import Fact, Unknown
+from kinspect.model.views import ConfigValue, ControllerAnswer, EligibleLeaders, Reassignment
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,19 @@ class ControllerInfo:
 
 
 @dataclass(frozen=True)
+class Throttle:
+    """A broker's replication throttles (bytes/s; None: not set), the dynamic broker configs
+    kafka-reassign-partitions --throttle writes: they slow a reassignment on purpose."""
+
+    leader_rate: int | None
+    follower_rate: int | None
+
+    @property
+    def active(self) -> bool:
+        return self.leader_rate is not None or self.follower_rate is not None
+
+
+@dataclass(frozen=True)
 class BrokerInfo:
     id: int
     address: str | None
@@ -26,6 +40,7 @@ class BrokerInfo:
     expected: bool
     # KRaft: not in the cluster metadata, which lists unfenced brokers only (None: not KRaft)
     fenced: bool | None = None
+    throttle: Fact[Throttle] | None = None  # None: not asked
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,11 @@ class ReplicaLog:
 
 @dataclass(frozen=True)
 class PartitionInfo:
+    """One partition, with its flags as Kafka's own TopicCommand computes them (so kinspect's
+    lists equal `kafka-topics --describe --under-replicated-partitions` and its siblings); a
+    flag resting on a fact that was not told (a refused DescribeConfigs, reassignments that
+    could not be listed) is Unknown with that reason, never a guess."""
+
     topic: str
     partition: int
     leader: int | None
@@ -86,13 +106,22 @@ class PartitionInfo:
     isr: tuple[int, ...]
     high_watermark: int | None
     log_start: int | None
-    min_isr: int
+    min_isr: Fact[int]
     broker_leader: int | None
     broker_isr: tuple[int, ...] | None
     views_disagree: bool
     replica_logs: tuple[ReplicaLog, ...] = ()
     # (asked epoch, newest epoch the current leader's log has at or before it, where it ends)
     epoch_ends: tuple[tuple[int, int, int], ...] = ()
+    # None: not being moved; Unknown: reassignments could not be listed
+    reassignment: Fact[Reassignment | None] = None
+    # KIP-966 (Kafka 4.x); None: the cluster has no such thing (ZooKeeper mode)
+    elr: Fact[EligibleLeaders] | None = None
+    # False: the leader is not among the brokers the cluster lists as alive (Kafka's
+    # "unavailable"); the broker list's own view, as DescribeCluster gives it to TopicCommand
+    leader_live: bool = True
+    # ms the slowest replica being added has made no progress (None: moving, or not watched)
+    stalled_ms: int | None = None
 
     @property
     def name(self) -> str:
@@ -103,17 +132,59 @@ class PartitionInfo:
         return self.leader is None
 
     @property
-    def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
+    def unavailable(self) -> bool:
+        """Kafka's --unavailable-partitions: no leader, or a leader that is not alive."""
+        return self.offline or not self.leader_live
 
     @property
-    def under_min_isr(self) -> bool:
+    def adding(self) -> tuple[int, ...]:
+        return self.reassignment.adding if isinstance(self.reassignment, Reassignment) else ()
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return self.reassignment.removing if isinstance(self.reassignment, Reassignment) else ()
+
+    @property
+    def moving(self) -> bool:
+        return isinstance(self.reassignment, Reassignment)
+
+    @property
+    def replication_factor(self) -> int:
+        """Kafka's: the replicas less those a reassignment is adding."""
+        return len(self.replicas) - len(self.adding)
+
+    @property
+    def under_replicated(self) -> Fact[bool]:
+        """Fewer in sync than the replication factor; a replica being added does not count
+        (a routine reassignment is not an outage). Unknown only when the ISR is short and the
+        reassignments could not be listed: a lagging replica and one being added look alike."""
+        if len(self.isr) >= len(self.replicas):
+            return False
+        if isinstance(self.reassignment, Unknown):
+            return self.reassignment
+        return self.replication_factor - len(self.isr) > 0
+
+    @property
+    def under_min_isr(self) -> Fact[bool]:
+        """Kafka's --under-min-isr-partitions: no leader, or fewer in sync than
+        min.insync.replicas (acks=all writes are refused)."""
+        if self.offline:
+            return True
+        if isinstance(self.min_isr, Unknown):
+            return self.min_isr
         return len(self.isr) < self.min_isr
 
     @property
-    def at_min_isr(self) -> bool:
-        """One more lost replica and acks=all writes stop (only when some replica is missing)."""
-        return len(self.isr) == self.min_isr and self.under_replicated
+    def at_min_isr(self) -> Fact[bool]:
+        """Kafka's --at-min-isr-partitions: exactly min.insync.replicas in sync (one more loss
+        and acks=all writes stop), whether or not a replica is missing."""
+        if isinstance(self.min_isr, Unknown):
+            return self.min_isr
+        return len(self.isr) == self.min_isr
+
+    @property
+    def isr_short(self) -> bool:
+        return len(self.isr) < len(self.replicas)
 
     @property
     def preferred_leader(self) -> bool:
@@ -142,23 +213,32 @@ class PartitionInfo:
 
     @property
     def severity(self) -> str:
+        """offline | under_min_isr | unknown (the ISR is short and whether it is under
+        min.insync.replicas was not told) | warn | moving | ok."""
         if self.offline:
             return "offline"
-        if self.under_min_isr:
+        under = self.under_min_isr
+        if under is True:
             return "under_min_isr"
-        if self.under_replicated or self.at_min_isr:
+        if isinstance(under, Unknown) and self.isr_short:
+            return "unknown"
+        if self.under_replicated is True or self.at_min_isr is True:
             return "warn"
-        return "ok"
+        if isinstance(self.under_replicated, Unknown):
+            return "unknown"
+        return "moving" if self.moving else "ok"
 
 
 @dataclass(frozen=True)
 class TopicInfo:
     name: str
     replication_factor: int
-    config: tuple[tuple[str, ConfigValue], ...]
+    config: Fact[tuple[tuple[str, ConfigValue], ...]]  # Unknown: DescribeConfigs refused/failed
     partitions: tuple[PartitionInfo, ...]
 
-    def setting(self, key: str) -> str | None:
+    def setting(self, key: str) -> Fact[str | None]:
+        if isinstance(self.config, Unknown):
+            return self.config
         return next((v.value for k, v in self.config if k == key), None)
 
 
@@ -215,6 +295,9 @@ class ClusterSnapshot:
     replica_logs_at: int | None = None  # when the poll that asked each broker its log ends began
     mode: str = "unknown"  # zookeeper | kraft | unknown
     quorum: QuorumInfo | None = None  # KRaft only (None there: the quorum did not answer)
+    # topics the brokers hold (their log dirs) that this user may not describe
+    hidden_topics: Fact[tuple[str, ...]] = ()
+    controller_unknown: Unknown | None = None  # KRaft: the quorum refused to say who leads
 
     @property
     def sees_zookeeper(self) -> bool:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kinspect.model.facts import Fact, Unknown
+
+NOT_ASKED = Unknown("not asked")
+
 
 @dataclass(frozen=True)
 class PartitionStateZ:
@@ -24,6 +28,8 @@ class ZkView:
     brokers: dict[int, str] = field(default_factory=dict)
     topics: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
     partitions: dict[tuple[str, int], PartitionStateZ] = field(default_factory=dict)
+    # partitions being moved: the topic znode's adding_replicas / removing_replicas
+    reassignments: dict[tuple[str, int], Reassignment] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,8 +153,19 @@ class BrokerView:
     mode: str = "unknown"
     quorum: QuorumAnswer | None = None
     quorum_error: str | None = None
+    quorum_unknown: Unknown | None = None  # DescribeQuorum refused: who leads is not known
     controllers: tuple[ControllerAnswer, ...] = ()
     decided: dict[tuple[str, int], PartitionDecision] = field(default_factory=dict)
+    # What a user with few rights may not be told, each known or Unknown with its reason:
+    # topic configs (per topic), reassignments, ELR, the topics the brokers' log dirs hold (a
+    # topic missing from the metadata is hidden from this user), each broker's configs.
+    config_unknown: dict[str, Unknown] = field(default_factory=dict)
+    reassignments: Fact[dict[tuple[str, int], Reassignment]] = NOT_ASKED
+    elr: Fact[dict[tuple[str, int], Fact[EligibleLeaders]]] = NOT_ASKED
+    hosted_topics: Fact[frozenset[str]] = NOT_ASKED
+    broker_configs: dict[int, Fact[dict[str, ConfigValue]]] = field(default_factory=dict)
+    # replicas being added that made no progress: (partition, broker) -> since when (ms)
+    stalled_since: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
                    if t.name == "__consumer_offsets" else "one broker loss loses or blocks it")
             out.append(ClusterWarning("replication_factor_1", f"{t.name} has replication "
                                       f"factor 1: {why}", topic=t.name))
-        raw = t.setting("min.insync.replicas")
-        if raw is not None and raw.isdigit():
+        raw = t.setting("min.insync.replicas")  # unknown settings: see health.unchecked
+        if isinstance(raw, str) and raw.isdigit():
             min_isr = int(raw)
             if t.replication_factor > 1 and min_isr >= t.replication_factor:
                 out.append(ClusterWarning("min_isr_ge_rf", f"{t.name}: min.insync.replicas="
@@ -51,6 +51,8 @@ def _kraft_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
     """No quorum leader: no controller, so no leader election and no ISR change; a controller
     still answering as leader at an older epoch: cut off, and not yet aware of it."""
     quorum = s.quorum
+    if quorum is None and s.controller_unknown is not None:
+        return []  # not seen: an unmade check (health.unchecked), not a finding
     if quorum is None:
         return [ClusterWarning("no_controller", "no active controller known: the KRaft quorum "
                                "does not answer DescribeQuorum", severity="critical")]

@@ -31,7 +31,10 @@ from confluent_kafka.cimpl import _AdminClientImpl
 
 from kinspect.clients.groups import GroupsWatch
 from kinspect.clients.kafka import AUTH_FAILED, client_config
+from kinspect.clients.log_dirs import ask_log_dirs
 from kinspect.clients.quorum import QuorumPoll, QuorumProbe
+from kinspect.clients.reassignments import ask_controller_reassignments
+from kinspect.clients.topic_partitions import ask_eligible_leaders
 from kinspect.clients.wire import (
     BrokerClaim,
     BrokerLink,
@@ -44,15 +47,26 @@ from kinspect.errors import KinspectError
 from kinspect.model import (
     BrokerView,
     ConfigValue,
+    EligibleLeaders,
     EpochEnd,
+    Fact,
     Offsets,
     PartitionDecision,
     PartitionMeta,
+    Reassignment,
     ReplicaEnd,
+    Unknown,
 )
 from kinspect.sources.claims import newest_claims
 
-DURABILITY_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")
+# The topic settings health judges, and the throttled replicas a reassignment may carry.
+TOPIC_KEYS = ("min.insync.replicas", "unclean.leader.election.enable",
+              "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+# A broker's replication throttles (kafka-reassign-partitions --throttle sets them).
+BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
+REFUSED = {TOPIC_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the topic",
+           CLUSTER_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the cluster"}
 CONFIG_EVERY_N_POLLS = 10
 SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
 
@@ -97,6 +111,35 @@ def _source_name(source: Any) -> str:
     return str(name).lower().replace("_config", "")
 
 
+def _refusal(exc: KafkaException, what: str) -> Unknown:
+    """A failed DescribeConfigs as the reason a person acts on: a refusal names the permission."""
+    error: Any = exc.args[0] if exc.args else None
+    code = error.code() if isinstance(error, KafkaError) else None
+    if code in REFUSED:
+        return Unknown(REFUSED[code])
+    reason = error.str() if isinstance(error, KafkaError) else str(exc)
+    return Unknown(f"{what} failed: {reason}")
+
+
+def _values(entries: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, ConfigValue]:
+    return {key: ConfigValue(value=str(entries[key].value), source=_source_name(entries[key].source))
+            for key in keys if key in entries and entries[key].value is not None}
+
+
+def _refused(exc: KafkaException) -> bool:
+    error: Any = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() in REFUSED
+
+
+def _quorum_refused(asked: QuorumPoll | None) -> Unknown | None:
+    """DescribeQuorum refused (Describe on the cluster): who leads is unknown, not absent."""
+    if asked is None or asked.answer is not None or not asked.error:
+        return None
+    if "ClusterAuthorizationFailed" in asked.error:
+        return Unknown("no Describe permission on the cluster: DescribeQuorum refused")
+    return None
+
+
 class AdminSource:
     """Polls the cluster every `interval_s` on its own thread and keeps the last BrokerView."""
 
@@ -125,6 +168,10 @@ class AdminSource:
         self.decided: Decided = lambda: None
         self._watched: frozenset[Key] = frozenset()
         self._configs: dict[str, dict[str, ConfigValue]] = {}
+        self._config_unknown: dict[str, Unknown] = {}
+        self._broker_configs: dict[int, Fact[dict[str, ConfigValue]]] = {}
+        self._hosted: Fact[frozenset[str]] = Unknown("not asked yet")
+        self._progress: dict[tuple[Key, int], tuple[int, int]] = {}  # adding replica: end, since
         self._polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -132,6 +179,7 @@ class AdminSource:
         # zookeeper | kraft | unknown: "zookeeper" when the observer watches ZooKeeper (the
         # quorum is then never asked), else what the brokers' ApiVersions say, once known.
         self.mode = "unknown"
+        self.zookeeper_watched = False
         self.controllers: dict[int, str] = {}  # KRaft node id -> controller listener, if known
         self._quorum = QuorumProbe(self._link_settings)
         self._seen: dict[Key, tuple[int, int]] = {}  # KRaft decision: (epoch, first seen ms)
@@ -219,27 +267,100 @@ class AdminSource:
         self._polls += 1
         probing = self.probe_brokers and self._link_settings is not None
         asking = self._link_settings is not None and self.mode != "zookeeper"
-        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kinspect-poll") as pool:
+        with ThreadPoolExecutor(max_workers=6, thread_name_prefix="kinspect-poll") as pool:
             configs = pool.submit(self._describe_configs, list(metadata.topics)) if refresh else None
+            broker_configs = pool.submit(self._describe_brokers, brokers) if refresh else None
             offsets = pool.submit(self._offsets, list(partitions))
             probe = pool.submit(self._probe, brokers) if probing else None
             quorum = pool.submit(self._ask_quorum, brokers) if asking else None
+            moving = pool.submit(self._reassignments, brokers, controller)
             if configs is not None:
-                self._configs = configs.result()
+                self._configs, self._config_unknown = configs.result()
+            if broker_configs is not None:
+                self._broker_configs = broker_configs.result()
             claims, ends = probe.result() if probe is not None else ({}, {})
             asked = quorum.result() if quorum is not None else None
             if asked is not None and asked.mode is not None:
                 self.mode = asked.mode  # a cluster does not change its mode under us
             decided = self._decisions(claims, polled_at) if self.mode == "kraft" else {}
             epoch_ends = self._epoch_ends(partitions, ends, decided) if probing else {}
+            elr = pool.submit(self._eligible, brokers) if self.mode == "kraft" else None
+            if refresh and self._link_settings is not None:
+                self._hosted = self._log_dirs(brokers)
             found = offsets.result()
+            reassignments = moving.result()
+            eligible = elr.result() if elr is not None else Unknown("not a KRaft cluster")
         view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
                           partitions=partitions, configs=dict(self._configs), offsets=found,
                           polled_at_ms=polled_at, replica_ends=ends, epoch_ends=epoch_ends,
                           mode=self.mode, quorum=asked.answer if asked else None,
                           quorum_error=asked.error if asked else None,
-                          controllers=asked.controllers if asked else (), decided=decided)
+                          quorum_unknown=_quorum_refused(asked),
+                          controllers=asked.controllers if asked else (), decided=decided,
+                          config_unknown=dict(self._config_unknown),
+                          reassignments=reassignments, elr=eligible, hosted_topics=self._hosted,
+                          broker_configs=dict(self._broker_configs),
+                          stalled_since=self._stalls(reassignments, ends, polled_at))
         return view, claims
+
+    def _links_to(self, brokers: Mapping[int, str]) -> list[BrokerLink]:
+        return [self._link(b, address) for b, address in sorted(brokers.items())]
+
+    def _reassignments(self, brokers: Mapping[int, str], controller: int | None
+                       ) -> Fact[dict[Key, Reassignment]]:
+        """ZooKeeper's topic znodes say it when watched; else ListPartitionReassignments, of the
+        controller in ZooKeeper mode (any broker forwards it in KRaft)."""
+        if self.zookeeper_watched:
+            return {}  # the observer reads them from ZooKeeper (model/build.py prefers it)
+        if self._link_settings is None:
+            return Unknown(f"brokers not asked directly ({self.probe_problem})")
+        return ask_controller_reassignments(self._links_to(brokers), controller,
+                                            min(2.0, self.timeout_s))
+
+    def _eligible(self, brokers: Mapping[int, str]
+                  ) -> Fact[dict[Key, Fact[EligibleLeaders]]]:
+        """KRaft's eligible leader replicas (Kafka 4.x), from the first broker that answers."""
+        if self._link_settings is None:
+            return Unknown(f"brokers not asked directly ({self.probe_problem})")
+        answer: Fact[dict[Key, Fact[EligibleLeaders]]] = Unknown("no broker answered")
+        for link in self._links_to(brokers):
+            answer = ask_eligible_leaders(link, None, min(2.0, self.timeout_s))
+            if not isinstance(answer, Unknown) or "did not answer" not in answer.reason:
+                return answer
+        return answer
+
+    def _log_dirs(self, brokers: Mapping[int, str]) -> Fact[frozenset[str]]:
+        """The topics the brokers hold on disk (DescribeLogDirs answers for every topic, which
+        the metadata does not: a topic this user may not describe is missing only there)."""
+        hosted: set[str] = set()
+        reasons = []
+        for link in self._links_to(brokers):
+            answer = ask_log_dirs(link, min(2.0, self.timeout_s))
+            if isinstance(answer, Unknown):
+                reasons.append(answer.reason)
+            else:
+                hosted |= {topic for topic, _partition in answer}
+        if reasons and len(reasons) == len(brokers):  # some: a dead broker's topics are offline
+            return Unknown(reasons[0])
+        return frozenset(hosted)
+
+    def _stalls(self, moving: Fact[dict[Key, Reassignment]],
+                ends: Mapping[Key, Mapping[int, ReplicaEnd]], now_ms: int
+                ) -> dict[tuple[Key, int], int]:
+        """Since when each replica being added, still behind, has not grown its log."""
+        progress: dict[tuple[Key, int], tuple[int, int]] = {}
+        if isinstance(moving, Unknown):
+            moving = {}
+        for key, reassignment in moving.items():
+            for broker in reassignment.adding:
+                end = ends.get(key, {}).get(broker)
+                if end is None:
+                    continue
+                last = self._progress.get((key, broker))
+                since = last[1] if last is not None and last[0] == end.log_end else now_ms
+                progress[(key, broker)] = (end.log_end, since)
+        self._progress = progress
+        return {k: since for k, (_end, since) in progress.items() if since < now_ms}
 
     def _ask_quorum(self, brokers: dict[int, str]) -> QuorumPoll:
         """The KRaft quorum: via the brokers, and each known controller directly."""
@@ -259,25 +380,56 @@ class AdminSource:
         self._seen = seen
         return out
 
-    def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, ConfigValue]]:
+    def _describe_configs(self, topics: list[str]
+                          ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown]]:
+        """Each topic's settings, or why they are unknown: a refusal (no DescribeConfigs
+        permission) is said as such; a topic that did not answer keeps its last known settings
+        (in ZooKeeper mode a broker reads them from ZooKeeper: with ZooKeeper down this never
+        answers, and leaders, ISRs and offsets still matter most)."""
         if not topics:
-            return {}
+            return {}, {}
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
         futures = self._admin.describe_configs(resources, request_timeout=self.timeout_s)
         out: dict[str, dict[str, ConfigValue]] = {}
+        unknown: dict[str, Unknown] = {}
         deadline = time.monotonic() + self.timeout_s
         for resource, future in futures.items():
             try:
                 entries = _result(future, max(0.01, deadline - time.monotonic()))
-            except (KafkaException, TimeoutError):
-                # In ZooKeeper mode a broker reads topic configs from ZooKeeper: with ZooKeeper
-                # down this never answers, and leaders, ISRs and offsets still matter most.
+            except KafkaException as exc:
+                if resource.name in self._configs and not _refused(exc):
+                    out[resource.name] = self._configs[resource.name]
+                else:
+                    unknown[resource.name] = _refusal(exc, "DescribeConfigs")
+                continue
+            except TimeoutError:
                 if resource.name in self._configs:
                     out[resource.name] = self._configs[resource.name]
+                else:
+                    unknown[resource.name] = Unknown("DescribeConfigs did not answer in time")
                 continue
-            out[resource.name] = {key: ConfigValue(value=str(entries[key].value),
-                                                   source=_source_name(entries[key].source))
-                                  for key in DURABILITY_KEYS if key in entries}
+            out[resource.name] = _values(entries, TOPIC_KEYS)
+        return out, unknown
+
+    def _describe_brokers(self, brokers: Mapping[int, str]
+                          ) -> dict[int, Fact[dict[str, ConfigValue]]]:
+        """Each broker's replication throttles (DescribeConfigs of the broker resource)."""
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
+        if not resources:
+            return {}
+        futures = self._admin.describe_configs(resources, request_timeout=self.timeout_s)
+        out: dict[int, Fact[dict[str, ConfigValue]]] = {}
+        deadline = time.monotonic() + self.timeout_s
+        for resource, future in futures.items():
+            try:
+                entries = _result(future, max(0.01, deadline - time.monotonic()))
+            except KafkaException as exc:
+                out[int(resource.name)] = _refusal(exc, "DescribeConfigs of the broker")
+                continue
+            except TimeoutError:
+                out[int(resource.name)] = Unknown("DescribeConfigs did not answer in time")
+                continue
+            out[int(resource.name)] = _values(entries, BROKER_KEYS)
         return out
 
     def _offsets(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Offsets]:

@@ -64,6 +64,7 @@ class Observer:
             self.admin.controllers = dict(controllers or {})
             if self.zk is not None:
                 self.admin.mode = "zookeeper"
+                self.admin.zookeeper_watched = True  # reassignments come from its znodes
         self._timeline: IO[str] | None = None
         if run_dir is not None:
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,17 @@ from kinspect.model import (
     snapshot_to_json,
 )
 from kinspect.model.events import Severity
+from kinspect.model.facts import Fact
+from kinspect.model.serialize import (
+    elr_from_json,
+    elr_to_json,
+    fact_from_json,
+    fact_to_json,
+    reassignment_from_json,
+    reassignment_to_json,
+    throttle_from_json,
+    throttle_to_json,
+)
 
 RECORDING_DIR = "recording"  # in a run dir or a session dir
 POINTER_FILE = "recording.json"  # in a run dir: which session recorded it, and when
@@ -62,27 +73,37 @@ def now_ms() -> int:
 
 def partition_row(p: PartitionInfo) -> list[Any]:
     return [p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
-            p.high_watermark, p.log_start, p.min_isr, p.broker_leader,
+            p.high_watermark, p.log_start, fact_to_json(p.min_isr), p.broker_leader,
             None if p.broker_isr is None else list(p.broker_isr), p.views_disagree,
             [[r.broker, r.log_end, r.epoch, r.lag, r.diverged] for r in p.replica_logs],
-            [list(e) for e in p.epoch_ends]]
+            [list(e) for e in p.epoch_ends],
+            fact_to_json(p.reassignment, reassignment_to_json),
+            None if p.elr is None else fact_to_json(p.elr, elr_to_json),
+            p.leader_live, p.stalled_ms]
 
 
 def partition_from_row(topic: str, r: list[Any]) -> PartitionInfo:
-    return PartitionInfo(topic, r[0], r[1], r[2], tuple(r[3]), tuple(r[4]), r[5], r[6], r[7],
-                         r[8], None if r[9] is None else tuple(r[9]), r[10],
-                         tuple(ReplicaLog(*x) for x in r[11]),
-                         tuple((e[0], e[1], e[2]) for e in r[12]))
+    """A row; one recorded before reassignments and ELR were seen (13 cells) has neither."""
+    later: list[Any] = r[13:] if len(r) > 13 else [None, None, True, None]
+    return PartitionInfo(topic, r[0], r[1], r[2], tuple(r[3]), tuple(r[4]), r[5], r[6],
+                         fact_from_json(r[7]), r[8], None if r[9] is None else tuple(r[9]),
+                         r[10], tuple(ReplicaLog(*x) for x in r[11]),
+                         tuple((e[0], e[1], e[2]) for e in r[12]),
+                         fact_from_json(later[0], reassignment_from_json),
+                         None if later[1] is None else fact_from_json(later[1], elr_from_json),
+                         bool(later[2]), later[3])
 
 
 def _topic_row(t: TopicInfo) -> list[Any]:
-    return [t.name, t.replication_factor, [[k, v.value, v.source] for k, v in t.config],
+    return [t.name, t.replication_factor,
+            fact_to_json(t.config, lambda c: [[k, v.value, v.source] for k, v in c]),
             [partition_row(p) for p in t.partitions]]
 
 
 def _topic_from_row(r: list[Any]) -> TopicInfo:
-    return TopicInfo(r[0], r[1], tuple((k, ConfigValue(v, s)) for k, v, s in r[2]),
-                     tuple(partition_from_row(r[0], p) for p in r[3]))
+    config: Fact[tuple[tuple[str, ConfigValue], ...]] = fact_from_json(
+        r[2], lambda rows: tuple((k, ConfigValue(v, s)) for k, v, s in rows))
+    return TopicInfo(r[0], r[1], config, tuple(partition_from_row(r[0], p) for p in r[3]))
 
 
 def _groups(groups: Sequence[GroupInfo]) -> list[Any]:
@@ -106,7 +127,12 @@ def snapshot_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
     if (new.admin_state, new.admin_error) != (old.admin_state, old.admin_error):
         d["ad"] = [new.admin_state, new.admin_error]
     if new.brokers != old.brokers:
-        d["b"] = [[b.id, b.address, b.registered, b.expected, b.fenced] for b in new.brokers]
+        d["b"] = [[b.id, b.address, b.registered, b.expected, b.fenced,
+                   None if b.throttle is None else fact_to_json(b.throttle, throttle_to_json)]
+                  for b in new.brokers]
+    if (new.hidden_topics, new.controller_unknown) != (old.hidden_topics, old.controller_unknown):
+        d["u"] = [fact_to_json(new.hidden_topics, list),
+                  None if new.controller_unknown is None else fact_to_json(new.controller_unknown)]
     if (new.mode, new.quorum) != (old.mode, old.quorum):  # KRaft: the quorum moves every poll
         d["q"] = [new.mode, quorum_to_json(new.quorum) if new.quorum is not None else None]
     if new.warnings != old.warnings:
@@ -149,7 +175,13 @@ def apply_delta(old: ClusterSnapshot, d: Json) -> ClusterSnapshot:
     if "ad" in d:
         changes["admin_state"], changes["admin_error"] = d["ad"]
     if "b" in d:
-        changes["brokers"] = tuple(BrokerInfo(*b) for b in d["b"])
+        changes["brokers"] = tuple(BrokerInfo(b[0], b[1], b[2], b[3], b[4],
+                                              None if len(b) < 6 or b[5] is None
+                                              else fact_from_json(b[5], throttle_from_json))
+                                   for b in d["b"])
+    if "u" in d:
+        changes["hidden_topics"] = fact_from_json(d["u"][0], tuple)
+        changes["controller_unknown"] = None if d["u"][1] is None else fact_from_json(d["u"][1])
     if "q" in d:
         changes["mode"] = d["q"][0]
         changes["quorum"] = quorum_from_json(d["q"][1]) if d["q"][1] is not None else None

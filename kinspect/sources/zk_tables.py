@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from kinspect.clients.zk_bulk import Znode
 from kinspect.clients.zookeeper import json_object, parse_partition_state
-from kinspect.model import PartitionStateZ, ZkView
+from kinspect.model import PartitionStateZ, Reassignment, ZkView
 
 Key = tuple[str, int]
 
@@ -36,6 +36,7 @@ class ZkTables:
     brokers: dict[int, str] = field(default_factory=dict)
     assignments: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
     states: dict[Key, PartitionStateZ] = field(default_factory=dict)
+    moving: dict[str, dict[int, Reassignment]] = field(default_factory=dict)
     watched_brokers: set[int] = field(default_factory=set)
     watched_topics: set[str] = field(default_factory=set)
     watched_partitions: set[Key] = field(default_factory=set)
@@ -44,7 +45,9 @@ class ZkTables:
         return ZkView(session_state=session, controller_id=self.controller,
                       controller_epoch=self.controller_epoch, brokers=dict(self.brokers),
                       topics={t: dict(p) for t, p in self.assignments.items()},
-                      partitions=dict(self.states))
+                      partitions=dict(self.states),
+                      reassignments={(t, p): r for t, parts in self.moving.items()
+                                     for p, r in parts.items()})
 
     def controller_read(self, node: Znode | None) -> bool:
         info = json_object(node.data if node else None)
@@ -97,11 +100,14 @@ class ZkTables:
         info = json_object(node.data if node else None)
         if info is None:
             self.watched_topics.discard(topic)
+            self.moving.pop(topic, None)
             return self.assignments.pop(topic, None) is not None, False, []
         partitions = {int(p): tuple(int(r) for r in replicas)
                       for p, replicas in (info.get("partitions") or {}).items()}
-        changed = self.assignments.get(topic) != partitions
+        moving = _moving(info, partitions)
+        changed = self.assignments.get(topic) != partitions or self.moving.get(topic, {}) != moving
         self.assignments[topic] = partitions
+        self.moving[topic] = moving
         new = sorted({(topic, p) for p in partitions} - self.watched_partitions)
         self.watched_partitions |= set(new)
         return changed, True, new
@@ -119,3 +125,17 @@ class ZkTables:
         changed = self.states.get(key) != state
         self.states[key] = state
         return changed, True
+
+
+def _moving(info: dict[str, object], partitions: dict[int, tuple[int, ...]]
+            ) -> dict[int, Reassignment]:
+    """The partitions a reassignment is moving (KIP-455: the topic znode's adding_replicas and
+    removing_replicas, written by the controller for as long as the move lasts)."""
+    def ids(key: str) -> dict[int, tuple[int, ...]]:
+        raw = info.get(key)
+        return ({int(p): tuple(int(r) for r in rs) for p, rs in raw.items()}
+                if isinstance(raw, dict) else {})
+
+    adding, removing = ids("adding_replicas"), ids("removing_replicas")
+    return {p: Reassignment(partitions.get(p, ()), adding.get(p, ()), removing.get(p, ()))
+            for p in sorted(set(adding) | set(removing)) if adding.get(p) or removing.get(p)}

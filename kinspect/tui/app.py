@@ -90,7 +90,7 @@ class KinspectApp(ActingApp):
         with Horizontal(id="top"):
             with Vertical(id="left"):
                 yield BrokerTable(id="brokers")
-                yield LoadPanel(id="load")
+                yield LoadPanel(id="load", read_only=bool(self.read_only_reason))
             with Vertical(id="side"):
                 yield Static(id="warnings")
         yield self.PARTITION_VIEW(id="partitions")

@@ -66,8 +66,11 @@ def doomed_text(live: LiveLoss | None) -> Text:
 def load_panel_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | None,
                     running: bool, consumers: Mapping[str, Any] | None = None,
                     live: LiveLoss | None = None, trend: tuple[RateSample, ...] = (),
-                    width: int = 42) -> Text:
+                    width: int = 42, read_only: bool = False) -> Text:
     if not settings:
+        if read_only:
+            return Text("no load running (read-only: kinspect loads only labs it started)",
+                        "dim")
         return Text("no load running — press l to start one", "dim")
     text = Text.assemble(("load ", "bold"), (f"{settings.get('topic')} ", "bold cyan"),
                          f"acks={settings.get('acks')} ")
@@ -108,9 +111,10 @@ class LoadPanel(Widget):
     """Renders the load at its own width when shown or resized: the sparklines fill the panel
     and a screenshot does not depend on when the first size was known."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, read_only: bool = False) -> None:
         super().__init__(id=id)
         self.load: LoadStatus | None = None
+        self.read_only = read_only
 
     def show(self, load: LoadStatus | None) -> None:
         self.load = load
@@ -119,6 +123,6 @@ class LoadPanel(Widget):
     def render(self) -> Text:
         load = self.load
         if load is None:
-            return load_panel_text(None, None, False)
+            return load_panel_text(None, None, False, read_only=self.read_only)
         return load_panel_text(load.stats, load.settings, load.running, load.consumers,
                                load.live, load.trend, width=max(20, self.content_size.width))

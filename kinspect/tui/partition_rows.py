@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from operator import attrgetter
 
-from kinspect.model import ClusterSnapshot, PartitionInfo, TopicInfo
+from kinspect.model import ClusterSnapshot, PartitionInfo, TopicInfo, Unknown
 
 _BY_PARTITION = attrgetter("partition")
 
@@ -27,6 +27,8 @@ class TopicSummary:
     under_replicated: int
     diverged: int
     high_watermark: int  # the sum of the known ones
+    unknown: int = 0  # partitions whose under-min-ISR or URP flag was not told (a refusal)
+    moving: int = 0  # partitions a reassignment is moving
     shown: int = 0  # partitions passing the filter (the row counts those when filtering)
     open: bool = True
 
@@ -44,16 +46,24 @@ def row_key(row: Row) -> RowKey:
 
 
 def summarize(topic: TopicInfo) -> TopicSummary:
-    """The counts behind a topic row: the same definitions as PartitionInfo's flags, inlined
-    because this runs over every partition of every snapshot."""
-    offline = under_min = urp = diverged = hw = 0
+    """The counts behind a topic row: PartitionInfo's flags (Kafka's definitions), the common
+    case inlined because this runs over every partition of every snapshot."""
+    offline = under_min = urp = diverged = hw = unknown = moving = 0
     for p in topic.partitions:
         isr = len(p.isr)
         if p.leader is None:
             offline += 1
-        if isr < p.min_isr:
+        if isinstance(p.min_isr, int):
+            under_min += p.leader is None or isr < p.min_isr
+        elif p.leader is None:
             under_min += 1
-        if isr < len(p.replicas):
+        else:
+            unknown += 1
+        if p.reassignment is not None:
+            moving += p.moving
+            urp += p.under_replicated is True
+            unknown += isinstance(p.under_replicated, Unknown) and isinstance(p.min_isr, int)
+        elif isr < len(p.replicas):
             urp += 1
         for log in p.replica_logs:
             if log.diverged > 0:
@@ -61,7 +71,8 @@ def summarize(topic: TopicInfo) -> TopicSummary:
                 break
         if p.high_watermark is not None:
             hw += p.high_watermark
-    return TopicSummary(topic.name, len(topic.partitions), offline, under_min, urp, diverged, hw)
+    return TopicSummary(topic.name, len(topic.partitions), offline, under_min, urp, diverged, hw,
+                        unknown, moving)
 
 
 def topic_rank(name: str, pinned: Collection[str]) -> tuple[bool, bool, str]:
@@ -70,8 +81,9 @@ def topic_rank(name: str, pinned: Collection[str]) -> tuple[bool, bool, str]:
 
 
 def unhealthy(p: PartitionInfo) -> bool:
-    return (p.leader is None or len(p.isr) < len(p.replicas) or len(p.isr) < p.min_isr
-            or p.views_disagree or bool(p.replica_logs and p.diverged))
+    """What the `u` filter keeps: anything but ok (an unknown flag included) or moving."""
+    return (p.severity not in ("ok", "moving") or p.views_disagree
+            or bool(p.replica_logs and p.diverged))
 
 
 def matches(needle: str) -> Callable[[PartitionInfo], bool]:
@@ -151,4 +163,4 @@ def _with(summary: TopicSummary, shown: int, opened: bool) -> TopicSummary:
         return summary
     return TopicSummary(summary.topic, summary.partitions, summary.offline,
                         summary.under_min_isr, summary.under_replicated, summary.diverged,
-                        summary.high_watermark, shown, opened)
+                        summary.high_watermark, summary.unknown, summary.moving, shown, opened)

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any
 from rich.style import Style
 from rich.text import Text
 
-from kinspect.model import ClusterSnapshot, Event, PartitionInfo, QuorumInfo, ReplicaLog
+from kinspect.model import (
+    ClusterSnapshot,
+    EligibleLeaders,
+    Event,
+    PartitionInfo,
+    QuorumInfo,
+    ReplicaLog,
+    Unknown,
+)
+from kinspect.model.health import STALLED_AFTER_MS, unchecked
 from kinspect.model.lag import LagTrend
 
 if TYPE_CHECKING:
@@ -28,8 +37,9 @@ PARTITION_COLUMNS = ("topic", "part", "leader", "epoch", "replicas", "isr", "rep
 BROKER_COLUMNS = ("id", "address", "lab", "zk", "leads", "not in ISR")
 # The labels in KRaft, by column key: "zk" says whether the broker is in the cluster metadata.
 KRAFT_BROKER_LABELS = {"zk": "metadata"}
+UNKNOWN_STYLE = "bold yellow"
 SEVERITY_STYLE = {"offline": "bold white on red", "under_min_isr": "bold red",
-                  "warn": "yellow", "ok": ""}
+                  "unknown": UNKNOWN_STYLE, "warn": "yellow", "moving": "cyan", "ok": ""}
 EVENT_STYLE = {"error": "bold red", "warn": "yellow", "info": "green"}
 # Separators get a colour of their own: an SVG export draws each run of one style as one text
 # element and viewers drop its leading spaces, which glued "connected" to "admin". A run that
@@ -67,7 +77,7 @@ def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
         return _failing(text, problems)
     sep(text)
     if snapshot.kraft:
-        _kraft_controller(text, snapshot.quorum)
+        _kraft_controller(text, snapshot.quorum, snapshot.controller_unknown)
     else:
         _zk_controller(text, snapshot)
     sep(text)
@@ -95,7 +105,8 @@ def _zk_controller(text: Text, snapshot: ClusterSnapshot) -> None:
         text.append("NO CONTROLLER", "bold white on red")
     else:
         text.append(f"controller {controller.id} ")
-        text.append(f"(epoch {controller.epoch})", "dim")
+        if controller.epoch is not None:  # ZooKeeper's /controller_epoch; unknown without it
+            text.append(f"(epoch {controller.epoch})", "dim")
     sep(text)
     session = snapshot.zookeeper_state
     if session is None:
@@ -105,9 +116,11 @@ def _zk_controller(text: Text, snapshot: ClusterSnapshot) -> None:
         text.append(session, "green" if session == "connected" else "bold red")
 
 
-def _kraft_controller(text: Text, quorum: QuorumInfo | None) -> None:
+def _kraft_controller(text: Text, quorum: QuorumInfo | None, unknown: Unknown | None) -> None:
     """The quorum leader: the broker Metadata names as controller is a random one in KRaft."""
-    if quorum is None:
+    if quorum is None and unknown is not None:
+        text.append(f"controller ? ({unknown.reason})", "bold yellow")
+    elif quorum is None:
         text.append("controller ? (the quorum does not answer)", "bold red")
     elif quorum.leader_id is None:
         text.append("NO QUORUM LEADER", "bold white on red")
@@ -224,16 +237,44 @@ def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
     if p.views_disagree:  # in KRaft: a broker leading against the newest decision
         text.append(f"stale leader {p.broker_leader} " if kraft else
                     f"ZK≠broker {p.broker_leader} ", "bold magenta")
-    if p.under_min_isr:
+    under, at, urp = p.under_min_isr, p.at_min_isr, p.under_replicated
+    if under is True:
         text.append("<min-ISR ", "bold red")
-    elif p.at_min_isr:
+    elif at is True:
         text.append("at-min-ISR ", "yellow")
-    if p.under_replicated:
+    elif isinstance(under, Unknown) and p.isr_short:  # the reason is in the warnings panel
+        text.append("min-ISR? ", UNKNOWN_STYLE)
+    if urp is True:
         text.append("URP ", "yellow")
+    elif isinstance(urp, Unknown):
+        text.append("URP? ", UNKNOWN_STYLE)
+    if p.moving:
+        text.append_text(moving_text(p)).append(" ")
+    if isinstance(p.elr, EligibleLeaders) and (p.elr.eligible or p.elr.last_known):
+        text.append(f"ELR {_ids(p.elr.eligible) or '-'} ", "cyan")
+        if not p.elr.eligible:
+            text.append(f"(last {_ids(p.elr.last_known)}) ", "dim")
     if p.diverged:
         text.append("DIVERGED ", DIVERGED_STYLE)
     if not p.offline and not p.preferred_leader:
         text.append("not-preferred", "dim")
+    return text
+
+
+def moving_text(p: PartitionInfo) -> Text:
+    """`moving +4 -3 (4:-1,203)`: a reassignment adding 4 and removing 3, and how far each
+    replica being added trails the leader's log; `STALLED 75 s` when none moved for a while."""
+    text = Text("moving", "cyan")
+    if p.adding:
+        text.append(f" +{_ids(p.adding)}", "cyan")
+    if p.removing:
+        text.append(f" -{_ids(p.removing)}", "cyan")
+    behind = [f"{r.broker}:{'?' if r.lag is None else f'-{max(0, r.lag):,}'}"
+              for r in p.replica_logs if r.broker in p.adding]
+    if behind:
+        text.append(f" ({' '.join(behind)})", "dim")
+    if p.stalled_ms is not None and p.stalled_ms >= STALLED_AFTER_MS:
+        text.append(f" STALLED {p.stalled_ms / 1000:.0f} s", "bold yellow")
     return text
 
 
@@ -310,45 +351,18 @@ def fault_line(entry: Mapping[str, Any]) -> Text:
     return text.append(f"{target} {detail}".strip())
 
 
-def load_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | None,
-              running: bool, consumers: Mapping[str, Any] | None = None) -> Text:
-    if not settings:
-        return Text("no load running — press l to start one", "dim")
-    text = Text.assemble(("load ", "bold"), (f"{settings.get('topic')} ", "bold cyan"),
-                         f"acks={settings.get('acks')} ")
-    text.append("running\n" if running else "finished\n", "green" if running else "dim")
-    if not stats:
-        return text.append("starting…", "dim")
-    text.append(f"{stats.get('rate', 0):,.0f} msg/s  acked {stats.get('acked', 0):,}  "
-                f"in flight {stats.get('in_flight', 0):,}\n")
-    failed = stats.get("failed", 0)
-    text.append(f"failed {failed:,}", "bold red" if failed else "dim")
-    by_error = stats.get("failed_by_error") or {}
-    if by_error:
-        top = sorted(by_error.items(), key=lambda kv: -kv[1])[:1]
-        text.append(" (" + ", ".join(f"{k} {v:,}" for k, v in top) + ")", "red")
-    # The panel has three lines: the group reading along, or the latency, on the third.
-    if consumers:
-        failed = consumers.get("failed", 0) + consumers.get("aborted", 0)
-        text.append(f"  processed {consumers.get('processed', 0):,} of "
-                    f"{consumers.get('received', 0):,}")
-        if failed:
-            text.append(f" failed {failed:,}", "bold red")
-        if consumers.get("crashes"):
-            text.append(f" crashed {consumers['crashes']}", "bold red")
-    elif not by_error:
-        text.append(f"  p50 {stats.get('latency_p50_ms', 0):.0f} ms  "
-                    f"p99 {stats.get('latency_p99_ms', 0):.0f} ms", "dim")
-    return text
-
-
 def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
-    if snapshot is None or not (snapshot.warnings or snapshot.limitations):
+    """Warnings, then each check kinspect could not make (`?`, with the reason: a refused
+    request is said, never taken as healthy), then what this view cannot show."""
+    missing = unchecked(snapshot) if snapshot is not None else ()
+    if snapshot is None or not (snapshot.warnings or snapshot.limitations or missing):
         return Text("no cluster warnings", "dim")
     text = Text()
     for warning in snapshot.warnings:
         style = "bold red" if warning.severity == "critical" else "yellow"
         text.append("▲ ", style).append(warning.message + "\n")
+    for check in missing:
+        text.append("? ", UNKNOWN_STYLE).append(check.text + "\n")
     for limitation in snapshot.limitations:
         text.append("· " + limitation + "\n", "dim")
     text.rstrip()
@@ -400,8 +414,11 @@ def topic_summary_text(summary: TopicSummary) -> Text:
     for n, label, style in ((summary.offline, "offline", "bold white on red"),
                             (summary.under_min_isr, "under min-ISR", "bold red"),
                             (summary.under_replicated, "under-replicated", "yellow"),
+                            (summary.moving, "moving", "cyan"),
                             (summary.diverged, "diverged", DIVERGED_STYLE)):
-        if n or label != "diverged":
+        if label == "under min-ISR" and summary.unknown:  # never "0" where it was not told
+            sep(text, "·").append(f"{n:,}+{summary.unknown:,}? under min-ISR", UNKNOWN_STYLE)
+        elif n or label in ("offline", "under min-ISR", "under-replicated"):
             sep(text, "·").append(f"{n:,} {label}", style if n else "dim")
     sep(text, "·").append(f"hw Σ {summary.high_watermark:,}")
     if not summary.open:

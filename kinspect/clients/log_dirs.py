@@ -1,0 +1,165 @@
+"""Every replica one broker holds, from its own log directories: DescribeLogDirs (API key 35).
+
+Metadata shows only the topics the asking user may describe; the broker's log dirs hold every
+partition it hosts, so a topic on disk but missing from the metadata is hidden from this user.
+Only one broker answers for its own disks: ask each broker. kafka-python ships v0 only (which
+Kafka 4.0 removed, and whose request schema has partitions as one int32), so v1 (v0's layout)
+and v4 (flexible; the refusal said as an error code, v3+) are declared here with its types,
+exactly as Kafka's DescribeLogDirsRequest.json / Response.json lay them out. Below v3 a refusal
+is an answer with no log dir at all, which a broker never has otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.errors import ClusterAuthorizationFailedError
+from kafka.protocol.api import Request, Response
+from kafka.protocol.types import (
+    Array,
+    Boolean,
+    CompactArray,
+    CompactString,
+    Int16,
+    Int32,
+    Int64,
+    Schema,
+    String,
+    TaggedFields,
+)
+
+from kinspect.clients.quorum import NO_ANSWER
+from kinspect.clients.reassignments import broker_name, error_name
+from kinspect.clients.wire import BrokerLink
+from kinspect.model.facts import Unknown
+from kinspect.model.views import LogDirReplica
+
+__all__ = ["DESCRIBE_LOG_DIRS", "DescribeLogDirsRequest", "DescribeLogDirsResponse",
+           "ask_log_dirs", "log_dirs_from"]
+
+DESCRIBE_LOG_DIRS = 35
+CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.errno
+REFUSED = "no Describe permission on the cluster: log dirs unknown"
+
+
+class DescribeLogDirsResponse_v1(Response):  # type: ignore[misc]  # kafka-python is untyped
+    API_KEY = DESCRIBE_LOG_DIRS
+    API_VERSION = 1
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("results", Array(
+            ("error_code", Int16),
+            ("log_dir", String("utf-8")),
+            ("topics", Array(
+                ("name", String("utf-8")),
+                ("partitions", Array(
+                    ("partition_index", Int32),
+                    ("partition_size", Int64),
+                    ("offset_lag", Int64),
+                    ("is_future_key", Boolean))))))))
+
+
+class DescribeLogDirsResponse_v4(Response):  # type: ignore[misc]
+    """Flexible; v3's top-level error code, v4's volume sizes."""
+
+    API_KEY = DESCRIBE_LOG_DIRS
+    API_VERSION = 4
+    FLEXIBLE_VERSION = True
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("error_code", Int16),
+        ("results", CompactArray(
+            ("error_code", Int16),
+            ("log_dir", CompactString("utf-8")),
+            ("topics", CompactArray(
+                ("name", CompactString("utf-8")),
+                ("partitions", CompactArray(
+                    ("partition_index", Int32),
+                    ("partition_size", Int64),
+                    ("offset_lag", Int64),
+                    ("is_future_key", Boolean),
+                    ("tags", TaggedFields))),
+                ("tags", TaggedFields))),
+            ("total_bytes", Int64),
+            ("usable_bytes", Int64),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class DescribeLogDirsRequest_v1(Request):  # type: ignore[misc]
+    API_KEY = DESCRIBE_LOG_DIRS
+    API_VERSION = 1
+    RESPONSE_TYPE = DescribeLogDirsResponse_v1
+    SCHEMA = Schema(
+        ("topics", Array(  # null: every partition of the broker
+            ("topic", String("utf-8")),
+            ("partitions", Array(Int32)))))
+
+
+class DescribeLogDirsRequest_v4(Request):  # type: ignore[misc]
+    API_KEY = DESCRIBE_LOG_DIRS
+    API_VERSION = 4
+    FLEXIBLE_VERSION = True
+    RESPONSE_TYPE = DescribeLogDirsResponse_v4
+    SCHEMA = Schema(
+        ("topics", CompactArray(
+            ("topic", CompactString("utf-8")),
+            ("partitions", CompactArray(Int32)),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+DescribeLogDirsRequest: dict[int, type[Any]] = {1: DescribeLogDirsRequest_v1,
+                                                4: DescribeLogDirsRequest_v4}
+DescribeLogDirsResponse: dict[int, type[Any]] = {1: DescribeLogDirsResponse_v1,
+                                                 4: DescribeLogDirsResponse_v4}
+
+LogDirs = dict[tuple[str, int], LogDirReplica]
+
+
+def log_dirs_from(response: Any, broker: int, asked: str) -> LogDirs | Unknown:
+    """A DescribeLogDirsResponse (v1 or v4) as the broker's replicas; a replica being moved
+    between its dirs is keyed by its current log (the future one only while there is none).
+    A failed log dir makes the whole answer Unknown: what it held is not told."""
+    code = getattr(response, "error_code", 0)
+    if code == CLUSTER_AUTHORIZATION_FAILED or (not code and not response.results):
+        return Unknown(REFUSED)
+    if code:
+        return Unknown(f"{asked} answered DescribeLogDirs with {error_name(code)}")
+    failed = [f"{row[1]} ({error_name(row[0])})" for row in response.results if row[0]]
+    if failed:
+        return Unknown(f"{asked}: log dir {', '.join(failed)} is offline: the replicas it "
+                       "held are unknown")
+    out: LogDirs = {}
+    for row in response.results:
+        log_dir, topics = row[1], row[2]
+        for topic_row in topics or ():
+            for index, size, lag, future, *_tags in topic_row[1] or ():
+                key = (topic_row[0], index)
+                if key not in out or out[key].future:
+                    out[key] = LogDirReplica(broker, log_dir, size, lag, future)
+    return out
+
+
+def _every_partition(version: int) -> Any:
+    """The request for all the broker's partitions (topics null)."""
+    if version >= 4:
+        return DescribeLogDirsRequest_v4(topics=None, tags={})
+    return DescribeLogDirsRequest_v1(topics=None)
+
+
+def ask_log_dirs(link: BrokerLink, timeout_s: float) -> LogDirs | Unknown:
+    """Every replica this broker holds (link.broker_id must be set: the answer is about it).
+    Never raises: no answer, a refusal or an offline log dir is an Unknown with its reason."""
+    asked = broker_name(link)
+    if link.broker_id is None:
+        return Unknown(f"{asked}: its broker id is not known, so its log dirs are not asked")
+    try:
+        low, high = link.api_versions(timeout_s).get(DESCRIBE_LOG_DIRS, (0, -1))
+        version = 4 if high >= 4 else 1
+        if not low <= version <= high:
+            return Unknown(f"{asked} takes no DescribeLogDirs version kinspect speaks")
+        response = link.ask(_every_partition(version), timeout_s)
+    except NO_ANSWER as exc:
+        return Unknown(f"{asked} did not answer DescribeLogDirs: {str(exc) or type(exc).__name__}")
+    return log_dirs_from(response, link.broker_id, asked)

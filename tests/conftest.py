@@ -83,14 +83,21 @@ class Lab:
         self.home = home
         self.up_output = ""
 
-    def ensure_up(self, backend: str = "process", mode: str = "zookeeper") -> dict[str, Any]:
-        """The lab on this backend and in this mode (another lab is taken down first)."""
+    def ensure_up(self, backend: str = "process", mode: str = "zookeeper",
+                  kafka: str | None = None) -> dict[str, Any]:
+        """The lab on this backend, in this mode and of this Kafka release (None: the 3.x pin;
+        "4": the tested 4.x); another lab is taken down first."""
+        from kinspect.lab.dist import resolve_version
+
         current = kinspect("lab", "status", "--json", check=False)
         if current.returncode == 0:
             running = json.loads(current.stdout)
-            if (running["backend"], running.get("mode", "zookeeper")) != (backend, mode):
+            if (running["backend"], running.get("mode", "zookeeper"),
+                    running.get("kafka_version")) != (backend, mode, resolve_version(kafka)):
                 self.down()
-        proc = kinspect("lab", "up", "--backend", backend, "--mode", mode, "--json", timeout=400)
+        release = ["--kafka", kafka] if kafka is not None else []
+        proc = kinspect("lab", "up", "--backend", backend, "--mode", mode, *release, "--json",
+                        timeout=400)
         self.up_output = proc.stderr
         return dict(json.loads(proc.stdout))
 
@@ -128,6 +135,13 @@ def kraft_lab(lab_session: Lab, lab_backend: str) -> Iterator[dict[str, Any]]:
     """The same, in KRaft mode: ctl1 (node 101) and kafka1..3. Tests using it are marked
     resets_lab: they run after those sharing the ZooKeeper lab."""
     yield from _healed(lab_session, lab_session.ensure_up(lab_backend, mode="kraft"))
+
+
+@pytest.fixture
+def kraft4_lab(lab_session: Lab, lab_backend: str) -> Iterator[dict[str, Any]]:
+    """A KRaft lab of the tested Kafka 4.x (ELR on, as 4.4 formats a cluster). Marked
+    resets_lab too."""
+    yield from _healed(lab_session, lab_session.ensure_up(lab_backend, mode="kraft", kafka="4"))
 
 
 def _healed(lab_session: Lab, status: dict[str, Any]) -> Iterator[dict[str, Any]]:

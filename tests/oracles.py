@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections import Counter
@@ -153,3 +154,93 @@ def duckdb_consumer_recount(run_dir: Path, log: list[tuple[int, int, str | None]
     assert row is not None
     keys = ("answered_for", "processed", "never_processed", "processed_twice")
     return dict(zip(keys, (int(v) for v in row), strict=True))
+
+
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+LOG_DIRS_COMMAND = "org.apache.kafka.tools.LogDirsCommand"
+REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+# kafka-topics --describe's filters: which partitions each flag lists
+TOPIC_FILTERS = ("--under-replicated-partitions", "--under-min-isr-partitions",
+                 "--at-min-isr-partitions", "--unavailable-partitions")
+
+
+def kafka_tool(main_class: str, *args: str, kafka: str | None = None,
+               timeout: float = 120) -> str:
+    """stdout of one of Kafka's own tools, from the jars of that release (None: the 3.x pin)."""
+    from kinspect.lab import dist
+
+    command = dist.ensure(version=kafka).tool_command(main_class, *args)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                          check=True).stdout
+
+
+def _ids(cell: str | None) -> tuple[int, ...] | None:
+    """A comma-separated broker list; None for a field the line lacks or says N/A."""
+    if cell is None or cell.strip() == "N/A":
+        return None
+    return tuple(int(b) for b in cell.split(",") if b.strip())
+
+
+def _cell(cell: str) -> tuple[str, str]:
+    name, _, value = cell.partition(":")
+    return name.strip(), value.strip()
+
+
+def topic_line(line: str) -> dict[str, Any] | None:
+    """One partition line of `kafka-topics --describe` (3.9 and 4.x TopicCommand):
+    "\\tTopic: t\\tPartition: 0\\tLeader: 1\\tReplicas: 1,2,3\\tIsr: 1,2\\t[Adding Replicas: 4\\t
+    Removing Replicas: 3\\t]Elr: 3\\tLastKnownElr: " (Elr/LastKnownElr N/A when the cluster did not
+    say them: ZooKeeper mode). None for any other line (the topic's header, log lines)."""
+    cells = dict(_cell(cell) for cell in line.strip("\n").split("\t") if cell)
+    if "Partition" not in cells or "Topic" not in cells:
+        return None
+    leader = cells.get("Leader", "none")
+    return {"topic": cells["Topic"], "partition": int(cells["Partition"]),
+            "leader": None if leader in ("none", "-1") else int(leader),
+            "replicas": _ids(cells.get("Replicas", "")), "isr": _ids(cells.get("Isr", "")),
+            "adding": _ids(cells.get("Adding Replicas", "")),
+            "removing": _ids(cells.get("Removing Replicas", "")),
+            "elr": _ids(cells.get("Elr")), "last_known_elr": _ids(cells.get("LastKnownElr"))}
+
+
+def kafka_topics(bootstrap: str, *flags: str, topic: str | None = None, kafka: str | None = None,
+                 command_config: Path | None = None) -> list[dict[str, Any]]:
+    """Each partition line of Kafka's own `kafka-topics --describe` (TopicCommand of that
+    release) with the given filter flags: {topic, partition, leader (None: none), replicas, isr,
+    adding, removing (() when not being moved), elr, last_known_elr (None when not said)}."""
+    args = ["--bootstrap-server", bootstrap, "--describe", *flags]
+    if topic is not None:
+        args += ["--topic", topic]
+    if command_config is not None:
+        args += ["--command-config", str(command_config)]
+    out = kafka_tool(TOPIC_COMMAND, *args, kafka=kafka)
+    return [row for row in map(topic_line, out.splitlines()) if row is not None]
+
+
+def flagged_by_kafka_topics(bootstrap: str, filters: tuple[str, ...] = TOPIC_FILTERS,
+                            kafka: str | None = None, command_config: Path | None = None
+                            ) -> dict[str, set[str]]:
+    """filter flag -> the "topic-partition" names kafka-topics --describe lists under it."""
+    return {flag: {f"{r['topic']}-{r['partition']}"
+                   for r in kafka_topics(bootstrap, flag, kafka=kafka,
+                                         command_config=command_config)}
+            for flag in filters}
+
+
+def kafka_log_dirs(bootstrap: str, brokers: list[int],
+                   kafka: str | None = None) -> dict[int, dict[tuple[str, int], dict[str, Any]]]:
+    """Each broker's replicas as Kafka's own kafka-log-dirs --describe says them (its JSON):
+    broker -> (topic, partition) -> {log_dir, size, offset_lag, future}."""
+    out = kafka_tool(LOG_DIRS_COMMAND, "--bootstrap-server", bootstrap, "--describe",
+                     "--broker-list", ",".join(map(str, brokers)), kafka=kafka)
+    described = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    replicas: dict[int, dict[tuple[str, int], dict[str, Any]]] = {}
+    for broker in described["brokers"]:
+        held = replicas.setdefault(int(broker["broker"]), {})
+        for log_dir in broker["logDirs"]:
+            for p in log_dir["partitions"]:
+                topic, _, index = p["partition"].rpartition("-")
+                held[(topic, int(index))] = {"log_dir": log_dir["logDir"], "size": p["size"],
+                                             "offset_lag": p["offsetLag"],
+                                             "future": p["isFuture"]}
+    return replicas

@@ -16,8 +16,8 @@ from typing import Any
 from kinspect.checks import option
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
-from kinspect.model import ClusterSnapshot
-from kinspect.model.health import classify, verdict_of
+from kinspect.model import ClusterSnapshot, EligibleLeaders
+from kinspect.model.health import classify, elr_explained, verdict_of
 from kinspect.model.serialize import unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -79,6 +79,17 @@ def _reassignments(snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
     return out
 
 
+def _elr(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """KRaft: each under-min-ISR partition's eligible leaders, and what they mean."""
+    out: dict[str, Any] = {}
+    for p in snapshot.partitions():
+        why = elr_explained(p)
+        if why is not None and isinstance(p.elr, EligibleLeaders):
+            out[p.name] = {"eligible": list(p.elr.eligible), "last_known": list(p.elr.last_known),
+                           "explained": why}
+    return out
+
+
 def assess(snapshot: ClusterSnapshot, zk_error: str | None,
            max_lag: int | None = None) -> dict[str, Any]:
     """The verdict and its reasons, as data (pure). Consumer lag is listed; it is judged
@@ -136,6 +147,7 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
         "offline": list(report.offline), "under_min_isr": list(report.under_min_isr),
         "at_min_isr": list(report.at_min_isr), "under_replicated": list(report.under_replicated),
         "unavailable": list(report.unavailable), "reassignments": _reassignments(snapshot),
+        "elr": _elr(snapshot),
         "risky_settings": list(report.risky_settings), "limitations": list(snapshot.limitations),
         "groups": groups,
     }
@@ -160,6 +172,8 @@ def cmd_health(args: argparse.Namespace) -> int:
             print(f"  (what it could see is {result['seen']}; it could not check:)")
         for missing in result.get("unchecked", []):
             print(redact(f"  ? {missing['text']}"))
+        for name, elr in result.get("elr", {}).items():
+            print(f"  {name}: {elr['explained']}")
         for moving in result.get("reassignments", []):
             behind = ", ".join(f"{b} {'?' if lag is None else f'{lag:,} behind'}"
                                for b, lag in moving["behind"].items())

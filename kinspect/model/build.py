@@ -254,6 +254,9 @@ def _limitations(zk: ZkView | None, broker: BrokerView | None, mode: str) -> lis
         if mode == "unknown":
             out.append("cluster mode unknown (no broker asked directly): the controller shown "
                        "is the one brokers report, in KRaft a random broker")
+    for broker_id, why in sorted((broker.probe_errors if broker else {}).items()):
+        out.append(f"broker {broker_id} did not answer kinspect's direct questions (its own "
+                   f"metadata and log ends): {why}")
     if broker is None:
         out.append("no AdminClient: high watermarks and topic configs are not available")
     elif broker.state != "ok":

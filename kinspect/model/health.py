@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kinspect.model.facts import Fact, Unknown
 from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
+from kinspect.model.views import EligibleLeaders
 
 RANK = {"healthy": 0, "warning": 1, "critical": 2}
 SEVERITY_VERDICT = {"warn": "warning", "critical": "critical"}
@@ -133,3 +134,24 @@ def classify(s: ClusterSnapshot) -> HealthReport:
                         # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
                         tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
                         tuple(b.id for b in s.brokers if b.expected), risky, missing)
+
+
+def _ids(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
+
+
+def elr_explained(p: PartitionInfo) -> str | None:
+    """Why an under-min-ISR partition can or cannot recover cleanly, from its eligible leader
+    replicas (KIP-966: replicas that left the ISR while it was below min.insync.replicas yet
+    hold every committed record). None without ELR or when the partition is not under min ISR."""
+    if p.under_min_isr is not True or not isinstance(p.elr, EligibleLeaders):
+        return None
+    head = "no leader" if p.offline else f"ISR {_ids(p.isr) or '-'}"
+    if isinstance(p.min_isr, int) and not p.offline:
+        head = f"ISR {len(p.isr)} < min {p.min_isr} ({_ids(p.isr)})"
+    if p.elr.eligible:
+        return f"{head}; ELR {_ids(p.elr.eligible)} can still be elected cleanly"
+    if p.elr.last_known:
+        return (f"{head}; ELR empty, last known ELR {_ids(p.elr.last_known)}: only an unclean "
+                "election elects anyone else")
+    return f"{head}; ELR empty: no other replica is known to hold every committed record"

@@ -126,6 +126,12 @@ def _values(entries: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Conf
             for key in keys if key in entries and entries[key].value is not None}
 
 
+def _why(link: BrokerLink, exc: BaseException) -> str:
+    """Why a broker did not answer: the connection's own reason (a TLS handshake, a refused
+    login) where it kept one, else the exception's."""
+    return getattr(link, "last_error", None) or str(exc) or type(exc).__name__
+
+
 def _refused(exc: KafkaException) -> bool:
     error: Any = exc.args[0] if exc.args else None
     return isinstance(error, KafkaError) and error.code() in REFUSED
@@ -180,6 +186,7 @@ class AdminSource:
         # quorum is then never asked), else what the brokers' ApiVersions say, once known.
         self.mode = "unknown"
         self.zookeeper_watched = False
+        self.probe_errors: dict[int, str] = {}  # broker -> why it did not answer directly
         self.controllers: dict[int, str] = {}  # KRaft node id -> controller listener, if known
         self._quorum = QuorumProbe(self._link_settings)
         self._seen: dict[Key, tuple[int, int]] = {}  # KRaft decision: (epoch, first seen ms)
@@ -300,6 +307,7 @@ class AdminSource:
                           config_unknown=dict(self._config_unknown),
                           reassignments=reassignments, elr=eligible, hosted_topics=self._hosted,
                           broker_configs=dict(self._broker_configs),
+                          probe_errors=dict(self.probe_errors) if probing else {},
                           stalled_since=self._stalls(reassignments, ends, polled_at))
         return view, claims
 
@@ -459,31 +467,32 @@ class AdminSource:
 
     def _probe(self, brokers: dict[int, str]) -> tuple[Claims, dict[Key, dict[int, ReplicaEnd]]]:
         """Ask every broker in parallel for its metadata and its own log ends; a frozen or
-        cut-off one just does not answer in time."""
+        cut-off one just does not answer in time (why is kept in `probe_errors`)."""
         targets = {**self.known_brokers, **brokers}
         timeout = min(1.0, self.timeout_s)
 
         def ask(item: tuple[int, str]) -> tuple[int, dict[Key, BrokerClaim] | None,
-                                                dict[Key, ReplicaEnd]]:
+                                                dict[Key, ReplicaEnd], str | None]:
             broker, address = item
             link = self._link(broker, address)
             try:
                 claims = ask_claims(link, timeout).partitions
-            except (OSError, ConnectionError, ValueError, EOFError):
-                return broker, None, {}
+            except (OSError, ConnectionError, ValueError, EOFError) as exc:
+                return broker, None, {}, _why(link, exc)
             hosted = [key for key, claim in claims.items() if broker in claim.replicas]
             try:
-                return broker, claims, ask_log_ends(link, hosted, timeout)
-            except (OSError, ConnectionError, ValueError, EOFError):
-                return broker, claims, {}
+                return broker, claims, ask_log_ends(link, hosted, timeout), None
+            except (OSError, ConnectionError, ValueError, EOFError) as exc:
+                return broker, claims, {}, _why(link, exc)
 
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
             answers = list(pool.map(ask, sorted(targets.items())))
         ends: dict[Key, dict[int, ReplicaEnd]] = {}
-        for broker, _claims, logs in answers:
+        for broker, _claims, logs, _error in answers:
             for key, end in logs.items():
                 ends.setdefault(key, {})[broker] = end
-        return {b: c for b, c, _ in answers if c is not None}, ends
+        self.probe_errors = {b: error for b, _c, _l, error in answers if error is not None}
+        return {b: c for b, c, _, _e in answers if c is not None}, ends
 
     def _epoch_ends(self, partitions: Mapping[Key, PartitionMeta],
                     ends: Mapping[Key, Mapping[int, ReplicaEnd]],

@@ -375,7 +375,7 @@ def groups_text(snapshot: ClusterSnapshot | None, trend: LagTrend, width: int = 
     that lag most (on-call's question beside ISR health: is anyone falling behind?)."""
     groups = snapshot.groups if snapshot else ()
     if not groups:
-        return Text("no consumer groups", "dim")
+        return Text("no consumer groups (ListGroups shows those this user may describe)", "dim")
     text = Text()
     shown = sorted(groups, key=lambda g: -(g.lag or 0))[:limit]
     for group in shown:

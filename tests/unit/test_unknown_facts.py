@@ -150,3 +150,16 @@ def test_the_screen_says_question_mark_with_the_reason() -> None:
     assert "0+3? under min-ISR" in topic_summary_text(summary).plain
     panel = warnings_text(snap).plain
     assert "? under min ISR unknown for 3" in panel and REFUSED.reason in panel
+
+
+def test_elr_explains_whether_an_under_min_isr_partition_can_recover_cleanly() -> None:
+    from kinspect.model import EligibleLeaders
+    from kinspect.model.health import elr_explained
+
+    p = one_replica_left(False).partitions()[0]
+    assert elr_explained(p) is None  # ZooKeeper mode: no ELR, nothing claimed
+    with_elr = dataclasses.replace(p, elr=EligibleLeaders((2, 3), ()))
+    assert elr_explained(with_elr) == "ISR 1 < min 2 (1); ELR 2,3 can still be elected cleanly"
+    empty = dataclasses.replace(p, elr=EligibleLeaders((), (2,)))
+    assert "last known ELR 2" in str(elr_explained(empty))
+    assert "ELR 2,3" in partition_flags(with_elr).plain

@@ -164,14 +164,14 @@ TOPIC_FILTERS = ("--under-replicated-partitions", "--under-min-isr-partitions",
                  "--at-min-isr-partitions", "--unavailable-partitions")
 
 
-def kafka_tool(main_class: str, *args: str, kafka: str | None = None,
-               timeout: float = 120) -> str:
+def kafka_tool(main_class: str, *args: str, kafka: str | None = None, timeout: float = 120,
+               check: bool = True) -> str:
     """stdout of one of Kafka's own tools, from the jars of that release (None: the 3.x pin)."""
     from kinspect.lab import dist
 
     command = dist.ensure(version=kafka).tool_command(main_class, *args)
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                          check=True).stdout
+                          check=check).stdout
 
 
 def _ids(cell: str | None) -> tuple[int, ...] | None:

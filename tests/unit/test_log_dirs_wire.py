@@ -1,0 +1,80 @@
+"""DescribeLogDirs v1 and v4 as kinspect declares them with kafka-python's types, with no
+broker: answers are encoded with the declared classes and decoded back."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from kinspect.clients.log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    ask_log_dirs,
+    log_dirs_from,
+)
+from kinspect.model.facts import Unknown
+from kinspect.model.views import LogDirReplica
+
+REFUSED = Unknown("no Describe permission on the cluster: log dirs unknown")
+
+
+def answer(version: int, dirs: list[tuple[int, str, list[tuple[str, list[tuple[Any, ...]]]]]],
+           code: int = 0) -> Any:
+    if version >= 4:
+        results = [(c, d, [(t, [(*p, {}) for p in ps], {}) for t, ps in topics], -1, -1, {})
+                   for c, d, topics in dirs]
+        built = DescribeLogDirsResponse[4](throttle_time_ms=0, error_code=code, results=results,
+                                           tags={})
+    else:
+        built = DescribeLogDirsResponse[1](throttle_time_ms=0, results=dirs)
+    return DescribeLogDirsResponse[version].decode(io.BytesIO(built.encode()))
+
+
+DIRS = [(0, "/data/a", [("orders", [(0, 1024, 0, False), (1, 10, 5, False)])]),
+        (0, "/data/b", [("orders", [(1, 3, 7, True)]), ("__consumer_offsets", [(4, 0, 0, False)])])]
+
+
+@pytest.mark.parametrize("version", [1, 4])
+def test_every_replica_of_the_broker_with_its_dir_size_and_lag(version: int) -> None:
+    assert log_dirs_from(answer(version, DIRS), 2, "broker 2") == {
+        ("orders", 0): LogDirReplica(2, "/data/a", 1024, 0, False),
+        ("orders", 1): LogDirReplica(2, "/data/a", 10, 5, False),  # the current log, not the future
+        ("__consumer_offsets", 4): LogDirReplica(2, "/data/b", 0, 0, False)}
+
+
+def test_a_refusal_is_said_at_v4_by_its_code_and_at_v1_by_no_log_dir() -> None:
+    assert log_dirs_from(answer(4, [], code=31), 2, "broker 2") == REFUSED
+    assert log_dirs_from(answer(1, []), 2, "broker 2") == REFUSED
+
+
+def test_an_offline_log_dir_is_said() -> None:
+    dirs = [DIRS[0], (56, "/data/b", [])]
+    assert log_dirs_from(answer(4, dirs), 2, "broker 2") == Unknown(
+        "broker 2: log dir /data/b (KafkaStorageError (56)) is offline: the replicas it held "
+        "are unknown")
+
+
+@pytest.mark.parametrize(("versions", "asked"), [((1, 4), 4), ((0, 3), 1), ((0, 4), 4)])
+def test_the_broker_is_asked_for_all_its_partitions(versions: tuple[int, int], asked: int) -> None:
+    class Link:
+        broker_id, address = 3, "10.0.0.3:9092"
+        requests: list[Any] = []
+
+        def api_versions(self, timeout_s: float) -> dict[int, tuple[int, int]]:
+            return {35: versions}
+
+        def ask(self, request: Any, timeout_s: float) -> Any:
+            self.requests.append(request)
+            return answer(request.API_VERSION, DIRS[:1])
+
+    link = Link()
+    replicas = ask_log_dirs(link, 1.0)  # type: ignore[arg-type]
+    assert not isinstance(replicas, Unknown) and {r.broker for r in replicas.values()} == {3}
+    request = link.requests[0]
+    assert (request.API_VERSION, request.topics) == (asked, None)
+    wire = DescribeLogDirsRequest[asked](topics=[("orders", [0, 1], {})], tags={}) if asked >= 4 \
+        else DescribeLogDirsRequest[asked](topics=[("orders", [0, 1])])
+    back = DescribeLogDirsRequest[asked].decode(io.BytesIO(wire.encode()))
+    assert [tuple(t[:2]) for t in back.topics] == [("orders", [0, 1])]

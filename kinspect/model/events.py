@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kinspect.model.facts import Unknown
 from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
 
 
@@ -26,6 +27,8 @@ class EventKind(StrEnum):
     BROKER_FENCED = "broker_fenced"  # KRaft: gone from the cluster metadata
     BROKER_UNFENCED = "broker_unfenced"
     HW_STALLED = "hw_stalled"
+    REASSIGNMENT_STARTED = "reassignment_started"
+    REASSIGNMENT_DONE = "reassignment_done"
 
 
 class Severity(StrEnum):
@@ -74,6 +77,7 @@ def _partition_events(ts: int, old: PartitionInfo, new: PartitionInfo, kraft: bo
     for replica in sorted(set(new.isr) - set(old.isr)):
         out.append(Event(ts, EventKind.ISR_EXPANDED, f"{replica} rejoined the ISR → {list(new.isr)}",
                          name, replica, Severity.INFO, {"replica": replica, "isr": list(new.isr)}))
+    out += _moves(ts, old, new)
     if new.views_disagree and not old.views_disagree:
         detail = (f"broker {new.broker_leader} still claims to lead; the newest decision is "
                   f"leader {new.leader} (epoch {new.leader_epoch})" if kraft else
@@ -87,6 +91,19 @@ def _partition_events(ts: int, old: PartitionInfo, new: PartitionInfo, kraft: bo
         out.append(Event(ts, EventKind.VIEWS_DISAGREE_STOPPED, detail, name, new.leader,
                          Severity.INFO, {}))
     return out
+
+
+def _moves(ts: int, old: PartitionInfo, new: PartitionInfo) -> list[Event]:
+    """A reassignment seen starting and ending (an unknown one is neither)."""
+    name = new.name
+    if new.moving and not old.moving and not isinstance(old.reassignment, Unknown):
+        return [Event(ts, EventKind.REASSIGNMENT_STARTED, f"being moved: adding "
+                      f"{list(new.adding)}, removing {list(new.removing)}", name, new.leader,
+                      Severity.INFO, {"adding": list(new.adding), "removing": list(new.removing)})]
+    if old.moving and new.reassignment is None:
+        return [Event(ts, EventKind.REASSIGNMENT_DONE, f"moved: replicas {list(new.replicas)}",
+                      name, new.leader, Severity.INFO, {"replicas": list(new.replicas)})]
+    return []
 
 
 def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:

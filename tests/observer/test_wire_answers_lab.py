@@ -102,6 +102,17 @@ def elr_by_kafka_topics(bootstrap: str, topic: str) -> dict[tuple[str, int], Any
             for r in kafka_topics(bootstrap, topic=topic, kafka="4")}
 
 
+def kinspect_elr(topic: str, eligible: int) -> dict[str, Any] | None:
+    """kinspect's own CLI on the lab: snapshot --json's elr of partition 0 and health's
+    explanation, when the snapshot says what kafka-topics said."""
+    snapshot = json.loads(kinspect("snapshot", "--json", "--topic", topic).stdout)
+    part = snapshot["topics"][0]["partitions"][0]
+    if part["elr"] != {"eligible": [eligible], "last_known": []}:
+        return None
+    report = json.loads(kinspect("health", "--json", check=False).stdout)
+    return report["elr"].get(f"{topic}-0")
+
+
 def test_eligible_leaders_on_kafka_4_as_kafka_topics_says_them(
         kraft4_lab: dict[str, Any]) -> None:
     bootstrap, topic = kraft4_lab["bootstrap"], "wire-elr"
@@ -129,6 +140,9 @@ def test_eligible_leaders_on_kafka_4_as_kafka_topics_says_them(
                             a[(topic, 0)] == EligibleLeaders((followers[1],), ()) and a,
                             60, "the last follower in the ELR", interval=1)
         assert len(answer) == 2
+        seen = wait_until(lambda: kinspect_elr(topic, followers[1]), 30,
+                          "kinspect's snapshot and health showing the same ELR", interval=1)
+        assert "can still be elected cleanly" in seen["explained"], seen
         kinspect("lab", "kill", f"kafka{leader}")  # the ISR empties: the leader joins the ELR
         stopped.append(leader)
         kinspect("lab", "start", f"kafka{followers[0]}")

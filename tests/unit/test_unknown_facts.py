@@ -163,3 +163,16 @@ def test_elr_explains_whether_an_under_min_isr_partition_can_recover_cleanly() -
     empty = dataclasses.replace(p, elr=EligibleLeaders((), (2,)))
     assert "last known ELR 2" in str(elr_explained(empty))
     assert "ELR 2,3" in partition_flags(with_elr).plain
+
+
+def test_a_reassignment_starting_and_ending_are_events() -> None:
+    from kinspect.model import EventKind, diff
+
+    states = {("m", 0): PartitionStateZ(1, 1, (1, 2), 3, T0 - 60_000)}
+    zk = zk_view(states=states, replicas={"m": {0: (1, 2, 3)}})
+    before = build_snapshot(zk, broker_view(zk), [1, 2, 3], T0)
+    moving_zk = dataclasses.replace(zk, reassignments={("m", 0): Reassignment((1, 2, 3), (3,), (2,))})
+    during = build_snapshot(moving_zk, broker_view(moving_zk), [1, 2, 3], T0 + 1000)
+    after = build_snapshot(zk, broker_view(zk), [1, 2, 3], T0 + 2000)
+    assert [e.kind for e in diff(before, during)] == [EventKind.REASSIGNMENT_STARTED]
+    assert [e.kind for e in diff(during, after)] == [EventKind.REASSIGNMENT_DONE]

@@ -12,6 +12,9 @@ runs (it resets the lab and takes it down, about 2 min) and its post-mortem's ti
 drawn again as postmortem-timeline.png (with RUN_DIR, that run's instead).
 With --kraft, on a KRaft lab: the leader cut off from the controller quorum, fenced by it, and
 the header naming the quorum's real leader (6-kraft-fenced-leader.svg).
+With --oncall, on a `lab up --tls --authorizer` lab: a throttled reassignment as the lab sees
+it (7-reassignment.svg), then orders' ISR down to one replica as an on-call user allowed only
+Describe sees it over SASL_SSL: `?` where a flag was not told, and why (8-oncall-describe-only.svg).
 """
 
 from __future__ import annotations
@@ -161,6 +164,89 @@ async def take_kraft() -> None:
     print(f"KRaft screenshot written to {HERE}", file=sys.stderr)
 
 
+def kafka_tool(lab: Any, main_class: str, *args: str) -> str:
+    from kinspect.lab import dist
+
+    return subprocess.run(dist.ensure().tool_command(main_class, "--bootstrap-server",
+                                                      lab.bootstrap, *args),
+                          check=True, capture_output=True, text=True).stdout
+
+
+def moving(app: KinspectApp, topic: str) -> bool:
+    p = app.snapshot.partition(topic, 0) if app.snapshot else None
+    return p is not None and p.moving and any(r.broker in p.adding and (r.lag or 0) > 0
+                                              for r in p.replica_logs)
+
+
+async def take_reassignment(lab: Any) -> None:
+    """A throttled `kafka-reassign-partitions` on screen: moving, not under-replicated."""
+    topic, plan = "moving", Path(tempfile.mkdtemp()) / "plan.json"
+    kafka_tool(lab, "org.apache.kafka.tools.TopicCommand", "--create", "--if-not-exists",
+               "--topic", topic, "--replica-assignment", "1:2")
+    subprocess.run(["kcat", "-b", lab.bootstrap, "-P", "-t", topic, "-p", "0"],
+                   input=(b"x" * 1000 + b"\n") * 8000, check=True)
+    plan.write_text('{"version": 1, "partitions": [{"topic": "moving", "partition": 0, '
+                    '"replicas": [1, 3]}]}')
+    reassign = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+    kafka_tool(lab, reassign, "--reassignment-json-file", str(plan), "--execute",
+               "--throttle", "100000")
+    app = lab_app(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: moving(app, topic), 60, "the reassignment on screen")
+        await pilot.pause(3)
+        app.save_screenshot(str(HERE / "7-reassignment.svg"))
+    while "in progress" in kafka_tool(lab, reassign, "--reassignment-json-file", str(plan),
+                                      "--verify"):
+        time.sleep(2)
+
+
+def oncall_app(lab: Any, user: dict[str, Any]) -> KinspectApp:
+    from kinspect.tui.console import ReadOnlyConsole
+
+    tls = lab.extra["tls"]
+    config = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
+              "sasl.username": user["name"],
+              "sasl.password": Path(user["password_file"]).read_text().strip(),
+              "ssl.ca.location": tls["ca"]}
+    feed = LiveFeed(tls["sasl_ssl_bootstrap"], None, False, title=f"prod ({user['name']})",
+                    admin_config=config, record=False)
+    return KinspectApp(feed, ReadOnlyConsole("not a kinspect lab: read-only"))
+
+
+def lab_users() -> dict[str, dict[str, Any]]:
+    import json
+
+    listed = subprocess.run([sys.executable, "-m", "kinspect", "lab", "user", "list", "--json"],
+                            capture_output=True, text=True, check=True).stdout
+    return {u["name"]: u for u in json.loads(listed)}
+
+
+async def take_oncall() -> None:
+    lab = running_lab()
+    if lab is None or "tls" not in lab.extra or "authorizer" not in lab.extra:
+        raise SystemExit("screenshots: run `kinspect lab up --tls --authorizer` first")
+    await take_reassignment(lab)
+    create_topics(lab.bootstrap, {"orders": 6})
+    kinspect = [sys.executable, "-m", "kinspect"]
+    if "oncall" not in lab_users():
+        subprocess.run([*kinspect, "lab", "user", "add", "oncall", "--allow", "describe:cluster",
+                        "--allow", "describe:topic", "--allow", "describe:group"], check=True)
+    user = lab_users()["oncall"]
+    for node in ("kafka3", "kafka2"):
+        subprocess.run([*kinspect, "lab", "stop", node], check=True)
+    try:
+        app = oncall_app(lab, user)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "under min ISR unknown" in str(
+                app.query_one("#warnings").render()), 90, "the on-call user's '?'")
+            await pilot.pause(3)
+            app.save_screenshot(str(HERE / "8-oncall-describe-only.svg"))
+    finally:
+        for node in ("kafka2", "kafka3"):
+            subprocess.run([*kinspect, "lab", "start", node], check=False)
+    print(f"on-call screenshots written to {HERE}", file=sys.stderr)
+
+
 def chart(run_dir: Path | None) -> None:
     """postmortem-timeline.png from a real acks1-isolate-leader run (run now unless given)."""
     if run_dir is None:
@@ -175,6 +261,8 @@ if __name__ == "__main__":
         chart(Path(sys.argv[2]) if len(sys.argv) > 2 else None)
     elif sys.argv[1:2] == ["--kraft"]:
         asyncio.run(take_kraft())
+    elif sys.argv[1:2] == ["--oncall"]:
+        asyncio.run(take_oncall())
     else:
         asyncio.run(take())
         chart(None)

@@ -118,6 +118,35 @@ def register(commands: Any) -> None:
     unslow.set_defaults(handler=cmd_fault,
                         fault=lambda args: Fault(FaultKind.UNSLOW, args.node))
 
+    _user_commands(sub)
+
+
+def _user_commands(sub: Any) -> None:
+    """`lab user add|list|remove`: SCRAM users with few rights (a lab with --authorizer)."""
+    from kinspect.lab.authorizer import ALLOW_FORM, parse_grant
+
+    user = sub.add_parser("user", help="lab users with few rights (SCRAM + ACLs; needs --sasl "
+                          "or --tls, and --authorizer to be refused anything)")
+    users = user.add_subparsers(dest="user_command", metavar="ACTION", required=True)
+    add = users.add_parser("add", help="make (or remake) a SCRAM-SHA-256 user with these ACLs",
+                           description="Example: kinspect lab user add oncall --allow "
+                           "describe:cluster --allow describe:topic --allow read:group:app-*. "
+                           "The password goes to LAB_DIR/users/NAME.password (never printed).")
+    add.add_argument("name", help="the user's name")
+    add.add_argument("--allow", action="append", default=[], metavar=ALLOW_FORM,
+                     type=_checked(parse_grant),
+                     help="an ALLOW ACL (repeatable): OPERATION (describe, describe_configs, "
+                          "read, write, alter_configs, ...), TYPE cluster|topic|group, NAME "
+                          "(default *; a name ending in * is a prefix)")
+    add.add_argument("--json", action="store_true", help="the user as JSON")
+    add.set_defaults(handler=cmd_user_add)
+    listing = users.add_parser("list", help="the lab's users and their ACLs as Kafka holds them")
+    listing.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    listing.set_defaults(handler=cmd_user_list)
+    remove = users.add_parser("remove", help="delete a user's ACLs and its SCRAM credential")
+    remove.add_argument("name")
+    remove.set_defaults(handler=cmd_user_remove)
+
 
 def _checked(parse: Callable[[str], T]) -> Callable[[str], T]:
     """An argparse `type=` from a parser that raises KinspectError."""
@@ -167,6 +196,13 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sasl", choices=["plain", "scram-sha-256"],
                    help="also listen with SASL_PLAINTEXT (port + 1000) for user kinspect; the "
                         "password is kept in the lab dir, never printed")
+    p.add_argument("--tls", action="store_true",
+                   help="a CA of the lab's own and SSL (port + 2000) and SASL_SSL (port + 3000) "
+                        "listeners; implies --sasl scram-sha-256")
+    p.add_argument("--authorizer", action="store_true",
+                   help="Kafka's ACL authorizer, nothing allowed without an ACL (super users: "
+                        "the PLAINTEXT listener and kinspect); needs --sasl or --tls; users: "
+                        "kinspect lab user add")
 
 
 def backend(name: str | None = None, say: Callable[[str], None] = progress) -> LabBackend:
@@ -202,7 +238,7 @@ def _options(args: argparse.Namespace) -> UpOptions:
                      overrides=presets.parse_overrides(args.broker_config),
                      network=args.network, base_port=args.base_port, timeout_s=args.timeout,
                      sasl=args.sasl, mode=args.mode, controllers=args.controllers,
-                     kafka=args.kafka)
+                     kafka=args.kafka, tls=args.tls, authorizer=args.authorizer)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -234,7 +270,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
 def stop_loads_on_lab() -> None:
     """Stop the loads that write to the running lab before it goes (or is reset): left alone,
     their producers would hammer whatever comes up next on those addresses."""
-    from kinspect.lab import running_lab, sasl
+    from kinspect.lab import running_lab, sasl, tls
     from kinspect.load.active import running_loads, stop_loads
 
     state = running_lab()
@@ -243,6 +279,9 @@ def stop_loads_on_lab() -> None:
     addresses = {b.address for b in state.brokers}
     if "sasl" in state.extra:
         addresses |= {sasl.sasl_address(b) for b in state.brokers}
+    if tls.enabled(state):
+        addresses |= {a for b in state.brokers for a in (tls.ssl_address(b),
+                                                          tls.sasl_ssl_address(b))}
     aimed = [load for load in running_loads() if load.aims_at(addresses)]
     for load in aimed:
         progress(f"stopping {load.what()} (pid {load.pid}, run dir {load.run_dir}): "
@@ -296,6 +335,13 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
         print(f"sasl: SASL_PLAINTEXT at {data['sasl']['bootstrap']}, user "
               f"{data['sasl']['username']}, PLAIN or SCRAM-SHA-256, password in "
               f"{data['sasl']['password_file']}")
+    if data["tls"]:
+        print(f"tls: SSL at {data['tls']['ssl_bootstrap']}, SASL_SSL at "
+              f"{data['tls']['sasl_ssl_bootstrap']}, CA {data['tls']['ca']}")
+    if data["authorizer"]:
+        users = ", ".join(data["authorizer"]["users"]) or "none yet (kinspect lab user add)"
+        print(f"authorizer: {data['authorizer']['class']}, super users "
+              f"{', '.join(data['authorizer']['super_users'])}; lab users: {users}")
     return 0
 
 
@@ -323,4 +369,77 @@ def _node_fault(kind: FaultKind, args: argparse.Namespace) -> Fault:
 def cmd_fault(args: argparse.Namespace) -> int:
     """Every fault verb: the parser built the Fault, the lab carries it out."""
     print(backend().apply(args.fault(args)))
+    return 0
+
+
+def _secure_lab() -> tuple[LabBackend, LabState]:
+    """The running lab, refused in one line without a SASL listener."""
+    from kinspect.lab import authorizer
+
+    lab = backend()
+    state = lab.state()
+    if state is None:
+        raise KinspectError("no lab is running (start one with: kinspect lab up --tls "
+                            "--authorizer)")
+    authorizer.require_secure(state)
+    return lab, state
+
+
+def _user_json(state: LabState, user: Any, acls: list[str] | None) -> dict[str, Any]:
+    from kinspect.lab import authorizer
+
+    return {"name": user.name, "password_file": user.password_file,
+            "grants": [g.words for g in user.grants], "acls": acls,
+            **authorizer.client_settings(state, user)}
+
+
+def cmd_user_add(args: argparse.Namespace) -> int:
+    from kinspect.lab import authorizer
+    from kinspect.lab.state import lab_lock
+
+    authorizer.check_user_name(args.name)
+    lab, state = _secure_lab()
+    with lab_lock(lab.root):
+        user = authorizer.add_user(lab.root, state, args.name, list(args.allow))
+    if args.json:
+        print(json.dumps(_user_json(state, user, None)))
+        return 0
+    grants = ", ".join(g.words for g in user.grants) or "no ACL"
+    print(f"user {user.name}: {grants}; password in {user.password_file}")
+    if not authorizer.enabled(state):
+        print("(this lab has no authorizer: every user may do everything; "
+              "lab reset --authorizer to change that)")
+    print("a profile for it (config.toml):\n")
+    print(authorizer.profile_toml(state, user), end="")
+    return 0
+
+
+def cmd_user_list(args: argparse.Namespace) -> int:
+    from kinspect.lab import authorizer
+
+    lab, state = _secure_lab()
+    users = authorizer.load_users(authorizer.users_dir(lab.root))
+    acls = {u.name: (authorizer.describe_acls(state, u.name) if authorizer.enabled(state)
+                     else None) for u in users}
+    if args.json:
+        print(json.dumps({"authorizer": authorizer.enabled(state),
+                          "users": [_user_json(state, u, acls[u.name]) for u in users]}))
+        return 0
+    if not users:
+        print("no lab users (add one with: kinspect lab user add NAME --allow describe:topic)")
+    for user in users:
+        held = acls[user.name]
+        said = "n/a (no authorizer)" if held is None else ", ".join(held) or "none"
+        print(f"{user.name:16} ACLs {said}   password in {user.password_file}")
+    return 0
+
+
+def cmd_user_remove(args: argparse.Namespace) -> int:
+    from kinspect.lab import authorizer
+    from kinspect.lab.state import lab_lock
+
+    lab, state = _secure_lab()
+    with lab_lock(lab.root):
+        authorizer.remove_user(lab.root, state, args.name)
+    print(f"removed user {args.name} (its ACLs and its SCRAM credential)")
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -26,6 +27,7 @@ from kafka.protocol.list_offsets import ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 
+from kinspect.clients.kafka import TLS_FAILED, verify_hint
 from kinspect.errors import KinspectError
 from kinspect.model import EpochEnd, ReplicaEnd
 
@@ -103,8 +105,21 @@ def _unverified_context() -> Any:
     return context
 
 
+def tls_failure(address: str, exc: ssl.SSLError, cafile: str | None) -> str:
+    """A failed handshake in one line, worded as librdkafka's clients word it (kafka.py)."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        detail = str(exc.verify_message or exc.reason or "")
+        return (f"{TLS_FAILED} at {address}: certificate verify failed"
+                f"{f': {detail}' if detail else ''} ({verify_hint(detail, cafile)})")
+    return (f"{TLS_FAILED} at {address}: {exc.reason or exc} (check the ssl.* settings of the "
+            "profile or -X)")
+
+
 class BrokerLink:
-    """One broker's connection, reconnected when it breaks; `ask` is one request, bounded."""
+    """One broker's connection, reconnected when it breaks; `ask` is one request, bounded.
+    `last_error` keeps why the last try failed (None once it answered): a refused login or
+    TLS handshake, a closed connection, a timeout, so a caller can say why a broker did not
+    answer."""
 
     def __init__(self, address: str, settings: Mapping[str, Any] | None = None,
                  broker_id: int | None = None) -> None:
@@ -112,6 +127,14 @@ class BrokerLink:
         self.settings = dict(settings or {})
         self._conn: BrokerConnection | None = None
         self._lock = threading.Lock()
+        self.last_error: str | None = None
+
+    def _failed(self, conn: BrokerConnection | None, reason: str) -> ConnectionError:
+        """Close, remember the reason and make the error to raise."""
+        if conn is not None:
+            conn.close()
+        self.last_error = reason
+        return ConnectionError(reason)
 
     def _connect(self, timeout_s: float) -> BrokerConnection:
         if self._conn is not None and self._conn.connected():
@@ -123,22 +146,44 @@ class BrokerLink:
                                 api_version_auto_timeout_ms=int(timeout_s * 1000),
                                 reconnect_backoff_ms=0, node_id=self.broker_id or 0,
                                 **self.settings)
+        closed: list[str] = []  # kafka-python says why it closed only to close() (and its log)
+        close = conn.close
+
+        def noting_close(error: Exception | None = None) -> None:
+            if error is not None:
+                closed.append(str(error))
+            close(error)
+
+        conn.close = noting_close
         try:
             connected = conn.connect_blocking(timeout=timeout_s)
         except KafkaError as exc:  # e.g. a refused login: said as a failed connection
-            conn.close()
-            raise ConnectionError(f"{self.address}: {exc}") from None
+            raise self._failed(conn, f"{self.address}: {exc}") from None
+        except ssl.SSLError as exc:  # kafka-python raises all but a closed handshake
+            raise self._failed(conn, tls_failure(self.address, exc,
+                                                 self.settings.get("ssl_cafile"))) from None
         if not connected:
-            conn.close()
-            raise ConnectionError(f"{self.address}: cannot connect")
+            why = f" ({closed[-1]}{self._protocol_hint(closed[-1])})" if closed else ""
+            raise self._failed(conn, f"{self.address}: cannot connect{why}")
         self._conn = conn
         return conn
+
+    def _protocol_hint(self, reason: str) -> str:
+        """A listener of another protocol than ours: how it looks from kafka-python."""
+        tls = self.settings.get("security_protocol", "PLAINTEXT") in ("SSL", "SASL_SSL")
+        if not tls and "Invalid frame length" in reason:
+            return ": a TLS listener answers a plaintext client so; check security.protocol"
+        if tls and "closed by server during handshake" in reason:
+            return ": a plaintext listener? check security.protocol"
+        return ""
 
     def api_versions(self, timeout_s: float = 1.0) -> dict[int, tuple[int, int]]:
         """API key → (min, max) version, as the broker's ApiVersions answer at connect said (no
         request of its own once connected): which requests it takes, and so its mode."""
         with self._lock:
-            return dict(self._connect(timeout_s).get_api_versions() or {})
+            versions = dict(self._connect(timeout_s).get_api_versions() or {})
+            self.last_error = None
+            return versions
 
     def ask(self, request: Any, timeout_s: float = 1.0) -> Any:
         """Send one request and wait for its answer; OSError/ConnectionError when none comes."""
@@ -152,13 +197,15 @@ class BrokerLink:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         self.close()
-                        raise TimeoutError(f"{self.address}: no answer in {timeout_s:.1f} s")
+                        self.last_error = f"{self.address}: no answer in {timeout_s:.1f} s"
+                        raise TimeoutError(self.last_error)
                     selector.select(min(left, 0.2))
                     for response, done in conn.recv():
                         done.success(response)
             if future.failed():
                 self.close()
-                raise ConnectionError(f"{self.address}: {future.exception}")
+                raise self._failed(None, f"{self.address}: {future.exception}")
+            self.last_error = None
             return future.value
 
     def close(self) -> None:

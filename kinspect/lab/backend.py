@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, journal, presets, sasl, shaping, topology
+from kinspect.lab import authorizer, dist, journal, presets, sasl, shaping, tls, topology
 from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.nodes import new_cluster_id
 from kinspect.lab.readiness import (
@@ -58,10 +58,17 @@ class UpOptions:
     mode: str = "zookeeper"  # or "kraft"
     controllers: int | None = None  # KRaft: dedicated controllers (None: 1; 0: combined)
     kafka: str | None = None  # a Kafka version other than the pinned one
+    tls: bool = False  # SSL and SASL_SSL listeners, certificates of the lab's own CA
+    authorizer: bool = False  # Kafka's ACL authorizer, nothing allowed without an ACL
 
     @property
     def kraft(self) -> bool:
         return self.mode == "kraft"
+
+    @property
+    def sasl_mechanism(self) -> str | None:
+        """--sasl, or SCRAM-SHA-256 for --tls alone (its SASL_SSL listener needs a user)."""
+        return self.sasl or ("scram-sha-256" if self.tls else None)
 
     @property
     def dedicated_controllers(self) -> int | None:
@@ -85,6 +92,8 @@ class UpOptions:
             if not self.kraft and not dist.supports_zookeeper(version):
                 raise KinspectError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
                                     "add --mode kraft")
+        if self.authorizer and not self.sasl_mechanism:
+            raise KinspectError("--authorizer needs --sasl or --tls: its users log in with SASL")
         presets.effective(self.preset, self.overrides, self.mode)
 
 
@@ -157,6 +166,12 @@ class LabBackend(ABC):
                    network: str, slot: int | None, host_address: str, lab_id: str | None = None,
                    **extra: Any) -> LabState:
         """The state of a lab about to be made, from what `up` was asked for."""
+        authorizer.clear_users(self.root)
+        secure = {**({"sasl": sasl.plan(self.root, options.sasl_mechanism)}
+                     if options.sasl_mechanism else {}),
+                  **({"tls": tls.plan(self.root, nodes)} if options.tls else {}),
+                  **({"authorizer": authorizer.plan(self.root, options.mode)} if options.authorizer
+                     else {})}
         return LabState(
             lab_id=lab_id or new_lab_id(), backend=self.name, preset=options.preset,
             network=network, kafka_version=kafka_version,
@@ -166,7 +181,7 @@ class LabBackend(ABC):
             extra={"brokers": options.brokers, **extra,
                    **({"cluster_id": new_cluster_id(),
                        "controllers": options.dedicated_controllers} if options.kraft else {}),
-                   **({"sasl": sasl.plan(self.root, options.sasl)} if options.sasl else {})})
+                   **secure})
 
     @abstractmethod
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
@@ -184,6 +199,12 @@ class LabBackend(ABC):
             sasl.create_scram_user(state)
             progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
                      f"password in {sasl.password_file(self.root)})")
+        if tls.enabled(state):
+            progress(f"SSL listeners at {tls.ssl_bootstrap(state)}, SASL_SSL at "
+                     f"{tls.sasl_ssl_bootstrap(state)} (CA {tls.ca_file(state)})")
+        if authorizer.enabled(state):
+            progress(f"ACL authorizer on ({state.extra['authorizer']['class'].rsplit('.', 1)[1]}"
+                     f"; super users {', '.join(state.extra['authorizer']['super_users'])})")
 
     def _start_zookeeper_cluster(self, state: LabState, deadline: float,
                                  progress: Progress) -> None:
@@ -531,6 +552,12 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "sasl": ({"bootstrap": sasl.bootstrap(state), **{k: v for k, v in state.extra["sasl"].items()
                                                            if k != "port_offset"}}
                  if "sasl" in state.extra else None),
+        "tls": ({"ca": tls.ca_file(state), "ssl_bootstrap": tls.ssl_bootstrap(state),
+                 "sasl_ssl_bootstrap": tls.sasl_ssl_bootstrap(state)}
+                if tls.enabled(state) else None),
+        "authorizer": ({**state.extra["authorizer"], "users": [
+            u.name for u in authorizer.load_users(Path(state.extra["authorizer"]["users_dir"]))]}
+                       if authorizer.enabled(state) else None),
         "clients_with": state.clients_with,
         "broker_config": {k: state.broker_config[k] for k in presets.SHOWN_KEYS
                           if k in state.broker_config},

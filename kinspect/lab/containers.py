@@ -26,7 +26,7 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, engine, firewall, images, shaping
+from kinspect.lab import dist, engine, firewall, images, shaping, tls
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import (
@@ -52,6 +52,7 @@ BLOCK = ipaddress.ip_network("198.19.0.0/16")  # process labs take 198.18.x; doc
 LAST_LAB_SUBNET = 238  # .239 is docker-compose.yml's; 198.19.240.0/20 dockerd's (docker/engine.sh)
 STOP_GRACE_S = 30
 IN_CONTAINER = Path("/kinspect/data")
+TLS_IN_CONTAINER = Path("/kinspect/conf/tls")  # the node's key and certificate, the lab's CA
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -173,11 +174,15 @@ class DockerBackend(LabBackend):
                 network_mode=f"container:{node.container}-net",
                 binds={str(data): {"bind": str(IN_CONTAINER), "mode": "rw"}}))
         config = (render_zookeeper(node, IN_CONTAINER) if is_zk
-                  else render_broker(node, state, IN_CONTAINER))
+                  else render_broker(node, state, IN_CONTAINER, TLS_IN_CONTAINER))
         if state.kraft:  # formatted here, on the data dir the container mounts
             format_storage(dist.ensure(version=state.kafka_version),
                            write_config(self.root, node, state), data, state.extra["cluster_id"])
-        api.put_archive(created["Id"], "/kinspect/conf", _tar({f"{role}.properties": config}))
+        files: dict[str, str | bytes] = {f"{role}.properties": config}
+        if tls.enabled(state) and node.role == "broker":  # copies: the container sees no host path
+            files.update({f"{TLS_IN_CONTAINER.name}/{name}": data
+                          for name, data in tls.node_files(self.root, node).items()})
+        api.put_archive(created["Id"], "/kinspect/conf", _tar(files))
         self._start(state, node)
 
     def _data_dir(self, node: NodeRecord) -> Path:
@@ -333,11 +338,17 @@ class DockerBackend(LabBackend):
         return target / "logs"
 
 
-def _tar(files: dict[str, str]) -> bytes:
+def _tar(files: dict[str, str | bytes]) -> bytes:
+    """A tar of these files (folders in their names made first), for put_archive."""
     buffer = io.BytesIO()
+    folders = sorted({str(Path(name).parent) for name in files} - {"."})
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, text in files.items():
-            data = text.encode()
+        for folder in folders:
+            entry = tarfile.TarInfo(folder)
+            entry.type, entry.mode, entry.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+            archive.addfile(entry)
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
             archive.addfile(info, io.BytesIO(data))

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import sasl
+from kinspect.lab import authorizer, sasl, tls
 from kinspect.lab.dist import STORAGE_TOOL, KafkaDist
 from kinspect.lab.state import LabState, NodeRecord
 
@@ -58,10 +58,12 @@ def render_zookeeper(node: NodeRecord, data: Path) -> str:
     )
 
 
-def render_broker(node: NodeRecord, state: LabState, data: Path) -> str:
-    """server.properties of a broker, or of a KRaft controller (or of both in one node)."""
+def render_broker(node: NodeRecord, state: LabState, data: Path,
+                  tls_dir: Path | None = None) -> str:
+    """server.properties of a broker, or of a KRaft controller (or of both in one node);
+    `tls_dir`: where the node finds its key and the lab's CA (default: the lab's own)."""
     if state.kraft:
-        return _properties(_kraft_settings(node, state, data))
+        return _properties(_kraft_settings(node, state, data, tls_dir))
     assert state.zookeeper is not None
     settings = {
         "broker.id": str(node.broker_id),
@@ -70,9 +72,28 @@ def render_broker(node: NodeRecord, state: LabState, data: Path) -> str:
         "log.dirs": str(data),
         "zookeeper.connect": state.zookeeper.address,
         **state.broker_config,
-        **sasl.broker_settings(node, state),
+        **secure_listeners(node, state, tls_dir),
+        **authorizer.broker_settings(state),
     }
     return _properties(settings)
+
+
+def secure_listeners(node: NodeRecord, state: LabState, tls_dir: Path | None = None
+                     ) -> dict[str, str]:
+    """Listener settings of a broker with SASL and/or TLS listeners beside PLAINTEXT (which
+    stays for inter-broker traffic and the lab's tools); empty for a plaintext-only lab."""
+    extra = [*sasl.listeners(node, state), *tls.listeners(node, state)]
+    if not extra:
+        return {}
+    pairs = [("PLAINTEXT", node.address), *extra]
+    joined = ",".join(f"{name}://{address}" for name, address in pairs)
+    return {
+        "listeners": joined, "advertised.listeners": joined,
+        "listener.security.protocol.map": ",".join(f"{name}:{name}" for name, _ in pairs),
+        "inter.broker.listener.name": "PLAINTEXT",
+        **sasl.broker_settings(state, [name for name, _ in extra if name.startswith("SASL")]),
+        **tls.broker_settings(node, state, tls_dir),
+    }
 
 
 def _properties(settings: dict[str, str]) -> str:
@@ -84,7 +105,8 @@ def quorum_voters(state: LabState) -> str:
     return ",".join(f"{n.kraft_id}@{n.controller_address}" for n in state.voters)
 
 
-def _kraft_settings(node: NodeRecord, state: LabState, data: Path) -> dict[str, str]:
+def _kraft_settings(node: NodeRecord, state: LabState, data: Path,
+                    tls_dir: Path | None = None) -> dict[str, str]:
     """A KRaft node: the broker's settings as in ZooKeeper mode, minus ZooKeeper, plus its
     roles, its node id and the quorum it belongs to or asks."""
     roles = [r for r, on in (("broker", node.role == "broker"),
@@ -97,8 +119,9 @@ def _kraft_settings(node: NodeRecord, state: LabState, data: Path) -> dict[str, 
     if node.role == "controller":
         return {**base, "listeners": controller,
                 "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-                **{k: v for k, v in state.broker_config.items() if k in CONTROLLER_KEYS}}
-    listeners = sasl.broker_settings(node, state) or {
+                **{k: v for k, v in state.broker_config.items() if k in CONTROLLER_KEYS},
+                **authorizer.broker_settings(state)}
+    listeners = secure_listeners(node, state, tls_dir) or {
         "listeners": f"PLAINTEXT://{node.address}",
         "advertised.listeners": f"PLAINTEXT://{node.address}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
@@ -106,7 +129,7 @@ def _kraft_settings(node: NodeRecord, state: LabState, data: Path) -> dict[str, 
     listeners["listener.security.protocol.map"] += ",CONTROLLER:PLAINTEXT"
     if controller:
         listeners["listeners"] += "," + controller
-    return {**base, **state.broker_config, **listeners}
+    return {**base, **state.broker_config, **listeners, **authorizer.broker_settings(state)}
 
 
 # What a dedicated controller takes of the lab's settings: those that decide elections and

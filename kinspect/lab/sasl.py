@@ -40,14 +40,18 @@ def plan(root: Path, mechanism: str) -> dict[str, Any]:
 
 
 def secret_files(root: Path | None = None) -> list[Path]:
-    """The lab's password file when the lab on disk has a SASL listener: a run dir keeps a
-    secret this file holds as a reference to it, not as ***."""
+    """The lab's password files (its own user's and those `lab user add` made) when the lab on
+    disk has a SASL listener: a run dir keeps a secret such a file holds as a reference to it,
+    not as ***."""
     try:
         state = load_state(root)
     except (OSError, ValueError, TypeError):
         return []
     info = (state.extra.get("sasl") or {}) if state else {}
-    return [Path(info["password_file"])] if info.get("password_file") else []
+    if not info.get("password_file"):
+        return []
+    own = Path(info["password_file"])
+    return [own, *sorted(own.parent.glob("users/*.password"))]
 
 
 def sasl_address(node: NodeRecord) -> str:
@@ -60,24 +64,26 @@ def bootstrap(state: LabState) -> str | None:
     return ",".join(sasl_address(b) for b in state.brokers)
 
 
-def broker_settings(node: NodeRecord, state: LabState) -> dict[str, str]:
-    """Listener settings for server.properties (empty when the lab has no SASL listener)."""
+def listeners(node: NodeRecord, state: LabState) -> list[tuple[str, str]]:
+    """(listener name, address) of the SASL_PLAINTEXT listener; none without --sasl."""
+    return [("SASL_PLAINTEXT", sasl_address(node))] if "sasl" in state.extra else []
+
+
+def broker_settings(state: LabState, sasl_listeners: list[str]) -> dict[str, str]:
+    """The mechanisms and each SASL listener's logins (PLAIN's user list, SCRAM's credentials
+    kept by Kafka itself); empty when the lab has no SASL listener."""
     info = state.extra.get("sasl")
-    if not info:
+    if not info or not sasl_listeners:
         return {}
     password = Path(info["password_file"]).read_text().strip()
     plain = (f"org.apache.kafka.common.security.plain.PlainLoginModule required "
              f'user_{USERNAME}="{password}";')
     scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-    both = f"PLAINTEXT://{node.address},SASL_PLAINTEXT://{sasl_address(node)}"
-    return {
-        "listeners": both, "advertised.listeners": both,
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain,
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
-    }
+    settings = {"sasl.enabled.mechanisms": ",".join(MECHANISMS)}
+    for name in sasl_listeners:
+        settings[f"listener.name.{name.lower()}.plain.sasl.jaas.config"] = plain
+        settings[f"listener.name.{name.lower()}.scram-sha-256.sasl.jaas.config"] = scram
+    return settings
 
 
 def create_scram_user(state: LabState, timeout_s: float = 60.0) -> None:

@@ -244,6 +244,18 @@ NO_LAB: list[Case] = [
     Case(("lab", "up", "--broker-config", "oops"), "--broker-config expects key=value"),
     Case(("lab", "up", "--backend", "nope"), "invalid choice"),
     Case(("lab", "up", "--sasl", "nope"), "invalid choice"),
+    Case(("lab", "up", "--authorizer"), "--authorizer needs --sasl or --tls"),
+    Case(("lab", "reset", "--authorizer"), "--authorizer needs --sasl or --tls"),
+    Case(("lab", "user", "add", "x", "--allow", "peek:topic"), "unknown operation 'peek'"),
+    Case(("lab", "user", "add", "x", "--allow", "read"), "expected OPERATION:TYPE[:NAME]"),
+    Case(("lab", "user", "add", "x", "--allow", "read:table"), "unknown resource type"),
+    Case(("lab", "user", "add", "x", "--allow", "read:topic:a*b"), "'*' only at the end"),
+    Case(("lab", "user", "add", "kinspect"), "is the lab's own"),
+    Case(("lab", "user", "add", "a b"), "letters, digits"),
+    Case(("lab", "user", "add", "x"), "no lab is running"),
+    Case(("lab", "user", "list"), "no lab is running"),
+    Case(("lab", "user", "remove", "x"), "no lab is running"),
+    Case(("lab", "user"), "required: ACTION"),
     Case(("lab", "up", "--network", "nope"), "invalid choice"),
     Case(("lab", "up"), "KINSPECT_HOME /proc/kinspect-nope cannot be written",
          env={"KINSPECT_HOME": "/proc/kinspect-nope"}),
@@ -461,6 +473,7 @@ def test_refused_without_a_lab(case: Case, outcomes: dict[str, Outcome]) -> None
 
 # With the session lab running: the lab must come out exactly as it went in.
 WITH_LAB: list[Case] = [
+    Case(("lab", "user", "add", "x", "--allow", "describe:topic"), "lab users log in with SASL"),
     Case(("load", "run", "--topic", "kinspect-no-such-topic", "--run-dir", "{new}"),
          "topic 'kinspect-no-such-topic' does not exist"),
     Case(("load", "run", "--topic", TOPIC, "--run-dir", "{new}", "--count", "0"), "--count:"),

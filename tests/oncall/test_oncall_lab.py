@@ -1,5 +1,6 @@
-"""On call against a real lab: health exit codes, SASL profiles whose secret never shows,
-and the lab recognised by the id it wrote, not by its address."""
+"""On call against a real lab: health exit codes, SASL profiles (over TLS, with the lab's own
+CA, as on the clusters people run) whose secret never shows, and the lab recognised by the id it
+wrote, not by its address."""
 
 from __future__ import annotations
 
@@ -79,7 +80,9 @@ def test_health_answers_while_zookeeper_is_down(fresh_lab: dict[str, Any]) -> No
         kinspect("lab", "start", "zk1")
 
 
-def write_profile(path: Path, bootstrap: str, zookeeper: str, mechanism: str) -> None:
+def write_profile(path: Path, bootstrap: str, zookeeper: str, mechanism: str, ca: str) -> None:
+    """Profiles `secure` (with ZooKeeper, the password from the environment) and `bare` (the
+    password from a file), both SASL_SSL trusting the lab's CA."""
     path.write_text(f"""
 [clusters.secure]
 bootstrap = "{bootstrap}"
@@ -87,7 +90,8 @@ zookeeper = "{zookeeper}"
 refresh_s = 2
 
 [clusters.secure.kafka]
-"security.protocol" = "SASL_PLAINTEXT"
+"security.protocol" = "SASL_SSL"
+"ssl.ca.location" = "{ca}"
 "sasl.mechanism" = "{mechanism}"
 "sasl.username" = "kinspect"
 "sasl.password" = "${{env:KINSPECT_TEST_PASSWORD}}"
@@ -95,7 +99,8 @@ refresh_s = 2
 [clusters.bare]
 bootstrap = "{bootstrap}"
 [clusters.bare.kafka]
-"security.protocol" = "SASL_PLAINTEXT"
+"security.protocol" = "SASL_SSL"
+"ssl.ca.location" = "{ca}"
 "sasl.mechanism" = "{mechanism}"
 "sasl.username" = "kinspect"
 "sasl.password" = "${{file:{path.parent / 'pw'}}}"
@@ -103,12 +108,16 @@ bootstrap = "{bootstrap}"
 
 
 def sasl_lab() -> tuple[dict[str, Any], str]:
-    """The lab with its SASL listener (reset with --sasl if it has none), and the password."""
+    """The lab with its SASL_SSL listener (reset with --tls if it has none), and the password.
+    `bootstrap` of the returned status's "secure" entry is the SASL_SSL listeners'."""
     current = kinspect("lab", "status", "--json", check=False)
     status = json.loads(current.stdout) if current.returncode == 0 else {}
-    if not (status.get("sasl") or {}).get("bootstrap"):
-        kinspect("lab", "reset", "--sasl", "scram-sha-256", timeout=400)
+    if not (status.get("tls") or {}).get("sasl_ssl_bootstrap") or \
+            status.get("mode", "zookeeper") != "zookeeper":
+        kinspect("lab", "reset", "--tls", timeout=400)
         status = lab_status()
+    status["secure"] = {"bootstrap": status["tls"]["sasl_ssl_bootstrap"],
+                        "ca": status["tls"]["ca"]}
     return status, Path(status["sasl"]["password_file"]).read_text().strip()
 
 
@@ -116,12 +125,12 @@ def sasl_lab() -> tuple[dict[str, Any], str]:
 def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_path: Path,
                                                          mechanism: str) -> None:
     status, password = sasl_lab()
-    sasl = status["sasl"]
+    secure = status["secure"]
     assert password not in json.dumps(status)
     create_topics(status["bootstrap"], {"sasl-probe": 2})  # replicas for the brokers to answer
     (tmp_path / "pw").write_text(password)
     config = tmp_path / "config.toml"
-    write_profile(config, sasl["bootstrap"], status["zookeeper"], mechanism)
+    write_profile(config, secure["bootstrap"], status["zookeeper"], mechanism, secure["ca"])
     env = {"KINSPECT_CONFIG": str(config), "KINSPECT_TEST_PASSWORD": password}
     outputs = []
     for args in (["health", "--profile", "secure", "--json"],
@@ -133,7 +142,7 @@ def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_
         assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     snapshot = json.loads(kinspect("snapshot", "--profile", "secure", "--json", env=env).stdout)
     assert {b["id"] for b in snapshot["brokers"]} == {1, 2, 3}
-    # each broker was asked directly over SASL too: every replica's own log end is there
+    # each broker was asked directly over SASL_SSL too: every replica's own log end is there
     logs = [r for t in snapshot["topics"] for p in t["partitions"] for r in p["replica_logs"]]
     assert logs and all(r["log_end"] is not None for r in logs), snapshot["topics"][:1]
     wrong = kinspect("health", "--profile", "bare", "-X", f"sasl.password={password}x",
@@ -171,10 +180,12 @@ def test_a_sasl_run_leaves_no_secret_in_its_run_dir(lab_session: Any, tmp_path: 
     status, password = sasl_lab()
     create_topics(status["bootstrap"], {"secret1": 3})
     config = tmp_path / "config.toml"
-    write_profile(config, status["sasl"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256")
+    write_profile(config, status["secure"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256",
+                  status["secure"]["ca"])
     env = {"KINSPECT_CONFIG": str(config), "KINSPECT_TEST_PASSWORD": password}
-    literal = ["--bootstrap", status["sasl"]["bootstrap"], "--zookeeper", status["zookeeper"],
-               "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-256",
+    literal = ["--bootstrap", status["secure"]["bootstrap"], "--zookeeper", status["zookeeper"],
+               "-X", "security.protocol=SASL_SSL", "-X", f"ssl.ca.location={status['secure']['ca']}",
+               "-X", "sasl.mechanism=SCRAM-SHA-256",
                "-X", "sasl.username=kinspect", "-X", f"sasl.password={password}"]
     runs = {"A": (tmp_path / "run-a", ["--profile", "secure"]),
             "B": (tmp_path / "run-b", literal)}
@@ -234,7 +245,8 @@ def test_a_wrong_password_is_said_in_one_line(lab_session: Any, tmp_path: Path) 
     kinspect("load", "run", "--bootstrap", status["bootstrap"], "--topic", "secret2",
              "--count", "10", "--run-dir", str(run_dir), "--no-timeline")
     config = tmp_path / "config.toml"
-    write_profile(config, status["sasl"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256")
+    write_profile(config, status["secure"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256",
+                  status["secure"]["ca"])
     (tmp_path / "pw").write_text(password)
     env = {"KINSPECT_CONFIG": str(config), "KINSPECT_TEST_PASSWORD": password}
     wrong = ["-X", "sasl.password=not-the-password"]
@@ -290,7 +302,8 @@ def test_a_login_refused_mid_run_stops_the_load_and_says_so(lab_session: Any,
     status, password = sasl_lab()
     create_topics(status["bootstrap"], {"rotated": 1})
     config = tmp_path / "config.toml"
-    write_profile(config, status["sasl"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256")
+    write_profile(config, status["secure"]["bootstrap"], status["zookeeper"], "SCRAM-SHA-256",
+                  status["secure"]["ca"])
     run_dir = tmp_path / "run"
     runner = subprocess.Popen(
         [sys.executable, "-m", "kinspect", "load", "run", "--profile", "secure", "--topic",

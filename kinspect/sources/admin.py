@@ -30,7 +30,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from confluent_kafka.cimpl import _AdminClientImpl
 
 from kinspect.clients.groups import GroupsWatch
-from kinspect.clients.kafka import AUTH_FAILED, client_config
+from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE, client_config, is_tls_message
 from kinspect.clients.log_dirs import ask_log_dirs
 from kinspect.clients.quorum import QuorumPoll, QuorumProbe
 from kinspect.clients.reassignments import ask_controller_reassignments
@@ -238,7 +238,9 @@ class AdminSource:
             refused = self._auth.failure(self._admin)  # a refused login, said as such
             with self._lock:
                 old = self._view
-                view = BrokerView(state=AUTH_FAILED if refused else "error",
+                state = (TLS_STATE if is_tls_message(refused) else AUTH_FAILED) if refused \
+                    else "error"
+                view = BrokerView(state=state,
                                   error=refused or reason or type(exc).__name__,
                                   brokers=old.brokers, controller_id=old.controller_id,
                                   partitions=old.partitions, configs=old.configs,

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
-from kinspect.clients.kafka import AUTH_FAILED
+from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE
 from kinspect.errors import KinspectError, error_line
 from kinspect.model import ClusterSnapshot, Event, HwStallTracker, build_snapshot, diff
 from kinspect.sources.admin import AdminSource
@@ -187,7 +187,8 @@ class Observer:
     def auth_failure(self) -> str | None:
         """The one line of a refused login when the AdminClient's last poll was refused."""
         view = self.admin.view() if self.admin else None
-        return view.error if view is not None and view.state == AUTH_FAILED else None
+        refused = view is not None and view.state in (AUTH_FAILED, TLS_STATE)
+        return view.error if refused and view is not None else None
 
     def check_auth(self) -> None:
         """Raise KinspectError (exit 2) when the brokers refused the login."""

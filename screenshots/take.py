@@ -218,7 +218,7 @@ def lab_users() -> dict[str, dict[str, Any]]:
 
     listed = subprocess.run([sys.executable, "-m", "kinspect", "lab", "user", "list", "--json"],
                             capture_output=True, text=True, check=True).stdout
-    return {u["name"]: u for u in json.loads(listed)}
+    return {u["name"]: u for u in json.loads(listed)["users"]}
 
 
 async def take_oncall() -> None:

@@ -423,23 +423,24 @@ class AdminSource:
 
     def _describe_brokers(self, brokers: Mapping[int, str]
                           ) -> dict[int, Fact[dict[str, ConfigValue]]]:
-        """Each broker's replication throttles (DescribeConfigs of the broker resource)."""
-        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
-        if not resources:
-            return {}
-        futures = self._admin.describe_configs(resources, request_timeout=self.timeout_s)
+        """Each broker's replication throttles (DescribeConfigs of the broker resource; one
+        broker per call, as librdkafka requires, all sent at once)."""
+        futures = {b: self._admin.describe_configs([ConfigResource(ResourceType.BROKER, str(b))],
+                                                   request_timeout=self.timeout_s)
+                   for b in sorted(brokers)}
         out: dict[int, Fact[dict[str, ConfigValue]]] = {}
         deadline = time.monotonic() + self.timeout_s
-        for resource, future in futures.items():
+        for broker, answer in futures.items():
+            future = next(iter(answer.values()))
             try:
                 entries = _result(future, max(0.01, deadline - time.monotonic()))
             except KafkaException as exc:
-                out[int(resource.name)] = _refusal(exc, "DescribeConfigs of the broker")
+                out[broker] = _refusal(exc, "DescribeConfigs of the broker")
                 continue
             except TimeoutError:
-                out[int(resource.name)] = Unknown("DescribeConfigs did not answer in time")
+                out[broker] = Unknown("DescribeConfigs did not answer in time")
                 continue
-            out[int(resource.name)] = _values(entries, BROKER_KEYS)
+            out[broker] = _values(entries, BROKER_KEYS)
         return out
 
     def _offsets(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Offsets]:

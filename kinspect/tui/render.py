@@ -26,6 +26,7 @@ from kinspect.model import (
 )
 from kinspect.model.health import STALLED_AFTER_MS, unchecked
 from kinspect.model.lag import LagTrend
+from kinspect.model.snapshot import Throttle
 
 if TYPE_CHECKING:
     from kinspect.lab.state import LabState, NodeRecord
@@ -261,6 +262,13 @@ def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
     return text
 
 
+def throttle_words(throttle: Any) -> str:
+    """`leader 97.7 KiB/s, follower 97.7 KiB/s`: the rates kafka-reassign-partitions set."""
+    rates = (("leader", throttle.leader_rate), ("follower", throttle.follower_rate))
+    return ", ".join(f"{role} {rate / 1024:,.1f} KiB/s" for role, rate in rates
+                     if rate is not None)
+
+
 def moving_text(p: PartitionInfo) -> Text:
     """`moving +4 -3 (4:-1,203)`: a reassignment adding 4 and removing 3, and how far each
     replica being added trails the leader's log; `STALLED 75 s` when none moved for a while."""
@@ -355,7 +363,10 @@ def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
     """Warnings, then each check kinspect could not make (`?`, with the reason: a refused
     request is said, never taken as healthy), then what this view cannot show."""
     missing = unchecked(snapshot) if snapshot is not None else ()
-    if snapshot is None or not (snapshot.warnings or snapshot.limitations or missing):
+    throttled = [b for b in snapshot.brokers if isinstance(b.throttle, Throttle)
+                 and b.throttle.active] if snapshot is not None else []
+    if snapshot is None or not (snapshot.warnings or snapshot.limitations or missing
+                                or throttled):
         return Text("no cluster warnings", "dim")
     text = Text()
     for warning in snapshot.warnings:
@@ -363,6 +374,9 @@ def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
         text.append("▲ ", style).append(warning.message + "\n")
     for check in missing:
         text.append("? ", UNKNOWN_STYLE).append(check.text + "\n")
+    for broker in throttled:
+        text.append("⏷ ", "cyan").append(f"broker {broker.id} throttles replication: "
+                                         f"{throttle_words(broker.throttle)}\n")
     for limitation in snapshot.limitations:
         text.append("· " + limitation + "\n", "dim")
     text.rstrip()

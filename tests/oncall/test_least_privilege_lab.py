@@ -63,13 +63,13 @@ def secured(lab_session: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
     create_topics(plain, {"audit": 1}, 3, {"unclean.leader.election.enable": "true"})
     commit_group(plain, "billing", "orders")
     profiles: dict[str, Path] = {}
-    listed = json.loads(kinspect("lab", "user", "list", "--json").stdout)
+    listed = json.loads(kinspect("lab", "user", "list", "--json").stdout)["users"]
     files = {u["name"]: u["password_file"] for u in listed}
     files[ADMIN] = status["sasl"]["password_file"]
     for user, grants in USERS.items():
         if user not in files:
             kinspect("lab", "user", "add", user, *(a for g in grants for a in ("--allow", g)))
-            listed = json.loads(kinspect("lab", "user", "list", "--json").stdout)
+            listed = json.loads(kinspect("lab", "user", "list", "--json").stdout)["users"]
             files = {**files, **{u["name"]: u["password_file"] for u in listed}}
     for user in (ADMIN, *USERS):
         profiles[user] = tmp_path / f"{user}.toml"
@@ -115,9 +115,12 @@ def test_no_user_gets_a_better_verdict_than_the_admin(secured: dict[str, Any]) -
     _, admin_snapshot = run(ADMIN, profiles, "snapshot")
     admin_flags = flags_of(admin_snapshot)
     verdicts = {ADMIN: admin["verdict"]}
+    matrix = [f"{ADMIN}: {admin['verdict']} (exit 2)"]
     for user in USERS:
         code, report = run(user, profiles, "health", "--timeout", "10")
         verdicts[user] = report["verdict"]
+        matrix.append(f"{user}: {report['verdict']} (exit {code}, seen {report.get('seen')}); "
+                      + "; ".join(u["text"] for u in report["unchecked"]))
         assert report["verdict"] in ("critical", "unknown"), (user, report)
         assert code == {"critical": 2, "unknown": 3}[report["verdict"]], (user, code)
         if report["verdict"] == "unknown":
@@ -143,7 +146,7 @@ def test_no_user_gets_a_better_verdict_than_the_admin(secured: dict[str, Any]) -
     groups = {u: [g["group"] for g in run(u, profiles, "health")[1]["groups"]]
               for u in (ADMIN, "oncall-nogroups")}
     assert groups == {ADMIN: ["billing"], "oncall-nogroups": []}, groups
-    print("\nverdicts:", json.dumps(verdicts))
+    print("\n" + "\n".join(matrix))
 
 
 def test_the_tui_shows_question_marks_with_the_reason(secured: dict[str, Any]) -> None:
@@ -157,7 +160,8 @@ def test_the_tui_shows_question_marks_with_the_reason(secured: dict[str, Any]) -
 
     profiles = secured["profiles"]
     status = secured["status"]
-    users = {u["name"]: u for u in json.loads(kinspect("lab", "user", "list", "--json").stdout)}
+    listed = json.loads(kinspect("lab", "user", "list", "--json").stdout)["users"]
+    users = {u["name"]: u for u in listed}
     password = Path(users["oncall"]["password_file"])
     config = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
               "sasl.username": "oncall", "sasl.password": password.read_text().strip(),

@@ -33,11 +33,13 @@ class Unchecked:
 
     @property
     def text(self) -> str:
-        where = ""
-        if self.subjects:
-            shown = ", ".join(self.subjects[:5])
-            more = f" and {len(self.subjects) - 5} more" if len(self.subjects) > 5 else ""
-            where = f" for {len(self.subjects)}: {shown}{more}"
+        shown = ", ".join(self.subjects[:5])
+        if len(self.subjects) > 5:
+            shown += f" and {len(self.subjects) - 5} more"
+        if self.check == "hidden_topics" and self.subjects:
+            return (f"{len(self.subjects)} topic{'s' * (len(self.subjects) != 1)} hidden from "
+                    f"this user, nothing checked on them: {shown} ({self.reason})")
+        where = f" for {len(self.subjects)}: {shown}" if self.subjects else ""
         return f"{CHECK_NAMES.get(self.check, self.check)} unknown{where} ({self.reason})"
 
 

@@ -276,13 +276,15 @@ class AdminSource:
         self._polls += 1
         probing = self.probe_brokers and self._link_settings is not None
         asking = self._link_settings is not None and self.mode != "zookeeper"
-        with ThreadPoolExecutor(max_workers=6, thread_name_prefix="kinspect-poll") as pool:
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kinspect-poll") as pool:
             configs = pool.submit(self._describe_configs, list(metadata.topics)) if refresh else None
             broker_configs = pool.submit(self._describe_brokers, brokers) if refresh else None
             offsets = pool.submit(self._offsets, list(partitions))
             probe = pool.submit(self._probe, brokers) if probing else None
             quorum = pool.submit(self._ask_quorum, brokers) if asking else None
             moving = pool.submit(self._reassignments, brokers, controller)
+            dirs = (pool.submit(self._log_dirs, brokers)
+                    if refresh and self._link_settings is not None else None)
             if configs is not None:
                 self._configs, self._config_unknown = configs.result()
             if broker_configs is not None:
@@ -294,8 +296,8 @@ class AdminSource:
             decided = self._decisions(claims, polled_at) if self.mode == "kraft" else {}
             epoch_ends = self._epoch_ends(partitions, ends, decided) if probing else {}
             elr = pool.submit(self._eligible, brokers) if self.mode == "kraft" else None
-            if refresh and self._link_settings is not None:
-                self._hosted = self._log_dirs(brokers)
+            if dirs is not None:
+                self._hosted = dirs.result()
             found = offsets.result()
             reassignments = moving.result()
             eligible = elr.result() if elr is not None else Unknown("not a KRaft cluster")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kinspect.lab.topics import create_topics
 from tests.helpers import kinspect, lab_status, wait_until
@@ -52,11 +52,13 @@ refresh_s = 1
 """)
 
 
-@pytest.fixture
-def secured(lab_session: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """The lab with TLS and the authorizer, its users, topics and a group; then the admin's
-    cluster in trouble: kafka2 and kafka3 stopped (orders' ISR down to one)."""
-    kinspect("lab", "reset", "--tls", "--authorizer", timeout=400)
+@pytest.fixture(params=["zookeeper", pytest.param("kraft", marks=pytest.mark.extended)])
+def secured(lab_session: Any, tmp_path: Path, request: pytest.FixtureRequest
+            ) -> Iterator[dict[str, Any]]:
+    """The lab with TLS and the authorizer (ZooKeeper mode in CI; KRaft's StandardAuthorizer
+    in `make matrix`), its users, topics and a group; then the admin's cluster in trouble:
+    kafka2 and kafka3 stopped (orders' ISR down to one)."""
+    kinspect("lab", "reset", "--tls", "--authorizer", "--mode", request.param, timeout=400)
     status = lab_status()
     plain = status["bootstrap"]
     create_topics(plain, {"orders": 3})
@@ -82,11 +84,22 @@ def secured(lab_session: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def commit_group(bootstrap: str, group: str, topic: str) -> None:
+    """A group with committed offsets (retried while __consumer_offsets is still being made:
+    NOT_COORDINATOR right after a new cluster's first group request)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    offsets = [TopicPartition(topic, p, 0) for p in range(3)]
     try:
-        consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in range(3)], asynchronous=False)
+        wait_until(lambda: _committed(consumer, offsets), 60, f"group {group} committed")
     finally:
         consumer.close()
+
+
+def _committed(consumer: Consumer, offsets: list[TopicPartition]) -> bool:
+    try:
+        consumer.commit(offsets=offsets, asynchronous=False)
+    except KafkaException:
+        return False
+    return True
 
 
 def run(user: str, profiles: dict[str, Path], *args: str) -> tuple[int, dict[str, Any]]:

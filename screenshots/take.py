@@ -203,12 +203,8 @@ async def take_reassignment(lab: Any) -> None:
 def oncall_app(lab: Any, user: dict[str, Any]) -> KinspectApp:
     from kinspect.tui.console import ReadOnlyConsole
 
-    tls = lab.extra["tls"]
-    config = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
-              "sasl.username": user["name"],
-              "sasl.password": Path(user["password_file"]).read_text().strip(),
-              "ssl.ca.location": tls["ca"]}
-    feed = LiveFeed(tls["sasl_ssl_bootstrap"], None, False, title=f"prod ({user['name']})",
+    config = {**user["kafka"], "sasl.password": Path(user["password_file"]).read_text().strip()}
+    feed = LiveFeed(user["bootstrap"], None, False, title=f"prod ({user['name']})",
                     admin_config=config, record=False)
     return KinspectApp(feed, ReadOnlyConsole("not a kinspect lab: read-only"))
 

@@ -192,7 +192,8 @@ class PartitionInfo:
 
     @property
     def missing(self) -> tuple[int, ...]:
-        return tuple(r for r in self.replicas if r not in self.isr)
+        """Replicas out of the ISR; one a reassignment is adding is catching up, not missing."""
+        return tuple(r for r in self.replicas if r not in self.isr and r not in self.adding)
 
     @property
     def epoch_start(self) -> int | None:

@@ -212,7 +212,7 @@ def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None) -> list[
     # One pass for every broker: at 10,000 partitions a pass per broker cost 90 ms a draw.
     leading = Counter(p.leader for p in partitions)
     out_of_isr = Counter(r for p in partitions if len(p.isr) < len(p.replicas)
-                         for r in p.replicas if r not in p.isr)
+                         for r in p.missing)
     rows = []
     for broker_id in sorted(set(known) | {i for i in lab_nodes if i is not None}):
         info = known.get(broker_id)
@@ -250,7 +250,7 @@ def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
     elif isinstance(urp, Unknown):
         text.append("URP? ", UNKNOWN_STYLE)
     if p.moving:
-        text.append_text(moving_text(p)).append(" ")
+        text.append_text(moving_text(p)).append(" ", PAD_STYLE)
     if isinstance(p.elr, EligibleLeaders) and (p.elr.eligible or p.elr.last_known):
         text.append(f"ELR {_ids(p.elr.eligible) or '-'} ", "cyan")
         if not p.elr.eligible:
@@ -272,24 +272,34 @@ def throttle_words(throttle: Any) -> str:
 def moving_text(p: PartitionInfo) -> Text:
     """`moving +4 -3 (4:-1,203)`: a reassignment adding 4 and removing 3, and how far each
     replica being added trails the leader's log; `STALLED 75 s` when none moved for a while."""
-    text = Text("moving", "cyan")
+    parts = [("moving", "cyan")]
     if p.adding:
-        text.append(f" +{_ids(p.adding)}", "cyan")
+        parts.append((f"+{_ids(p.adding)}", "cyan"))
     if p.removing:
-        text.append(f" -{_ids(p.removing)}", "cyan")
+        parts.append((f"-{_ids(p.removing)}", "cyan"))
     behind = [f"{r.broker}:{'?' if r.lag is None else f'-{max(0, r.lag):,}'}"
               for r in p.replica_logs if r.broker in p.adding]
     if behind:
-        text.append(f" ({' '.join(behind)})", "dim")
+        parts.append((f"({' '.join(behind)})", "dim"))
     if p.stalled_ms is not None and p.stalled_ms >= STALLED_AFTER_MS:
-        text.append(f" STALLED {p.stalled_ms / 1000:.0f} s", "bold yellow")
+        parts.append((f"STALLED {p.stalled_ms / 1000:.0f} s", "bold yellow"))
+    text = Text()
+    for i, (words, style) in enumerate(parts):
+        if i:
+            text.append(" ", PAD_STYLE)
+        text.append(words, style)
     return text
 
 
 def isr_text(p: PartitionInfo) -> Text:
+    """`1,2 -3`: the ISR and the replicas missing from it; `+4` a replica a reassignment is
+    adding, still catching up (not missing)."""
     text = Text(_ids(p.isr), "")
     if p.missing:
         text.append(" ", PAD_STYLE).append("-" + _ids(p.missing), "bold red")
+    joining = tuple(r for r in p.adding if r not in p.isr)
+    if joining:
+        text.append(" ", PAD_STYLE).append("+" + _ids(joining), "cyan")
     return text
 
 
@@ -375,7 +385,7 @@ def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
     for check in missing:
         text.append("? ", UNKNOWN_STYLE).append(check.text + "\n")
     for broker in throttled:
-        text.append("⏷ ", "cyan").append(f"broker {broker.id} throttles replication: "
+        text.append("▾ ", "cyan").append(f"broker {broker.id} throttles replication: "
                                          f"{throttle_words(broker.throttle)}\n")
     for limitation in snapshot.limitations:
         text.append("· " + limitation + "\n", "dim")

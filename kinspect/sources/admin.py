@@ -22,11 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    AdminClient,
-    ConfigResource,
-    ResourceType,
-)
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import _AdminClientImpl
 
 from kinspect.clients.groups import GroupsWatch
@@ -58,15 +54,8 @@ from kinspect.model import (
     Unknown,
 )
 from kinspect.sources.claims import newest_claims
+from kinspect.sources.configs import describe_brokers, describe_topics
 
-# The topic settings health judges, and the throttled replicas a reassignment may carry.
-TOPIC_KEYS = ("min.insync.replicas", "unclean.leader.election.enable",
-              "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-# A broker's replication throttles (kafka-reassign-partitions --throttle sets them).
-BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
-TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
-REFUSED = {TOPIC_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the topic",
-           CLUSTER_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the cluster"}
 CONFIG_EVERY_N_POLLS = 10
 SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
 
@@ -106,35 +95,10 @@ def _answers(future: Future[dict[TopicPartition, Any]], deadline: float) -> dict
             if not isinstance(info, KafkaError)}
 
 
-def _source_name(source: Any) -> str:
-    name = getattr(source, "name", str(source))
-    return str(name).lower().replace("_config", "")
-
-
-def _refusal(exc: KafkaException, what: str) -> Unknown:
-    """A failed DescribeConfigs as the reason a person acts on: a refusal names the permission."""
-    error: Any = exc.args[0] if exc.args else None
-    code = error.code() if isinstance(error, KafkaError) else None
-    if code in REFUSED:
-        return Unknown(REFUSED[code])
-    reason = error.str() if isinstance(error, KafkaError) else str(exc)
-    return Unknown(f"{what} failed: {reason}")
-
-
-def _values(entries: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, ConfigValue]:
-    return {key: ConfigValue(value=str(entries[key].value), source=_source_name(entries[key].source))
-            for key in keys if key in entries and entries[key].value is not None}
-
-
 def _why(link: BrokerLink, exc: BaseException) -> str:
     """Why a broker did not answer: the connection's own reason (a TLS handshake, a refused
     login) where it kept one, else the exception's."""
     return getattr(link, "last_error", None) or str(exc) or type(exc).__name__
-
-
-def _refused(exc: KafkaException) -> bool:
-    error: Any = exc.args[0] if exc.args else None
-    return isinstance(error, KafkaError) and error.code() in REFUSED
 
 
 def _quorum_refused(asked: QuorumPoll | None) -> Unknown | None:
@@ -277,8 +241,10 @@ class AdminSource:
         probing = self.probe_brokers and self._link_settings is not None
         asking = self._link_settings is not None and self.mode != "zookeeper"
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kinspect-poll") as pool:
-            configs = pool.submit(self._describe_configs, list(metadata.topics)) if refresh else None
-            broker_configs = pool.submit(self._describe_brokers, brokers) if refresh else None
+            configs = (pool.submit(describe_topics, self._admin, list(metadata.topics),
+                                   self.timeout_s, self._configs) if refresh else None)
+            broker_configs = (pool.submit(describe_brokers, self._admin, brokers, self.timeout_s)
+                              if refresh else None)
             offsets = pool.submit(self._offsets, list(partitions))
             probe = pool.submit(self._probe, brokers) if probing else None
             quorum = pool.submit(self._ask_quorum, brokers) if asking else None
@@ -390,59 +356,6 @@ class AdminSource:
             out[key] = PartitionDecision(claim.leader, claim.leader_epoch, claim.isr,
                                          claim.replicas, seen[key][1])
         self._seen = seen
-        return out
-
-    def _describe_configs(self, topics: list[str]
-                          ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown]]:
-        """Each topic's settings, or why they are unknown: a refusal (no DescribeConfigs
-        permission) is said as such; a topic that did not answer keeps its last known settings
-        (in ZooKeeper mode a broker reads them from ZooKeeper: with ZooKeeper down this never
-        answers, and leaders, ISRs and offsets still matter most)."""
-        if not topics:
-            return {}, {}
-        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-        futures = self._admin.describe_configs(resources, request_timeout=self.timeout_s)
-        out: dict[str, dict[str, ConfigValue]] = {}
-        unknown: dict[str, Unknown] = {}
-        deadline = time.monotonic() + self.timeout_s
-        for resource, future in futures.items():
-            try:
-                entries = _result(future, max(0.01, deadline - time.monotonic()))
-            except KafkaException as exc:
-                if resource.name in self._configs and not _refused(exc):
-                    out[resource.name] = self._configs[resource.name]
-                else:
-                    unknown[resource.name] = _refusal(exc, "DescribeConfigs")
-                continue
-            except TimeoutError:
-                if resource.name in self._configs:
-                    out[resource.name] = self._configs[resource.name]
-                else:
-                    unknown[resource.name] = Unknown("DescribeConfigs did not answer in time")
-                continue
-            out[resource.name] = _values(entries, TOPIC_KEYS)
-        return out, unknown
-
-    def _describe_brokers(self, brokers: Mapping[int, str]
-                          ) -> dict[int, Fact[dict[str, ConfigValue]]]:
-        """Each broker's replication throttles (DescribeConfigs of the broker resource; one
-        broker per call, as librdkafka requires, all sent at once)."""
-        futures = {b: self._admin.describe_configs([ConfigResource(ResourceType.BROKER, str(b))],
-                                                   request_timeout=self.timeout_s)
-                   for b in sorted(brokers)}
-        out: dict[int, Fact[dict[str, ConfigValue]]] = {}
-        deadline = time.monotonic() + self.timeout_s
-        for broker, answer in futures.items():
-            future = next(iter(answer.values()))
-            try:
-                entries = _result(future, max(0.01, deadline - time.monotonic()))
-            except KafkaException as exc:
-                out[broker] = _refusal(exc, "DescribeConfigs of the broker")
-                continue
-            except TimeoutError:
-                out[broker] = Unknown("DescribeConfigs did not answer in time")
-                continue
-            out[broker] = _values(entries, BROKER_KEYS)
         return out
 
     def _offsets(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Offsets]:

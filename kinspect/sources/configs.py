@@ -1,0 +1,117 @@
+"""What the topics and brokers are set to (DescribeConfigs), or why that is not known.
+
+min.insync.replicas decides whether a partition is under min ISR, so a topic whose settings
+were refused (no DescribeConfigs permission) has them Unknown with that reason: a default of
+ours would turn a partition under min ISR into a healthy one. Brokers' replication throttles
+come from the broker resources (kafka-reassign-partitions --throttle sets them there).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    ResourceType,
+)
+
+from kinspect.model import ConfigValue, Fact, Unknown
+
+# The topic settings health judges, and the throttled replicas a reassignment may carry.
+TOPIC_KEYS = ("min.insync.replicas", "unclean.leader.election.enable",
+              "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+# A broker's replication throttles (kafka-reassign-partitions --throttle sets them).
+BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
+REFUSED = {TOPIC_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the topic",
+           CLUSTER_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the cluster"}
+
+
+def _result(future: Future[Any], timeout: float) -> Any:
+    return future.result(timeout=timeout)
+
+
+def _source_name(source: Any) -> str:
+    name = getattr(source, "name", str(source))
+    return str(name).lower().replace("_config", "")
+
+
+def _refusal(exc: KafkaException, what: str) -> Unknown:
+    """A failed DescribeConfigs as the reason a person acts on: a refusal names the permission."""
+    error: Any = exc.args[0] if exc.args else None
+    code = error.code() if isinstance(error, KafkaError) else None
+    if code in REFUSED:
+        return Unknown(REFUSED[code])
+    reason = error.str() if isinstance(error, KafkaError) else str(exc)
+    return Unknown(f"{what} failed: {reason}")
+
+
+def _values(entries: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, ConfigValue]:
+    return {key: ConfigValue(value=str(entries[key].value), source=_source_name(entries[key].source))
+            for key in keys if key in entries and entries[key].value is not None}
+
+
+def _refused(exc: KafkaException) -> bool:
+    error: Any = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() in REFUSED
+
+
+def describe_topics(admin: AdminClient, topics: list[str], timeout_s: float,
+                    known: Mapping[str, dict[str, ConfigValue]]
+                    ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown]]:
+    """Each topic's settings, or why they are unknown: a refusal (no DescribeConfigs
+    permission) is said as such; a topic that did not answer keeps its last known settings
+    (in ZooKeeper mode a broker reads them from ZooKeeper: with ZooKeeper down this never
+    answers, and leaders, ISRs and offsets still matter most)."""
+    if not topics:
+        return {}, {}
+    resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    futures = admin.describe_configs(resources, request_timeout=timeout_s)
+    out: dict[str, dict[str, ConfigValue]] = {}
+    unknown: dict[str, Unknown] = {}
+    deadline = time.monotonic() + timeout_s
+    for resource, future in futures.items():
+        try:
+            entries = _result(future, max(0.01, deadline - time.monotonic()))
+        except KafkaException as exc:
+            if resource.name in known and not _refused(exc):
+                out[resource.name] = known[resource.name]
+            else:
+                unknown[resource.name] = _refusal(exc, "DescribeConfigs")
+            continue
+        except TimeoutError:
+            if resource.name in known:
+                out[resource.name] = known[resource.name]
+            else:
+                unknown[resource.name] = Unknown("DescribeConfigs did not answer in time")
+            continue
+        out[resource.name] = _values(entries, TOPIC_KEYS)
+    return out, unknown
+
+
+def describe_brokers(admin: AdminClient, brokers: Mapping[int, str], timeout_s: float
+                     ) -> dict[int, Fact[dict[str, ConfigValue]]]:
+    """Each broker's replication throttles (DescribeConfigs of the broker resource; one
+    broker per call, as librdkafka requires, all sent at once)."""
+    futures = {b: admin.describe_configs([ConfigResource(ResourceType.BROKER, str(b))],
+                                         request_timeout=timeout_s)
+               for b in sorted(brokers)}
+    out: dict[int, Fact[dict[str, ConfigValue]]] = {}
+    deadline = time.monotonic() + timeout_s
+    for broker, answer in futures.items():
+        future = next(iter(answer.values()))
+        try:
+            entries = _result(future, max(0.01, deadline - time.monotonic()))
+        except KafkaException as exc:
+            out[broker] = _refusal(exc, "DescribeConfigs of the broker")
+            continue
+        except TimeoutError:
+            out[broker] = Unknown("DescribeConfigs did not answer in time")
+            continue
+        out[broker] = _values(entries, BROKER_KEYS)
+    return out

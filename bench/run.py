@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.lag", "bench.postmortem",
+SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.lag", "bench.postmortem", "bench.lists",
           "bench.backends", "bench.attribution", "bench.snapshot", "bench.recording")
 
 

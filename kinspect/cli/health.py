@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import Any
 
 from kinspect.checks import option
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders
-from kinspect.model.health import classify, elr_explained, verdict_of
+from kinspect.model.health import classify, copying, elr_explained, stalled_between, verdict_of
 from kinspect.model.serialize import unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -31,6 +32,9 @@ def register(commands: Any) -> None:
     health.add_argument("--json", action="store_true", help="one JSON object on stdout")
     health.add_argument("--timeout", type=option(1, 600), default=15.0, metavar="S",
                         help="seconds to wait for the cluster's answers, 1 to 600 (default 15)")
+    health.add_argument("--watch-moves", type=option(0, 600), default=5.0, metavar="S",
+                        help="while a reassignment copies, watch it S more seconds and warn "
+                             "when no replica being added grew (default 5; 0: do not wait)")
     health.add_argument("--max-lag", type=option(0, 10**15, integer=True), metavar="N",
                         help="also warn (exit 1) when a consumer group lags more than N records "
                              "(default: lag is reported, not judged)")
@@ -38,8 +42,11 @@ def register(commands: Any) -> None:
     health.set_defaults(handler=cmd_health)
 
 
-def observe_once(cluster: ClusterTarget, timeout_s: float) -> tuple[ClusterSnapshot, str | None]:
-    """One snapshot; a ZooKeeper that does not answer is a finding, not a reason to give up."""
+def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float = 0.0
+                 ) -> tuple[ClusterSnapshot, str | None, tuple[str, ...]]:
+    """One snapshot; a ZooKeeper that does not answer is a finding, not a reason to give up.
+    While a reassignment is copying, its replicas being added are watched `watch_moves_s`
+    more seconds: those that did not grow are named (the verdict's stalled reassignments)."""
     from kinspect.sources.observer import Observer
 
     def observer(zookeeper: str | None) -> Observer:
@@ -57,7 +64,12 @@ def observe_once(cluster: ClusterTarget, timeout_s: float) -> tuple[ClusterSnaps
         watcher = observer(None)
         watcher.start()
     try:
-        return watcher.wait_ready(timeout_s=timeout_s), zk_error
+        first = watcher.wait_ready(timeout_s=timeout_s)
+        if watch_moves_s <= 0 or not copying(first):
+            return first, zk_error, ()
+        time.sleep(watch_moves_s)
+        last = watcher.wait_ready(timeout_s=timeout_s)
+        return last, zk_error, stalled_between(first, last)
     finally:
         watcher.stop()
 
@@ -91,7 +103,7 @@ def _elr(snapshot: ClusterSnapshot) -> dict[str, Any]:
 
 
 def assess(snapshot: ClusterSnapshot, zk_error: str | None,
-           max_lag: int | None = None) -> dict[str, Any]:
+           max_lag: int | None = None, stalled: tuple[str, ...] = ()) -> dict[str, Any]:
     """The verdict and its reasons, as data (pure). Consumer lag is listed; it is judged
     only against `max_lag` when one is given (health is about ISR health first). A check that
     could not be made is listed under `unchecked`; see model/health.py for the verdict."""
@@ -113,7 +125,10 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
                                  ("at min ISR", report.at_min_isr, warnings),
                                  ("under-replicated", report.under_replicated, warnings),
                                  ("in a reassignment that made no progress for a minute",
-                                  report.stalled, warnings)):
+                                  report.stalled, warnings),
+                                 ("in a reassignment that made no progress while health "
+                                  "watched it", tuple(n for n in stalled
+                                                      if n not in report.stalled), warnings)):
         if names:
             bucket.append(_listed(label, names))
     controller = snapshot.controller
@@ -155,8 +170,9 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
 
 def cmd_health(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args)
-    snapshot, zk_error = observe_once(cluster, args.timeout)
-    result = {"cluster": redact(cluster.label), **assess(snapshot, zk_error, args.max_lag)}
+    snapshot, zk_error, stalled = observe_once(cluster, args.timeout, args.watch_moves)
+    result = {"cluster": redact(cluster.label),
+              **assess(snapshot, zk_error, args.max_lag, stalled)}
     result["exit_code"] = EXIT[result["verdict"]]
     if args.json:
         print(redact(json.dumps(result)))

@@ -157,3 +157,27 @@ def elr_explained(p: PartitionInfo) -> str | None:
         return (f"{head}; ELR empty, last known ELR {_ids(p.elr.last_known)}: only an unclean "
                 "election elects anyone else")
     return f"{head}; ELR empty: no other replica is known to hold every committed record"
+
+
+def _behind(p: PartitionInfo) -> dict[int, int]:
+    """Each replica being added that trails the leader's log: its own log end."""
+    return {r.broker: r.log_end for r in p.replica_logs
+            if r.broker in p.adding and r.log_end is not None and (r.lag or 0) > 0}
+
+
+def copying(s: ClusterSnapshot) -> bool:
+    """A reassignment is still copying: some replica being added trails the leader."""
+    return any(p.moving and _behind(p) for p in s.partitions())
+
+
+def stalled_between(before: ClusterSnapshot, after: ClusterSnapshot) -> tuple[str, ...]:
+    """Partitions still being moved whose replicas being added, behind in both snapshots, did
+    not grow at all between them (a throttled copy grows; a stuck one does not)."""
+    out = []
+    for p in after.partitions():
+        was = before.partition(p.topic, p.partition)
+        now, then = _behind(p), _behind(was) if was is not None else {}
+        if p.moving and now and set(now) == set(then) \
+                and all(now[b] <= end for b, end in then.items()):
+            out.append(p.name)
+    return tuple(out)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
@@ -176,3 +177,26 @@ def test_a_reassignment_starting_and_ending_are_events() -> None:
     after = build_snapshot(zk, broker_view(zk), [1, 2, 3], T0 + 2000)
     assert [e.kind for e in diff(before, during)] == [EventKind.REASSIGNMENT_STARTED]
     assert [e.kind for e in diff(during, after)] == [EventKind.REASSIGNMENT_DONE]
+
+
+def test_health_names_a_reassignment_that_did_not_grow_while_it_watched() -> None:
+    from kinspect.model import ReplicaLog
+    from kinspect.model.health import copying, stalled_between
+
+    states = {("m", 0): PartitionStateZ(1, 1, (1, 2), 3, T0 - 60_000)}
+    zk = dataclasses.replace(zk_view(states=states, replicas={"m": {0: (1, 3, 2)}}),
+                             reassignments={("m", 0): Reassignment((1, 3, 2), (3,), (2,))})
+    base = build_snapshot(zk, broker_view(zk), [1, 2, 3], T0)
+
+    def with_logs(adding_end: int) -> Any:
+        p = dataclasses.replace(base.partitions()[0], replica_logs=(
+            ReplicaLog(1, 8000, 1, 0), ReplicaLog(3, adding_end, 1, 8000 - adding_end)))
+        topic = dataclasses.replace(base.topics[0], partitions=(p,))
+        return dataclasses.replace(base, topics=(topic,))
+
+    assert copying(with_logs(1000))
+    assert stalled_between(with_logs(1000), with_logs(1000)) == ("m-0",)
+    assert stalled_between(with_logs(1000), with_logs(2500)) == ()  # a throttled copy grows
+    assert stalled_between(with_logs(1000), with_logs(8000)) == ()  # caught up
+    report = assess(with_logs(1000), None, stalled=("m-0",))
+    assert any("no progress while health watched" in p for p in report["problems"])

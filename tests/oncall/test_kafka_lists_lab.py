@@ -52,12 +52,13 @@ def assert_same(bootstrap: str, state: str, *cluster: str) -> dict[str, Any]:
     return report
 
 
-@pytest.fixture
-def lists_lab(lab_session: Any) -> Iterator[dict[str, Any]]:
-    """A fresh lab (demo preset: min.insync.replicas=2 on the brokers) with topics covering
-    every list: RF 3, RF 3 with min.insync.replicas=3 (at min ISR while healthy), RF 1 on
-    broker 3 (offline when it stops), and RF 2 on brokers 1,2 (reassigned to 1,3)."""
-    kinspect("lab", "reset", timeout=400)
+@pytest.fixture(params=["zookeeper", pytest.param("kraft", marks=pytest.mark.extended)])
+def lists_lab(lab_session: Any, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """A fresh lab (demo preset: min.insync.replicas=2 on the brokers; ZooKeeper mode in CI,
+    KRaft in `make matrix`) with topics covering every list: RF 3, RF 3 with
+    min.insync.replicas=3 (at min ISR while healthy), RF 1 on broker 3 (offline when it
+    stops) with min.insync.replicas=1, and RF 2 on brokers 1,2 (reassigned to 1,3)."""
+    kinspect("lab", "reset", "--mode", request.param, timeout=400)
     status = lab_status()
     bootstrap = status["bootstrap"]
     create_topics(bootstrap, {"lists-a": 3})

@@ -111,7 +111,7 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
         return {"verdict": "unreachable", "problems": [
             f"no broker answered{': ' + snapshot.admin_error if snapshot.admin_error else ''}"
             + (f"; {zk_error}" if zk_error else "")]}
-    report = classify(snapshot)
+    report = classify(snapshot, judge_lag=max_lag is not None)
     critical: list[str] = []
     warnings: list[str] = []
     if zk_error:

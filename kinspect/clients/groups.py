@@ -20,11 +20,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kinspect.model import GroupView
 
+GROUP_AUTHORIZATION_FAILED = 30
 MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
 RESTART_PAUSE_S = 2.0
 
@@ -45,26 +46,38 @@ def read_groups(admin: AdminClient, timeout_s: float) -> dict[str, Any]:
     offsets = {gid: admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid] for gid in ids}
     out: dict[str, Any] = {}
+    refused: dict[str, str] = {}
     for gid in ids:
         try:
             description = _result(described[gid], timeout_s)
             committed = _result(offsets[gid], timeout_s).topic_partitions or []
-        except (KafkaException, TimeoutError):
+        except KafkaException as exc:
+            if _refused(exc):  # listed (Describe on the cluster) but not describable
+                refused[gid] = "no Describe permission on the group: its state and lag unknown"
+            continue
+        except TimeoutError:
             continue
         state = getattr(description.state, "name", str(description.state)).lower()
         out[gid] = {"state": state, "members": len(description.members),
                     "committed": [[tp.topic, tp.partition, tp.offset] for tp in committed
                                   if tp.offset >= 0]}
-    return {"listed": ids, "groups": out}
+    return {"listed": ids, "groups": out, "refused": refused}
 
 
-def parse_groups(line: str) -> tuple[list[str], dict[str, GroupView]]:
-    """(the groups listed, the views of those that answered) from one line of the probe."""
+def _refused(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() == GROUP_AUTHORIZATION_FAILED
+
+
+def parse_groups(line: str) -> tuple[list[str], dict[str, GroupView], dict[str, str]]:
+    """(the groups listed, the views of those that answered, why the others were refused)
+    from one line of the probe."""
     data = json.loads(line)
     views = {gid: GroupView(gid, str(g["state"]), int(g["members"]),
                             {(str(t), int(p)): int(o) for t, p, o in g["committed"]})
              for gid, g in data["groups"].items()}
-    return [str(gid) for gid in data["listed"]], views
+    refused = {str(gid): str(why) for gid, why in (data.get("refused") or {}).items()}
+    return [str(gid) for gid in data["listed"]], views, refused
 
 
 class GroupsWatch:
@@ -77,6 +90,7 @@ class GroupsWatch:
         self._on_change = on_change or (lambda: None)
         self._lock = threading.Lock()
         self._groups: dict[str, GroupView] = {}
+        self._refused: dict[str, str] = {}
         self.answered = threading.Event()
         self.restarts = 0
         self._stop = threading.Event()
@@ -90,6 +104,11 @@ class GroupsWatch:
     def view(self) -> dict[str, GroupView]:
         with self._lock:
             return dict(self._groups)
+
+    def refused(self) -> dict[str, str]:
+        """Groups listed that this user may not describe, and why."""
+        with self._lock:
+            return dict(self._refused)
 
     def stop(self) -> None:
         self._stop.set()
@@ -120,7 +139,7 @@ class GroupsWatch:
 
     def _take(self, line: str) -> None:
         try:
-            listed, views = parse_groups(line)
+            listed, views, refused = parse_groups(line)
         except (ValueError, KeyError, TypeError):
             return
         with self._lock:
@@ -129,6 +148,7 @@ class GroupsWatch:
             # listed is gone.
             self._groups = {gid: views[gid] if gid in views else self._groups[gid]
                             for gid in listed if gid in views or gid in self._groups}
+            self._refused = refused
         self.answered.set()
         self._on_change()
 

@@ -331,5 +331,7 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None,
         mode=mode, quorum=quorum, hidden_topics=_hidden(zk, broker, names),
         controller_unknown=broker.quorum_unknown if kraft and broker and quorum is None
-        else None)
+        else None,
+        groups_unknown=tuple((g, Unknown(why)) for g, why in
+                             sorted((broker.groups_refused if broker else {}).items())))
     return ClusterSnapshot(**{**snapshot.__dict__, "warnings": cluster_warnings(snapshot)})

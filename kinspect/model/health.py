@@ -17,7 +17,7 @@ from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
 from kinspect.model.views import EligibleLeaders
 
 RANK = {"healthy": 0, "warning": 1, "critical": 2}
-SEVERITY_VERDICT = {"warn": "warning", "critical": "critical"}
+SEVERITY_VERDICT = {"info": "healthy", "warn": "warning", "critical": "critical"}
 # A reassignment whose replicas being added have not moved for this long is flagged.
 STALLED_AFTER_MS = 60_000
 
@@ -26,8 +26,9 @@ STALLED_AFTER_MS = 60_000
 class Unchecked:
     """A check that could not be made: which, what its failure would mean, why, and where."""
 
-    check: str  # under_min_isr | at_min_isr | under_replicated | settings | hidden_topics | controller
-    severity: str  # critical | warn: what failing it would make the verdict
+    check: str  # under_min_isr | at_min_isr | under_replicated | settings | hidden_topics |
+    #             controller | group_lag
+    severity: str  # critical | warn | info (not judged: said, never a verdict of its own)
     reason: str
     subjects: tuple[str, ...] = ()  # the partitions, topics or brokers it could not judge
 
@@ -45,7 +46,8 @@ class Unchecked:
 
 CHECK_NAMES = {"under_min_isr": "under min ISR", "at_min_isr": "at min ISR",
                "under_replicated": "under-replicated", "settings": "risky settings",
-               "hidden_topics": "topics hidden from this user", "controller": "the controller"}
+               "hidden_topics": "topics hidden from this user", "controller": "the controller",
+               "group_lag": "consumer groups' lag"}
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,9 @@ def _unknown(parts: Iterable[PartitionInfo], check: str, severity: str,
     return [Unchecked(check, severity, reason, tuple(names)) for reason, names in by_reason.items()]
 
 
-def unchecked(s: ClusterSnapshot) -> tuple[Unchecked, ...]:
-    """Every check a refused, failed or unsupported request left unmade."""
+def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, ...]:
+    """Every check a refused, failed or unsupported request left unmade (the groups' lag
+    counts as one only when lag is judged: health --max-lag)."""
     parts = s.partitions()
     out = _unknown(parts, "under_min_isr", "critical", lambda p: p.under_min_isr)
     out += _unknown([p for p in parts if not isinstance(p.min_isr, Unknown)], "at_min_isr",
@@ -103,6 +106,11 @@ def unchecked(s: ClusterSnapshot) -> tuple[Unchecked, ...]:
                              s.hidden_topics))
     if s.controller_unknown is not None:
         out.append(Unchecked("controller", "critical", s.controller_unknown.reason))
+    lags: dict[str, list[str]] = defaultdict(list)
+    for group, why in s.groups_unknown:
+        lags[why.reason].append(group)
+    out += [Unchecked("group_lag", "warn" if judge_lag else "info", reason, tuple(groups))
+            for reason, groups in lags.items()]
     return tuple(out)
 
 
@@ -114,7 +122,7 @@ def verdict_of(critical: bool, warning: bool, missing: Iterable[Unchecked]) -> t
     return ("unknown" if worst > RANK[seen] else seen), seen
 
 
-def classify(s: ClusterSnapshot) -> HealthReport:
+def classify(s: ClusterSnapshot, judge_lag: bool = False) -> HealthReport:
     """Kafka's own lists (TopicCommand's definitions) and the checks left unmade."""
     parts = s.partitions()
     offline = _flagged(parts, lambda p: p.offline)
@@ -127,7 +135,7 @@ def classify(s: ClusterSnapshot) -> HealthReport:
                        and p.stalled_ms >= STALLED_AFTER_MS)
     controller_ok = s.controller.id is not None or s.controller_unknown is not None
     risky = tuple(w.message for w in s.warnings if w.kind not in {"no_controller"})
-    missing = unchecked(s)
+    missing = unchecked(s, judge_lag)
     critical = bool(offline or under_min or unavailable or not controller_ok)
     warning = bool(under_rep or at_min or risky or stalled)
     verdict, seen = verdict_of(critical, warning, missing)

@@ -161,6 +161,7 @@ def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
             "partitions": [_partition(p) for p in t.partitions],
         } for t in s.topics],
         "hidden_topics": fact_to_json(s.hidden_topics, list),
+        "groups_unknown": {g: why.reason for g, why in s.groups_unknown},
         "warnings": [{"kind": w.kind, "topic": w.topic, "broker": w.broker,
                       "severity": w.severity, "message": w.message} for w in s.warnings],
         "limitations": list(s.limitations),
@@ -211,6 +212,7 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
                                  else fact_from_json(b["throttle"], throttle_from_json))
                       for b in d["brokers"]),
         hidden_topics=fact_from_json(d.get("hidden_topics", []), tuple),
+        groups_unknown=tuple((g, Unknown(why)) for g, why in d.get("groups_unknown", {}).items()),
         topics=tuple(topics),
         warnings=tuple(ClusterWarning(w["kind"], w["message"], w.get("topic"), w.get("broker"),
                                       w.get("severity", "warn")) for w in d["warnings"]),

@@ -299,6 +299,8 @@ class ClusterSnapshot:
     # topics the brokers hold (their log dirs) that this user may not describe
     hidden_topics: Fact[tuple[str, ...]] = ()
     controller_unknown: Unknown | None = None  # KRaft: the quorum refused to say who leads
+    # consumer groups listed but refused to this user: their state and lag are not known
+    groups_unknown: tuple[tuple[str, Unknown], ...] = ()
 
     @property
     def sees_zookeeper(self) -> bool:

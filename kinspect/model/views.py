@@ -165,6 +165,7 @@ class BrokerView:
     hosted_topics: Fact[frozenset[str]] = NOT_ASKED
     broker_configs: dict[int, Fact[dict[str, ConfigValue]]] = field(default_factory=dict)
     probe_errors: dict[int, str] = field(default_factory=dict)  # broker -> why it did not answer
+    groups_refused: dict[str, str] = field(default_factory=dict)  # listed, not describable: why
     # replicas being added that made no progress: (partition, broker) -> since when (ms)
     stalled_since: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
 

@@ -131,7 +131,8 @@ class Observer:
         if self.admin:
             broker_view = merge_claims(self.admin.view(), self.admin.claims(), zk_view)
             if self.admin.groups is not None:  # the groups' own process answers on its own
-                broker_view = replace(broker_view, groups=self.admin.groups.view())
+                broker_view = replace(broker_view, groups=self.admin.groups.view(),
+                                      groups_refused=self.admin.groups.refused())
         started = time.perf_counter()
         snapshot = build_snapshot(zk_view, broker_view, sorted(self.expected) or None,
                                   taken_at=now_ms())

@@ -188,8 +188,9 @@ class KinspectApp(ActingApp):
         self.lag_trend.observe(snapshot)
         self.partitions.show(snapshot)
         groups = self.main.query_one("#consumer-groups", Static)
-        groups.display = bool(snapshot.groups)  # the panel appears with the first group
-        if snapshot.groups:
+        # the panel appears with the first group (one listed but refused to this user too)
+        groups.display = bool(snapshot.groups or snapshot.groups_unknown)
+        if groups.display:
             groups.update(groups_text(snapshot, self.lag_trend, self.size.width))
         self.main.query_one(BrokerTable).show(snapshot, self.lab)
         log = self.main.query_one(EventLog)

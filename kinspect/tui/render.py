@@ -398,9 +398,13 @@ def groups_text(snapshot: ClusterSnapshot | None, trend: LagTrend, width: int = 
     """One line per consumer group: state, members, lag and its trend, and the partitions
     that lag most (on-call's question beside ISR health: is anyone falling behind?)."""
     groups = snapshot.groups if snapshot else ()
-    if not groups:
+    refused = snapshot.groups_unknown if snapshot else ()
+    if not groups and not refused:
         return Text("no consumer groups (ListGroups shows those this user may describe)", "dim")
     text = Text()
+    for name, why in refused[:limit]:
+        text.append(f"{name[:28]:<28} ", "bold").append("? ", UNKNOWN_STYLE)
+        text.append(why.reason + "\n", "dim")
     shown = sorted(groups, key=lambda g: -(g.lag or 0))[:limit]
     for group in shown:
         lag = group.lag

@@ -159,6 +159,12 @@ def test_no_user_gets_a_better_verdict_than_the_admin(secured: dict[str, Any]) -
     groups = {u: [g["group"] for g in run(u, profiles, "health")[1]["groups"]]
               for u in (ADMIN, "oncall-nogroups")}
     assert groups == {ADMIN: ["billing"], "oncall-nogroups": []}, groups
+    # listed (Describe on the cluster) but refused: said, with the reason, never left out
+    _, lagged = run("oncall-nogroups", profiles, "health", "--max-lag", "0")
+    lag_check = next(u for u in lagged["unchecked"] if u["check"] == "group_lag")
+    assert lag_check["subjects"] == ["billing"] and "Describe" in lag_check["reason"], lag_check
+    _, nogroups = run("oncall-nogroups", profiles, "snapshot")
+    assert "billing" in nogroups["groups_unknown"], nogroups["groups_unknown"]
     print("\n" + "\n".join(matrix))
 
 

@@ -49,18 +49,34 @@ def create_topics(bootstrap: str, topics: Mapping[str, int], replication_factor:
     if not wanted:
         return []
     wait_for_brokers(bootstrap, replication_factor, timeout_s)
-    futures = admin.create_topics(wanted, operation_timeout=timeout_s, request_timeout=timeout_s)
-    created = []
-    for name, future in futures.items():
-        try:
-            future.result()
-            created.append(name)
-        except KafkaException as exc:
-            error = exc.args[0]
-            if error.name() != "TOPIC_ALREADY_EXISTS":
-                raise KinspectError(f"cannot create topic {name}: {error.str()}") from None
+    deadline = time.monotonic() + timeout_s
+    created: list[str] = []
+    while wanted:
+        wanted = _create(admin, wanted, created, timeout_s, time.monotonic() < deadline)
+        if wanted:
+            time.sleep(0.5)
     _wait_for_leaders(admin, created, timeout_s)
     return created
+
+
+def _create(admin: AdminClient, wanted: list[NewTopic], created: list[str], timeout_s: float,
+            again: bool) -> list[NewTopic]:
+    """One CreateTopics; the topics to ask again. A controller just elected may not yet count
+    every broker that registered ("Replication factor: 3 larger than available brokers: 1",
+    while every broker's metadata lists three): asked again while `again`."""
+    futures = admin.create_topics(wanted, operation_timeout=timeout_s, request_timeout=timeout_s)
+    retry = []
+    for topic in wanted:
+        try:
+            futures[topic.topic].result()
+            created.append(topic.topic)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() == "INVALID_REPLICATION_FACTOR" and again:
+                retry.append(topic)
+            elif error.name() != "TOPIC_ALREADY_EXISTS":
+                raise KinspectError(f"cannot create topic {topic.topic}: {error.str()}") from None
+    return retry
 
 
 def _wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:

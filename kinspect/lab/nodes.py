@@ -188,8 +188,13 @@ def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str) 
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes in URL-safe base64, as `kafka-storage random-uuid`."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes in URL-safe base64, as `kafka-storage random-uuid`,
+    and as Kafka's Uuid.randomUuid never one starting with '-' (1 in 64 would: kafka-storage's
+    argument parser then takes `-t -Xyz…` for a missing value and the lab fails to format)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,

@@ -115,3 +115,11 @@ def test_the_matrix_puts_the_modes_side_by_side() -> None:
     assert "KRaft: failover" in table[0]
     assert table[2] == ("| s1 | 10 | 7.0 s | - | yes | 0 | 2.5 s | 1.0 s | "
                         "NO: acked_lost >= 1000 |")
+
+
+def test_a_cluster_id_never_starts_with_a_dash() -> None:
+    """kafka-storage format -t -Xyz… fails ('expected one argument'); a 1-in-64 lab did."""
+    from kinspect.lab.nodes import new_cluster_id
+
+    ids = [new_cluster_id() for _ in range(2000)]
+    assert not any(i.startswith("-") for i in ids) and all(len(i) == 22 for i in ids)

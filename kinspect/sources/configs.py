@@ -65,33 +65,48 @@ def describe_topics(admin: AdminClient, topics: list[str], timeout_s: float,
                     known: Mapping[str, dict[str, ConfigValue]]
                     ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown]]:
     """Each topic's settings, or why they are unknown: a refusal (no DescribeConfigs
-    permission) is said as such; a topic that did not answer keeps its last known settings
-    (in ZooKeeper mode a broker reads them from ZooKeeper: with ZooKeeper down this never
-    answers, and leaders, ISRs and offsets still matter most)."""
+    permission) is said as such. A topic whose request failed otherwise is asked once more
+    (librdkafka may have sent it to a broker that just died; the next try goes elsewhere),
+    then keeps its last known settings if it had any (in ZooKeeper mode a broker reads them
+    from ZooKeeper: with ZooKeeper down this never answers, and leaders, ISRs and offsets still
+    matter most)."""
+    out, unknown, failed = _describe_topics_once(admin, topics, timeout_s)
+    if failed:
+        again, unknown_again, still = _describe_topics_once(admin, list(failed), timeout_s)
+        out.update(again)
+        unknown.update(unknown_again)
+        for topic in still:
+            if topic in known:
+                out[topic] = known[topic]
+            else:
+                unknown[topic] = still[topic]
+    return out, unknown
+
+
+def _describe_topics_once(admin: AdminClient, topics: list[str],
+                          timeout_s: float
+                          ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown],
+                                     dict[str, Unknown]]:
+    """(settings, refused, failed otherwise): one DescribeConfigs of these topics."""
     if not topics:
-        return {}, {}
+        return {}, {}, {}
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
     futures = admin.describe_configs(resources, request_timeout=timeout_s)
     out: dict[str, dict[str, ConfigValue]] = {}
-    unknown: dict[str, Unknown] = {}
+    refused: dict[str, Unknown] = {}
+    failed: dict[str, Unknown] = {}
     deadline = time.monotonic() + timeout_s
     for resource, future in futures.items():
         try:
             entries = _result(future, max(0.01, deadline - time.monotonic()))
         except KafkaException as exc:
-            if resource.name in known and not _refused(exc):
-                out[resource.name] = known[resource.name]
-            else:
-                unknown[resource.name] = _refusal(exc, "DescribeConfigs")
+            (refused if _refused(exc) else failed)[resource.name] = _refusal(exc, "DescribeConfigs")
             continue
         except TimeoutError:
-            if resource.name in known:
-                out[resource.name] = known[resource.name]
-            else:
-                unknown[resource.name] = Unknown("DescribeConfigs did not answer in time")
+            failed[resource.name] = Unknown("DescribeConfigs did not answer in time")
             continue
         out[resource.name] = _values(entries, TOPIC_KEYS)
-    return out, unknown
+    return out, refused, failed
 
 
 def describe_brokers(admin: AdminClient, brokers: Mapping[int, str], timeout_s: float

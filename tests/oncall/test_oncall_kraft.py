@@ -53,7 +53,7 @@ def test_health_on_kraft_names_the_quorum_leader_not_a_broker(kraft_lab: dict[st
     try:
         code, result = wait_until(lambda: (r := health(bootstrap))[0] != 0 and r, 60,
                                   "health to notice kafka3 gone")
-        assert code == 1 and result["verdict"] == "warning", result
+        assert code == 1 and result["verdict"] == "warning", (result["unchecked"], result)
         assert any("under-replicated" in p for p in result["problems"]), result
     finally:
         kinspect("lab", "start", "kafka3")

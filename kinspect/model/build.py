@@ -41,7 +41,6 @@ from kinspect.model.views import (
 from kinspect.model.warnings import cluster_warnings
 
 NO_ADMIN = Unknown("no AdminClient answer: topic configs not read")
-NO_ELR_IN_ZOOKEEPER_MODE = None  # ELR is a KRaft thing: not unknown, absent
 # Brokers learn the controller's decisions a little after ZooKeeper does; a broker view is
 # compared with a ZooKeeper state only when it was polled at least this long after the change.
 METADATA_GRACE_MS = 500
@@ -83,7 +82,7 @@ def _reassignment(key: tuple[str, int], zk: ZkView | None, broker: BrokerView | 
 def _elr(key: tuple[str, int], broker: BrokerView | None, mode: str
          ) -> Fact[EligibleLeaders] | None:
     if mode != "kraft" or broker is None:
-        return NO_ELR_IN_ZOOKEEPER_MODE
+        return None  # ELR is KRaft's: in ZooKeeper mode absent, not unknown
     if isinstance(broker.elr, Unknown):
         return broker.elr
     return broker.elr.get(key, Unknown("not in the DescribeTopicPartitions answer"))

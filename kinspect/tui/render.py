@@ -262,7 +262,7 @@ def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
     return text
 
 
-def throttle_words(throttle: Any) -> str:
+def throttle_words(throttle: Throttle) -> str:
     """`leader 97.7 KiB/s, follower 97.7 KiB/s`: the rates kafka-reassign-partitions set."""
     rates = (("leader", throttle.leader_rate), ("follower", throttle.follower_rate))
     return ", ".join(f"{role} {rate / 1024:,.1f} KiB/s" for role, rate in rates
@@ -373,7 +373,7 @@ def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
     """Warnings, then each check kinspect could not make (`?`, with the reason: a refused
     request is said, never taken as healthy), then what this view cannot show."""
     missing = unchecked(snapshot) if snapshot is not None else ()
-    throttled = [b for b in snapshot.brokers if isinstance(b.throttle, Throttle)
+    throttled = [(b.id, b.throttle) for b in snapshot.brokers if isinstance(b.throttle, Throttle)
                  and b.throttle.active] if snapshot is not None else []
     if snapshot is None or not (snapshot.warnings or snapshot.limitations or missing
                                 or throttled):
@@ -384,9 +384,9 @@ def warnings_text(snapshot: ClusterSnapshot | None) -> Text:
         text.append("▲ ", style).append(warning.message + "\n")
     for check in missing:
         text.append("? ", UNKNOWN_STYLE).append(check.text + "\n")
-    for broker in throttled:
-        text.append("▾ ", "cyan").append(f"broker {broker.id} throttles replication: "
-                                         f"{throttle_words(broker.throttle)}\n")
+    for broker_id, throttle in throttled:
+        text.append("▾ ", "cyan").append(f"broker {broker_id} throttles replication: "
+                                         f"{throttle_words(throttle)}\n")
     for limitation in snapshot.limitations:
         text.append("· " + limitation + "\n", "dim")
     text.rstrip()

@@ -56,10 +56,10 @@ lock:
 kafka: venv
 	$(KINSPECT) lab fetch
 
-# The Spark driver's classes in one archive (kinspect/postmortem/jvm_archive.py): every
+# The Spark driver's classes in one archive (kinspect/postmortem/spark/jvm_archive.py): every
 # post-mortem's JVM starts ~2 s sooner. Made once (~30 s), kept in ~/.cache/kinspect.
 spark-archive: venv
-	$(PY) -m kinspect.postmortem.jvm_archive
+	$(PY) -m kinspect.postmortem.spark.jvm_archive
 
 # The docker backend: an engine (docker/engine.sh starts one as root when none answers) and
 # our images (base pulled or debootstrapped, Kafka image built from docker/; reused when present).

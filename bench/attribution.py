@@ -34,7 +34,7 @@ def judge(run_dir: Path, row: dict[str, Any], spark: Any) -> dict[str, Any]:
     import duckdb
 
     from kinspect.postmortem import run_postmortem
-    from tests.oracles import held_by
+    from tests.helpers.oracles import held_by
 
     report = json.loads((run_dir / "postmortem" / "report.json").read_text())
     victim = int(row["faults"][0]["nodes"][0].removeprefix("kafka"))
@@ -57,7 +57,7 @@ def judge(run_dir: Path, row: dict[str, Any], spark: Any) -> dict[str, Any]:
 
 def run_backend(backend: str, rounds: int, spark: Any) -> list[dict[str, Any]]:
     from kinspect.scenarios.catalog import find
-    from kinspect.scenarios.runner import run_scenario
+    from kinspect.scenarios.scenario_run import run_scenario
 
     results = []
     with tempfile.TemporaryDirectory(prefix="kinspect-attr-") as home:
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(argv if argv is not None else sys.argv[1:])
     rounds = int(args.pop(0)) if args and args[0].isdigit() else ROUNDS
     backends = args or ["process", "docker"]
-    from kinspect.postmortem.job import start_spark
+    from kinspect.postmortem.spark.job import start_spark
 
     spark = start_spark("local[2]")
     results: list[dict[str, Any]] = []

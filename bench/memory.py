@@ -66,7 +66,7 @@ def tree_rss(pid: int) -> dict[str, int]:
         except (OSError, IndexError, ValueError):
             continue
         role = ("command" if current == pid else
-                "worker" if b"kinspect.load.worker" in cmdline else "other")
+                "worker" if b"kinspect.load.producer_worker" in cmdline else "other")
         out[role] = out.get(role, 0) + rss
         out["tree"] = out.get("tree", 0) + rss
     return out

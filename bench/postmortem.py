@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kinspect.load.ledger import LEDGER_SCHEMA
+from kinspect.load.ack_ledger import LEDGER_SCHEMA
 from kinspect.load.verify import FINAL_LOG_SCHEMA, PreviousSeqs
 
 T0 = 1_700_000_000_000
@@ -130,7 +130,7 @@ def duckdb_counts(run_dir: Path) -> dict[str, int]:
     """The same counts in DuckDB (unknown seqs from the same sent_upto metadata)."""
     import duckdb
 
-    from kinspect.postmortem.inputs import load_inputs
+    from kinspect.postmortem.evidence.inputs import load_inputs
 
     inputs = load_inputs(run_dir)
     upto = ", ".join(f"({p}, {m.sent_upto})" for p, m in inputs.producers.items())

@@ -32,7 +32,7 @@ from textual.widgets import Input
 
 from kinspect.lab import running_lab
 from kinspect.lab.topics import DEMO_TOPICS, create_topics
-from kinspect.postmortem.chart import redraw
+from kinspect.postmortem.story.chart import redraw
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
 from kinspect.tui.feed import LiveFeed

@@ -19,7 +19,6 @@ from kazoo.client import KazooClient
 from tests.helpers import kinspect
 
 BACKENDS = ("process", "docker")
-BOTH_BACKENDS = Path(__file__).parent / "lab"  # the foundation's lab tests run on both
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -29,10 +28,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Lab tests under tests/lab run once per backend; every other test uses the process lab."""
-    if "lab_backend" in metafunc.fixturenames and BOTH_BACKENDS in metafunc.definition.path.parents:
+    """A lab test runs once per backend its `backends` marker names, wherever its module lives
+    (`pytestmark = pytest.mark.backends("process", "docker")`); unmarked, on the process lab."""
+    if "lab_backend" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("backends")
-        chosen = marker.args if marker else BACKENDS
+        chosen = marker.args if marker else ("process",)
         metafunc.parametrize("lab_backend", chosen, indirect=True, scope="session")
 
 
@@ -58,7 +58,7 @@ def lab_backend(request: pytest.FixtureRequest) -> str:
     because `make test` starts one as root."""
     backend = str(getattr(request, "param", "process"))
     if backend == "docker":
-        from kinspect.lab.engine import engine_problem
+        from kinspect.lab.docker_engine import engine_problem
 
         problem = engine_problem()
         if problem and os.geteuid() == 0:

@@ -71,7 +71,7 @@ def register(commands: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kinspect.load.consumers.runner import check_consumer_dir, run_consumers
+    from kinspect.load.consumers.group_run import check_consumer_dir, run_consumers
     from kinspect.load.consumers.settings import ConsumeSettings
 
     topic_name(args.topic)
@@ -104,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     from kinspect.load.consumers.settings import consumer_dir
-    from kinspect.load.runner import stop_load
+    from kinspect.load.producer_run import stop_load
 
     existing_dir(args.run_dir, "--run-dir")
     if not stop_load(consumer_dir(args.run_dir)):

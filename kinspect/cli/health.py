@@ -18,7 +18,7 @@ from kinspect.checks import option
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders
-from kinspect.model.health import classify, copying, elr_explained, stalled_between, verdict_of
+from kinspect.model.assessment import classify, copying, elr_explained, stalled_between, verdict_of
 from kinspect.model.serialize import unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -111,7 +111,7 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
            max_lag: int | None = None, stalled: tuple[str, ...] = ()) -> dict[str, Any]:
     """The verdict and its reasons, as data (pure). Consumer lag is listed; it is judged
     only against `max_lag` when one is given (health is about ISR health first). A check that
-    could not be made is listed under `unchecked`; see model/health.py for the verdict."""
+    could not be made is listed under `unchecked`; see model/assessment.py for the verdict."""
     if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
         return {"verdict": "unreachable", "problems": [
             f"no broker answered{': ' + snapshot.admin_error if snapshot.admin_error else ''}"

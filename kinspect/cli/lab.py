@@ -219,11 +219,11 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_images(args: argparse.Namespace) -> int:
-    from kinspect.lab import engine, images
+    from kinspect.lab import docker_engine, images
 
     with Display() as display:
         kafka = dist.ensure(display.line, version=args.kafka)
-        client = engine.connect()
+        client = docker_engine.connect()
         tag = images.ensure(client, kafka, display.line, rebuild=args.rebuild)
         latest = kafka.version == dist.kafka_version()  # docker-compose.yml runs latest (3.x)
         if latest:

@@ -146,7 +146,7 @@ def first_class(args: argparse.Namespace, kafka: dict[str, str]) -> dict[str, st
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kinspect.load.runner import check_run_dir, run_load
+    from kinspect.load.producer_run import check_run_dir, run_load
     from kinspect.load.runsettings import LoadSettings
 
     topic_name(args.topic)
@@ -242,7 +242,7 @@ def run_dir_of_a_load(path: Path, what: str = "--run-dir") -> LoadSettings:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from kinspect.load.runner import stop_load
+    from kinspect.load.producer_run import stop_load
 
     run_dir_of_a_load(args.run_dir)
     if not stop_load(args.run_dir):

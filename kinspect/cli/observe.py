@@ -45,7 +45,7 @@ def make_observer(args: argparse.Namespace, run_dir: Path | None = None,
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from kinspect.cli.render import render_snapshot
+    from kinspect.cli.snapshot_text import render_snapshot
     from kinspect.model import snapshot_to_json
 
     for topic in args.topic:

@@ -51,7 +51,7 @@ def register(commands: Any) -> None:
 
 
 def cmd_postmortem(args: argparse.Namespace) -> int:
-    from kinspect.postmortem.report import summary
+    from kinspect.postmortem.story.report import summary
 
     if args.serve:
         return _serve(args)
@@ -111,7 +111,7 @@ def _postmortem(args: argparse.Namespace, conf: dict[str, str],
     """On the warm engine when one runs with the same master (and no session settings asked
     for), else on a session of its own: the same job either way."""
     from kinspect.postmortem import run_postmortem
-    from kinspect.postmortem.engine_client import postmortem_if_warm
+    from kinspect.postmortem.spark.spark_client import postmortem_if_warm
 
     plain = not (args.cold or conf or args.verbose or args.driver_memory != "2g")
     report = (postmortem_if_warm(args.run_dir, args.out, not args.no_chart, say, args.master)
@@ -122,8 +122,8 @@ def _postmortem(args: argparse.Namespace, conf: dict[str, str],
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from kinspect.postmortem.engine import serve
-    from kinspect.postmortem.engine_client import engine_socket, engine_status
+    from kinspect.postmortem.spark.spark_client import engine_socket, engine_status
+    from kinspect.postmortem.spark.spark_server import serve
 
     if not MASTER.match(args.master):
         raise KinspectError(f"--master {args.master!r} is not a Spark master")

@@ -100,7 +100,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _run_dir(name: str, given: Path | None) -> Path:
-    from kinspect.scenarios.runner import default_run_dir
+    from kinspect.scenarios.scenario_run import default_run_dir
 
     if given is None:
         return default_run_dir(name)
@@ -112,7 +112,7 @@ def _run_dir(name: str, given: Path | None) -> Path:
 
 def check_load(scenario: Any) -> None:
     """The scenario's producer settings as librdkafka sees them, before any lab is touched."""
-    from kinspect.load.runner import check_producer_config
+    from kinspect.load.producer_run import check_producer_config
 
     try:
         check_producer_config(scenario.load_settings("127.0.0.1:1"))
@@ -122,7 +122,7 @@ def check_load(scenario: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kinspect.scenarios.catalog import find
-    from kinspect.scenarios.runner import run_scenario
+    from kinspect.scenarios.scenario_run import run_scenario
     from kinspect.scenarios.table import text_table
 
     scenario = find(args.name)
@@ -149,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from kinspect.scenarios.catalog import builtin, find
-    from kinspect.scenarios.runner import run_scenario, skipped_row
+    from kinspect.scenarios.scenario_run import run_scenario, skipped_row
     from kinspect.scenarios.table import markdown_table, side_by_side, text_table
 
     scenarios = [find(n) for n in args.names] if args.names else builtin()
@@ -225,7 +225,7 @@ class _WarmSpark:
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from kinspect.postmortem.job import start_spark
+        from kinspect.postmortem.spark.job import start_spark
 
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="spark-start")
         self._future = self._pool.submit(start_spark)

@@ -4,7 +4,7 @@ A 10,000-partition cluster has 10,000 partition-state znodes. Read one request e
 itself needs 0.4-0.7 s on two busy cores and kazoo's connection thread (one request per loop
 turn) about 2 s; read in multiRead batches of a few hundred (ZooKeeper 3.6+, opcode 22) the
 same reads take about 0.1 s. multiRead sets no watches: callers that watch arm them afterwards
-(see sources/zookeeper.py). A server without multiRead answers UNIMPLEMENTED (and drops the
+(see sources/zk_watch.py). A server without multiRead answers UNIMPLEMENTED (and drops the
 connection, which kazoo re-establishes in the same session): then pipelined gets do the job.
 """
 

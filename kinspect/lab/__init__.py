@@ -18,14 +18,14 @@ BACKENDS = ("auto", "process", "docker")
 def choose_backend(progress: Progress | None = None) -> str:
     """`--backend auto`: $KINSPECT_BACKEND if set, else docker when an engine answers and our
     image can be had, else process."""
-    from kinspect.lab import engine, images
+    from kinspect.lab import docker_engine, images
 
     say = progress or (lambda line: None)
     preferred = os.environ.get("KINSPECT_BACKEND", "")
     if preferred in {"process", "docker"}:
         say(f"backend: {preferred} (KINSPECT_BACKEND)")
         return preferred
-    problem = engine.engine_problem()
+    problem = docker_engine.engine_problem()
     if problem is None:
         try:
             images.docker_folder()

@@ -26,7 +26,7 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, engine, firewall, images, shaping, tls
+from kinspect.lab import dist, docker_engine, firewall, images, shaping, tls
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import (
@@ -79,7 +79,7 @@ class DockerBackend(LabBackend):
 
     @property
     def client(self) -> docker.DockerClient:
-        return engine.shared_client()
+        return docker_engine.shared_client()
 
     # ----- lifecycle -------------------------------------------------------------------
 

@@ -90,7 +90,7 @@ def running_loads() -> list[ActiveLoad]:
 def stop_loads(loads: list[ActiveLoad], timeout_s: float = 15.0) -> list[ActiveLoad]:
     """Ask each load to stop (its workers record what is in flight) and wait for them to end;
     returns those still running at the deadline."""
-    from kinspect.load.runner import stop_load
+    from kinspect.load.producer_run import stop_load
 
     for load in loads:
         stop_load(Path(load.run_dir))

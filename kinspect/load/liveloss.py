@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kinspect.load.ledger import ledger_dir
+from kinspect.load.ack_ledger import ledger_dir
 from kinspect.model import ClusterSnapshot, PartitionInfo
 
 Key = tuple[str, int, int]  # topic, partition, producer

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kinspect.load.ledger import chunk_producer, chunk_sent_upto, ledger_dir, read_marks
+from kinspect.load.ack_ledger import chunk_producer, chunk_sent_upto, ledger_dir, read_marks
 from kinspect.load.rundir import STATS_DIR
 
 READ_BATCH = 65_536  # ledger rows read at a time by `ledger_totals`

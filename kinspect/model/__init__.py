@@ -1,9 +1,9 @@
 """The pure model: immutable snapshots and events. No I/O, no threads, no Textual."""
 
+from kinspect.model.assessment import HealthReport, classify
 from kinspect.model.build import build_snapshot
 from kinspect.model.events import Event, EventKind, HwStallTracker, diff
 from kinspect.model.facts import Fact, Unknown, known
-from kinspect.model.health import HealthReport, classify
 from kinspect.model.serialize import (
     quorum_from_json,
     quorum_to_json,

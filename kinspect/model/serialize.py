@@ -128,7 +128,7 @@ def unchecked_to_json(u: Any) -> dict[str, Any]:
 def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
     """The snapshot; `mode` always, `quorum` only in KRaft (null there when it did not answer),
     each broker's `fenced` only in KRaft."""
-    from kinspect.model.health import unchecked
+    from kinspect.model.assessment import unchecked
 
     out = _snapshot_json(s)
     out["mode"] = s.mode

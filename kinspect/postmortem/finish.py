@@ -32,7 +32,7 @@ from kinspect.load.rundir import (
 )
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import Count, PartitionRead, verify
-from kinspect.postmortem.evidence import collect_lab_evidence
+from kinspect.postmortem.evidence.keep import collect_lab_evidence
 
 Say = Callable[[str], None]
 AGREE_WAIT_S = 30.0  # a healed zombie learns it is no longer leader within a few seconds
@@ -105,7 +105,7 @@ def finish_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = No
     """verify → evidence → the PySpark post-mortem; returns the report. The post-mortem runs
     on `spark`, else on the warm engine when one runs (the TUI starts it), else cold."""
     from kinspect.postmortem import run_postmortem
-    from kinspect.postmortem.engine_client import postmortem_if_warm
+    from kinspect.postmortem.spark.spark_client import postmortem_if_warm
 
     verify_run(run_dir, bootstrap, config, lab, say)
     report = postmortem_if_warm(run_dir, chart=chart, say=say) if spark is None else None
@@ -134,7 +134,7 @@ def wait_for_agreement(lab: LabState, topic: str, timeout_s: float, say: Say) ->
     or in KRaft the newest epoch any broker has) for each partition of the topic; the first
     partition still in dispute after the timeout, else None."""
     from kinspect.clients.wire import ask_metadata
-    from kinspect.lab.decided import lab_decisions
+    from kinspect.lab.decision_link import lab_decisions
 
     judge = "the controller quorum" if lab.kraft else "ZooKeeper"
     try:

@@ -26,7 +26,7 @@ from kinspect.errors import KinspectError, error_line
 from kinspect.model import ClusterSnapshot, Event, HwStallTracker, build_snapshot, diff
 from kinspect.sources.admin import AdminSource
 from kinspect.sources.claims import merge_claims
-from kinspect.sources.zookeeper import ZooKeeperSource
+from kinspect.sources.zk_watch import ZooKeeperSource
 
 Subscriber = Callable[[ClusterSnapshot, list[Event]], None]
 

@@ -20,8 +20,8 @@ from kinspect.errors import error_line
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.lab.state import LabState, NodeState
-from kinspect.load.background import LoadRequest, LoadStatus
-from kinspect.load.consumers.background import ConsumerRequest
+from kinspect.load.consumers.group_process import ConsumerRequest
+from kinspect.load.load_process import LoadRequest, LoadStatus
 from kinspect.model import ClusterSnapshot
 from kinspect.tui.console import Console
 from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said, Severity
@@ -299,7 +299,7 @@ class ActingApp(App[None]):
     def run_scenario(self, name: str) -> None:
         """The run plays out on the main screen (the feed keeps observing); its progress lines
         are toasts, then its verdict and its report."""
-        from kinspect.scenarios.background import ScenarioOutcome, follow
+        from kinspect.scenarios.scenario_process import ScenarioOutcome, follow
 
         def verdict(outcome: ScenarioOutcome) -> list[Message]:
             severity: Severity = ("error" if outcome.failure else

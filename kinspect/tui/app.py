@@ -25,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from kinspect.lab.state import LabState
-from kinspect.load.background import LoadStatus
+from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot
 from kinspect.model.lag import LagTrend
 from kinspect.profiles import redact
@@ -33,7 +33,6 @@ from kinspect.target import ClusterTarget
 from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
-from kinspect.tui.engine_keeper import EngineChanged, EngineKeeper
 from kinspect.tui.feed import Feed, FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
 from kinspect.tui.load_panel import LoadPanel
 from kinspect.tui.messages import LoadStarted, ReportReady, Said
@@ -47,6 +46,7 @@ from kinspect.tui.render import (
     warnings_text,
 )
 from kinspect.tui.report_screen import ReportScreen
+from kinspect.tui.spark_keeper import EngineChanged, EngineKeeper
 from kinspect.tui.warnings_screen import WarningsScreen
 from kinspect.tui.widgets import BrokerTable, EventLog
 

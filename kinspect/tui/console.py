@@ -15,12 +15,12 @@ from kinspect.errors import KinspectError
 from kinspect.lab import LabBackend, open_backend
 from kinspect.lab.backend import LabChanged
 from kinspect.lab.faults import Fault
-from kinspect.load import background as loads
-from kinspect.load.background import LoadRequest
-from kinspect.load.consumers import background as consumers
-from kinspect.load.consumers.background import ConsumerRequest
-from kinspect.scenarios import background as scenarios
-from kinspect.scenarios.background import ScenarioProcess
+from kinspect.load import load_process as loads
+from kinspect.load.consumers import group_process as consumers
+from kinspect.load.consumers.group_process import ConsumerRequest
+from kinspect.load.load_process import LoadRequest
+from kinspect.scenarios import scenario_process as scenarios
+from kinspect.scenarios.scenario_process import ScenarioProcess
 
 
 class Refused(KinspectError):

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from kinspect.lab.state import LabState
-from kinspect.load.background import LoadStatus, load_status
 from kinspect.load.liveloss import LedgerTail
+from kinspect.load.load_process import LoadStatus, load_status
 from kinspect.load.trend import RateTrend
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.paths import kinspect_home

@@ -15,8 +15,8 @@ from typing import Any
 from rich.text import Text
 from textual.widget import Widget
 
-from kinspect.load.background import LoadStatus
 from kinspect.load.liveloss import LiveLoss
+from kinspect.load.load_process import LoadStatus
 from kinspect.load.trend import RateSample
 from kinspect.tui.render import sep
 

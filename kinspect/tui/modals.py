@@ -16,8 +16,8 @@ from textual.widgets.option_list import Option
 from kinspect.errors import KinspectError
 from kinspect.lab.faults import Scope
 from kinspect.lab.topology import parse_groups
-from kinspect.load.background import LoadRequest
-from kinspect.load.consumers.background import ConsumerRequest
+from kinspect.load.consumers.group_process import ConsumerRequest
+from kinspect.load.load_process import LoadRequest
 from kinspect.tui.actions import ACTIONS, display_key
 
 

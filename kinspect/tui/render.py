@@ -24,7 +24,7 @@ from kinspect.model import (
     ReplicaLog,
     Unknown,
 )
-from kinspect.model.health import STALLED_AFTER_MS, unchecked
+from kinspect.model.assessment import STALLED_AFTER_MS, unchecked
 from kinspect.model.lag import LagTrend
 from kinspect.model.snapshot import Throttle
 

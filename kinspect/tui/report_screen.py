@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Label, Static
 from kinspect.tui.render import clock_text
 
 if TYPE_CHECKING:
-    from kinspect.postmortem.lanes import Lanes
+    from kinspect.postmortem.story.lanes import Lanes
 
 NUMBERS = (("sent", "sent"), ("acked", "acknowledged"), ("failed", "failed"),
            ("unknown", "unknown"), ("in_log", "in the final log"),
@@ -75,7 +75,7 @@ def lanes_text(lanes: Lanes, width: int) -> Text:
     """The post-mortem chart in text, `width` columns wide: the fault bands with their names,
     a row per broker (full blocks: led; shaded: cut off but still acting as leader; a cross:
     truncated), acked/s and failed/s, the lost window, seconds from the fault."""
-    from kinspect.postmortem.lanes import fit, pack
+    from kinspect.postmortem.story.lanes import fit, pack
 
     plot = max(10, width - NAME_W)
     col = lanes.column
@@ -130,7 +130,7 @@ def _spark(lanes: Lanes, values: list[int], plot: int) -> str:
 
 
 def _axis(lanes: Lanes, plot: int) -> Text:
-    from kinspect.postmortem.lanes import fit, ticks
+    from kinspect.postmortem.story.lanes import fit, ticks
 
     marks = ticks(lanes.x(lanes.lo), lanes.x(lanes.hi), most=max(2, plot // 10))
     line = _Row(plot)
@@ -168,7 +168,7 @@ class LanesChart(Widget):
 
     def __init__(self, report: Mapping[str, Any]) -> None:
         super().__init__()
-        from kinspect.postmortem.lanes import build
+        from kinspect.postmortem.story.lanes import build
 
         self.lanes = build(report.get("per_second") or [], report.get("timeline") or [],
                            report.get("attribution") or [])
@@ -184,7 +184,7 @@ class ReportScreen(ModalScreen[None]):
     """Read-only view of report.json; the files themselves stay in the run dir."""
 
     BINDINGS = [Binding("escape,q", "dismiss(None)", "close")]
-    # Enter on a timeline entry: the run's replay at that moment (kinspect/tui/replay.py).
+    # Enter on a timeline entry: the run's replay at that moment (kinspect/tui/replay_feed.py).
 
     def __init__(self, report: Mapping[str, Any], out_dir: Path) -> None:
         super().__init__()
@@ -216,7 +216,7 @@ class ReportScreen(ModalScreen[None]):
 
     @on(DataTable.RowSelected, ".timeline")
     def replay_entry(self, event: DataTable.RowSelected) -> None:
-        from kinspect.tui.replay import open_replay
+        from kinspect.tui.replay_feed import open_replay
 
         run_dir = Path(str(self.report.get("run_dir") or self.out_dir.parent))
         open_replay(self.app, run_dir, int(str(event.row_key.value).split(":")[1]))

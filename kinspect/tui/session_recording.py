@@ -15,7 +15,7 @@ from typing import Any
 from textual.message import Message
 
 from kinspect.errors import error_line
-from kinspect.load.background import LoadStatus
+from kinspect.load.load_process import LoadStatus
 from kinspect.load.trend import trend_to_json
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.sources.recording import RECORDING_DIR, Recorder

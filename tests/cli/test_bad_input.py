@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from kinspect.scenarios.catalog import CATALOG_DIR
-from tests.postmortem.rundirs import scenario_a
-from tests.unit.recording_story import record_story
+from tests.helpers.recording_story import record_story
+from tests.helpers.rundirs import scenario_a
 
 TOPIC = "kinspect-bad-input"  # made on the session lab by the lab cases' fixture
 B = ("--bootstrap", "127.0.0.1:1")  # a cluster is named, so the check under test is reached

@@ -16,7 +16,7 @@ import pytest
 from kinspect.cli import progress as pr
 from kinspect.cli.load import LOAD_LINE, load_bar, records_bar
 from kinspect.lab.dist import Tick
-from kinspect.load.runner import format_progress
+from kinspect.load.producer_run import format_progress
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """

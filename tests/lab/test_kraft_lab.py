@@ -16,7 +16,7 @@ from kinspect.clients.quorum import describe_quorum
 from kinspect.lab import dist
 from tests.helpers import kinspect, shaping_in_node, wait_until
 
-pytestmark = [pytest.mark.lab, pytest.mark.resets_lab]
+pytestmark = [pytest.mark.lab, pytest.mark.resets_lab, pytest.mark.backends("process", "docker")]
 
 TOPIC = "kraft1"
 

@@ -10,15 +10,9 @@ from typing import Any
 import pytest
 
 from tests.helpers import kinspect
+from tests.helpers.errors import one_line_error
 
-
-def one_line_error(proc: Any) -> str:
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    errors = [line for line in lines if line.startswith("kinspect: error:")]
-    assert len(errors) == 1 and lines[-1] == errors[0], proc.stderr
-    assert "Traceback" not in proc.stderr
-    return str(errors[0])
+pytestmark = pytest.mark.backends("process", "docker")  # refused alike on both
 
 
 @pytest.mark.lab
@@ -123,7 +117,7 @@ def test_no_docker_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_auto_prefers_a_docker_engine_that_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     from kinspect.lab import choose_backend
-    from kinspect.lab.engine import engine_problem
+    from kinspect.lab.docker_engine import engine_problem
 
     if engine_problem():
         pytest.skip("no Docker engine answers here")

@@ -13,7 +13,7 @@ import pytest
 
 from kinspect.lab import open_backend
 from tests.helpers import kinspect
-from tests.lab.test_lab_bad_input import one_line_error
+from tests.helpers.errors import one_line_error
 
 pytestmark = [pytest.mark.lab, pytest.mark.backends("docker")]
 
@@ -115,7 +115,7 @@ def test_a_whole_scenario_runs_unchanged_on_the_docker_lab(lab: dict[str, Any],
                                                            tmp_path: Path) -> None:
     """Reset (kept on docker), load with a ledger, isolate the leader, heal, verify, broker logs
     out of the containers, PySpark post-mortem: the acks=1 loss shows here as on processes."""
-    from tests.scenarios.attribution import check_blame
+    from tests.helpers.attribution import check_blame
     from tests.scenarios.test_scenarios_lab import run
 
     row = run("acks1-isolate-leader", tmp_path)

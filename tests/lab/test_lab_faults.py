@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from kinspect.lab import dist
 from tests.helpers import kinspect, node_for_broker, partition_state, shaping_in_node, wait_until
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.backends("process", "docker")]
 
 TOPIC = "test1"
 

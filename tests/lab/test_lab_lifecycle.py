@@ -14,11 +14,11 @@ import pytest
 
 from kinspect.lab import netns, shaping
 from kinspect.lab.topics import create_topics
-from kinspect.load.ledger import read_ledger
+from kinspect.load.ack_ledger import read_ledger
 from tests.conftest import Lab
 from tests.helpers import kinspect, wait_until
 
-pytestmark = [pytest.mark.lab, pytest.mark.lab_lifecycle]
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lifecycle, pytest.mark.backends("process", "docker")]
 
 
 def leftovers(backend: str, lab_id: str, slot: int) -> list[str]:

@@ -22,7 +22,12 @@ from kinspect.lab import dist, tls
 from kinspect.lab.topics import create_topics
 from tests.helpers import kinspect, lab_status, wait_until
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab]
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.slow,
+    pytest.mark.resets_lab,
+    pytest.mark.backends("process", "docker"),
+]
 
 TOPIC = "secure1"
 MODES = {"process": "zookeeper", "docker": "kraft"}

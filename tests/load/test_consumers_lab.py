@@ -13,7 +13,7 @@ import pytest
 
 from kinspect.lab.topics import create_topics
 from tests.helpers import kinspect
-from tests.oracles import duckdb_consumer_recount, group_offsets, kcat_records
+from tests.helpers.oracles import duckdb_consumer_recount, group_offsets, kcat_records
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark, pytest.mark.slow]
 COUNTS = ("answered_for", "processed", "never_processed", "processed_twice")
@@ -22,7 +22,7 @@ COUNTS = ("answered_for", "processed", "never_processed", "processed_twice")
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """One Spark session for the module's post-mortems (each would start its own: 16 s)."""
-    from kinspect.postmortem.job import start_spark
+    from kinspect.postmortem.spark.job import start_spark
 
     session = start_spark("local[2]")
     yield session

@@ -19,9 +19,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from kinspect.lab.topics import create_topics
-from kinspect.load.timeline import LIVE_LOSS_FILE, read_live_loss
+from kinspect.load.run_timeline import LIVE_LOSS_FILE, read_live_loss
 from tests.helpers import kinspect, partition_state, wait_until
-from tests.oracles import duckdb_recount, kcat_ids
+from tests.helpers.oracles import duckdb_recount, kcat_ids
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 TOPIC = "live-loss"

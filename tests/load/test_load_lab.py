@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kinspect.lab.topics import create_topics
-from kinspect.load.ledger import read_ledger
+from kinspect.load.ack_ledger import read_ledger
 from tests.helpers import kinspect, wait_until
 
 pytestmark = pytest.mark.lab

@@ -11,7 +11,7 @@ import pytest
 
 from kinspect.lab.topics import create_topics
 from tests.helpers import kinspect
-from tests.oracles import duckdb_recount, kcat_ids
+from tests.helpers.oracles import duckdb_recount, kcat_ids
 
 pytestmark = [pytest.mark.lab, pytest.mark.spark, pytest.mark.slow]
 

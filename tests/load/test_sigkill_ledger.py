@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from kinspect.lab.topics import create_topics
-from kinspect.load.ledger import read_ledger
+from kinspect.load.ack_ledger import read_ledger
 from tests.helpers import kinspect, wait_until
-from tests.oracles import kcat_ids
+from tests.helpers.oracles import kcat_ids
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

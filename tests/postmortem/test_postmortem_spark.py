@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from kinspect.postmortem import run_postmortem
-from tests.postmortem.rundirs import EXPECTED_A, T0, clean_run, scenario_a, write_final_log
+from tests.helpers.rundirs import EXPECTED_A, T0, clean_run, scenario_a, write_final_log
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    from kinspect.postmortem.job import start_spark
+    from kinspect.postmortem.spark.job import start_spark
 
     session = start_spark("local[2]")
     yield session
@@ -118,7 +118,7 @@ def test_a_final_log_without_prev_seq_is_judged_the_same(spark: Any, report_a: d
 def test_unknown_tail_only_and_many_ranges(spark: Any, tmp_path: Path) -> None:
     """Every other seq lost: 60 ranges, capped at 50 with the rest counted; the unknown tail
     comes only from sent_upto."""
-    from kinspect.load.ledger import LedgerWriter
+    from kinspect.load.ack_ledger import LedgerWriter
 
     run = tmp_path / "run"
     writer = LedgerWriter(run, 0, "t", "1")
@@ -168,7 +168,7 @@ def test_a_zombie_leaders_acks_are_blamed_on_the_zombie(spark: Any, tmp_path: Pa
                                                         with_segments: bool) -> None:
     """Acks that arrive after the new leader's election but come from the isolated old leader
     (the issue's wrong-broker bug) are blamed on the old leader, from its history or its bytes."""
-    from tests.postmortem.rundirs import zombie_run
+    from tests.helpers.rundirs import zombie_run
 
     report = run_postmortem(zombie_run(tmp_path / "run", with_segments), spark=spark, chart=False)
     assert report["acked_lost"] == 100 and report["in_log"] == 100
@@ -181,7 +181,7 @@ def test_a_zombie_leaders_acks_are_blamed_on_the_zombie(spark: Any, tmp_path: Pa
 
 def test_the_engine_warms_on_the_newest_demo_sized_run_and_leaves_it_as_it_was(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kinspect.postmortem import warmup
+    from kinspect.postmortem.spark import warmup
 
     runs = tmp_path / "runs"
     old, new = warmup.make_warmup_run(runs / "old"), warmup.make_warmup_run(runs / "new")

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from kinspect.errors import KinspectError
-from kinspect.postmortem import brokerlogs, timeline
-from kinspect.postmortem import report as rep
-from kinspect.postmortem.inputs import load_inputs, read_jsonl, run_window
-from tests.postmortem.rundirs import T0, clean_run, log_stamp, scenario_a
+from kinspect.postmortem.evidence.inputs import load_inputs, read_jsonl, run_window
+from kinspect.postmortem.evidence import brokerlogs
+from kinspect.postmortem.story import report as rep
+from kinspect.postmortem.story import timeline
+from tests.helpers.rundirs import T0, clean_run, log_stamp, scenario_a
 
 STAMP = "[2026-11-23 10:01:26,123]"
 

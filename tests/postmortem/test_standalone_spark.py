@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from kinspect.errors import KinspectError
-from tests.postmortem.rundirs import EXPECTED_A, clean_run, scenario_a
-from tests.postmortem.standalone import SHORT_LIVED_JVM, SparkServices
+from tests.helpers.rundirs import EXPECTED_A, clean_run, scenario_a
+from tests.helpers.standalone import SHORT_LIVED_JVM, SparkServices
 
 VOLATILE = {"out", "seconds"}  # where the report was written and how long it took
 SAME_ANSWERS_LESS_CPU = ["--conf", f"spark.driver.extraJavaOptions={SHORT_LIVED_JVM}"]

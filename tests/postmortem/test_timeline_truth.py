@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from kinspect.lab.nodes import JVM_FLAGS
-from kinspect.postmortem import brokerlogs, timeline
+from kinspect.postmortem.evidence import brokerlogs
+from kinspect.postmortem.story import timeline
 
 T0 = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
 STAMP = "[2023-11-14 22:13:20,000]"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kinspect.postmortem.engine_client import engine_socket, engine_status
-from kinspect.postmortem.warmup import LOST_FROM, LOST_TO, make_warmup_run
-from tests.postmortem.rundirs import EXPECTED_A, scenario_a
+from kinspect.postmortem.spark.spark_client import engine_socket, engine_status
+from kinspect.postmortem.spark.warmup import LOST_FROM, LOST_TO, make_warmup_run
+from tests.helpers.rundirs import EXPECTED_A, scenario_a
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 READY_WITHIN_S = 240  # a JVM and the warm-up run on a busy 2-core machine

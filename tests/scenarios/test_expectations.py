@@ -13,7 +13,7 @@ from kinspect.errors import KinspectError
 from kinspect.lab.backend import LabBackend
 from kinspect.scenarios.catalog import builtin
 from kinspect.scenarios.plan import FaultPlan, PlanLog
-from kinspect.scenarios.runner import blamed_broker, lost_blamed_on_target, result_row
+from kinspect.scenarios.scenario_run import blamed_broker, lost_blamed_on_target, result_row
 from kinspect.scenarios.spec import DISRUPTIVE, METRICS, Condition, FaultStep, Scenario, parse
 from kinspect.scenarios.table import text_table
 

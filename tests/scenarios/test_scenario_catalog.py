@@ -166,7 +166,7 @@ def test_matrix_out_replaces_only_its_block(tmp_path: Path) -> None:
 
 def test_a_result_row_holds_only_what_was_measured_and_planned() -> None:
     from kinspect.scenarios.plan import PlanLog
-    from kinspect.scenarios.runner import failover_ms, result_row
+    from kinspect.scenarios.scenario_run import failover_ms, result_row
 
     scenario = find("acks1-isolate-leader")  # acked_lost >= 1000, blamed on the isolated broker
     report = {"acked": 5000, "in_log": 3000, "acked_lost": 2000, "explanation": "why",

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.helpers import kinspect
-from tests.oracles import duckdb_recount, kcat_ids
-from tests.scenarios.attribution import check_blame
+from tests.helpers.attribution import check_blame
+from tests.helpers.oracles import duckdb_recount, kcat_ids
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.resets_lab]
 KEYS = {"scenario", "acked", "in_log", "acked_lost", "unacked_present", "duplicates",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kinspect.model import Event
 from kinspect.tui.feed import Mailbox, SnapshotArrived
-from tests.unit.model_fixtures import T0, demo_snapshot
+from tests.helpers.model_fixtures import T0, demo_snapshot
 
 
 def event(n: int) -> Event:

@@ -6,7 +6,7 @@ import asyncio
 
 from kinspect.tui.partition_rows import TopicSummary
 from kinspect.tui.partition_view import PartitionView
-from tests.tui.recorded import recorded_app
+from tests.helpers.recorded import recorded_app
 
 
 def test_enter_closes_and_opens_a_topic_and_a_opens_all() -> None:

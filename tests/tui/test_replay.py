@@ -4,24 +4,13 @@ speed, each key changing what is shown; fault keys are refused."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kinspect.sources.playback import Recording
-from kinspect.tui.replay import ReplayApp, ReplayBar, ReplayFeed
-from tests.unit.model_fixtures import T0
-from tests.unit.recording_story import FAILOVER_STEP, STEP_MS, record_story
-
-
-async def until(pilot: Any, probe: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if probe():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+from kinspect.tui.replay_feed import ReplayApp, ReplayBar, ReplayFeed
+from tests.helpers.model_fixtures import T0
+from tests.helpers.recording_story import FAILOVER_STEP, STEP_MS, record_story
+from tests.helpers.waiting import until
 
 
 def bar(app: ReplayApp) -> str:
@@ -108,7 +97,7 @@ def test_a_timeline_entry_opens_the_replay_at_its_moment(tmp_path: Path) -> None
     from textual.widgets import DataTable
 
     from kinspect.tui.report_screen import ReportScreen
-    from tests.tui.recorded import recorded_app
+    from tests.helpers.recorded import recorded_app
 
     run_dir = tmp_path / "run"
     record_story(run_dir / "recording")

@@ -18,9 +18,9 @@ from kinspect.model import ClusterSnapshot
 from kinspect.sources.observer import now_ms
 from kinspect.sources.playback import open_recording
 from kinspect.tui.feed import LiveFeed, SnapshotArrived
-from kinspect.tui.replay import ReplayApp, ReplayFeed
+from kinspect.tui.replay_feed import ReplayApp, ReplayFeed
 from tests.helpers import kinspect, partition_state
-from tests.tui.test_replay import until
+from tests.helpers.waiting import until
 
 pytestmark = [pytest.mark.lab]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.postmortem.test_chart_lanes import isolation_report
-from tests.tui.recorded import recorded_app
+from tests.helpers.isolation import isolation_report
+from tests.helpers.recorded import recorded_app
 
 SIZE = (100, 30)
 

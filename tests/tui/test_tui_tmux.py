@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from kinspect.lab.topics import create_topics
-from kinspect.postmortem.engine_client import engine_socket, engine_status
+from kinspect.postmortem.spark.spark_client import engine_socket, engine_status
 from tests.helpers import kinspect, partition_state, wait_until
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, Message, Producer, TopicPartition
 
-from kinspect.load.consumers.ledger import ABORTED, PROCESSED, message_id, now_ms
+from kinspect.load.consumers.consumer_ledger import ABORTED, PROCESSED, message_id, now_ms
 
 if TYPE_CHECKING:
-    from kinspect.load.consumers.worker import ConsumerWorker
+    from kinspect.load.consumers.consumer_worker import ConsumerWorker
 
 Outcome = tuple[int, int, str | None, int, int, str, int]
 

@@ -7,7 +7,7 @@ import threading
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from kinspect.load.consumers.ledger import ConsumerLedger, now_ms
+from kinspect.load.consumers.consumer_ledger import ConsumerLedger, now_ms
 from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.consumers.stats import ConsumerStats
 

@@ -1,0 +1,237 @@
+"""Find and check a run dir's files before Spark starts, so a bad run dir costs one line, not a JVM.
+
+Only Parquet footers are read here (cheap): the schema of every file, the ledger's
+`kinspect.sent_upto` metadata and row counts, and each producer's write-ahead mark (its
+`ledger/_pNNN.mark`: seqs up to it may have been sent, see kinspect/load/ack_ledger.py). Spark
+reads the data itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kinspect.errors import KinspectError
+from kinspect.lab.faults import FaultKind
+from kinspect.load.ack_ledger import LEDGER_SCHEMA, read_marks
+from kinspect.load.rundir import (
+    BROKER_LOGS_DIR,
+    FAULTS_FILE,
+    FINAL_LOG_DIR,
+    LEDGER_DIR,
+    REPLICAS_DIR,
+    SETTINGS_FILE,
+    SUMMARY_FILE,
+    TIMELINE_FILE,
+    VERIFY_FILE,
+    RunInfo,
+    read_run,
+)
+from kinspect.load.runsettings import check_saved
+from kinspect.load.verify import FINAL_LOG_SCHEMA
+
+# The journal's actions that broke something; older journals also wrote these three.
+DISRUPTIVE = {kind.value for kind in FaultKind if kind.disruptive} | {"restart", "delay", "loss"}
+
+
+@dataclass
+class ProducerMeta:
+    """What the footers say about one producer's chunks (sent_upto: raised to its mark)."""
+
+    sent_upto: int = -1
+    rows: int = 0
+    max_seq: int = -1
+    first_send_ts: int | None = None
+    last_ack_ts: int | None = None
+
+
+@dataclass
+class RunInputs:
+    run_dir: Path
+    ledger_files: list[Path]
+    final_log_files: list[Path]
+    producers: dict[int, ProducerMeta]
+    topic: str
+    acks: str
+    settings: dict[str, Any]
+    summary: dict[str, Any]
+    timeline: list[dict[str, Any]] | None
+    faults: list[dict[str, Any]] | None
+    broker_logs: dict[str, list[Path]] = field(default_factory=dict)
+    final_log_partitions: list[int] = field(default_factory=list)
+    final_log_rows: int = 0
+    final_log_ordered: bool = False  # every file has prev_seq (verify since issue 20)
+    run: RunInfo | None = None
+    run_id: str | None = None  # None: a run dir made before run ids
+    replica_snapshots: list[Path] = field(default_factory=list)
+    refused: int = 0  # sends the client refused (a full buffer), from the chunks' footers
+    verify_warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ledger_rows(self) -> int:
+        return sum(m.rows for m in self.producers.values())
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]] | None:
+    """None when absent; a torn or garbled line (crash mid-write) is skipped, never fatal."""
+    if not path.is_file():
+        return None
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("ts"), int | float):
+            out.append(entry)
+    return out
+
+
+def _footer(path: Path, expected: pa.Schema, run_dir: Path) -> pq.FileMetaData:
+    name = path.relative_to(run_dir)
+    try:
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
+    except Exception as exc:  # pyarrow raises several types for a bad footer
+        raise KinspectError(f"{name} is not a readable Parquet file ({exc})") from None
+    missing = [f.name for f in expected if f.name not in schema.names]
+    if missing:
+        raise KinspectError(f"{name} lacks column(s) {', '.join(missing)}: not a kinspect file")
+    return meta
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise KinspectError(f"{path.name} in the run dir is not valid JSON") from None
+    return value if isinstance(value, dict) else {}
+
+
+def load_inputs(run_dir: Path) -> RunInputs:
+    """Everything the job needs to know up front; KinspectError names what is missing."""
+    if not run_dir.is_dir():
+        raise KinspectError(f"run dir {run_dir} does not exist")
+    ledger_dir = run_dir / LEDGER_DIR
+    ledger_files = sorted(ledger_dir.glob("p*.parquet")) if ledger_dir.is_dir() else []
+    marks = read_marks(run_dir)
+    if not ledger_files and not marks:
+        raise KinspectError(f"{run_dir}: ledger/ has no p*.parquet files: not a kinspect run dir "
+                            "(run `kinspect load run --run-dir DIR` first)")
+    settings = _json_file(run_dir / SETTINGS_FILE)
+    check_saved(settings, f"{run_dir / SETTINGS_FILE}")
+    producers: dict[int, ProducerMeta] = {}
+    topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
+    run_ids: set[str] = set()
+    refused = 0
+    for path in ledger_files:
+        meta = _footer(path, LEDGER_SCHEMA, run_dir)
+        kv = meta.metadata or {}
+        try:
+            producer = int(path.name[1:4])
+            upto = int(kv.get(b"kinspect.sent_upto", b"-1"))
+        except ValueError:
+            raise KinspectError(f"{path.relative_to(run_dir)}: bad name or sent_upto metadata") from None
+        topic = kv.get(b"kinspect.topic", b"").decode() or topic
+        acks = kv.get(b"kinspect.acks", b"").decode() or acks
+        run_ids.add(kv.get(b"kinspect.run", b"").decode())
+        refused += int(kv.get(b"kinspect.refused", b"0") or 0)
+        pm = producers.setdefault(producer, ProducerMeta())
+        pm.sent_upto = max(pm.sent_upto, upto)
+        pm.rows += meta.num_rows
+        pm.max_seq = max(pm.max_seq, _stat(meta, "seq", max, -1))
+        first, last = _stat(meta, "send_ts", min, None), _stat(meta, "ack_ts", max, None)
+        pm.first_send_ts = min(x for x in (first, pm.first_send_ts) if x is not None) \
+            if first is not None or pm.first_send_ts is not None else None
+        pm.last_ack_ts = max(x for x in (last, pm.last_ack_ts) if x is not None) \
+            if last is not None or pm.last_ack_ts is not None else None
+    for producer, mark in marks.items():  # sends no chunk saw yet: unknown, not "not in ledger"
+        pm = producers.setdefault(producer, ProducerMeta())
+        pm.sent_upto = max(pm.sent_upto, mark.upto)
+        topic, acks = topic or mark.topic, acks or mark.acks
+        run_ids.add(mark.run_id)
+    final_files, partitions, final_rows, ordered = _final_log(run_dir, topic)
+    run = read_run(run_dir)
+    ledger_runs = run_ids - {""}
+    if len(ledger_runs) > 1 or (run and ledger_runs and ledger_runs != {run.run_id}):
+        raise KinspectError(f"{run_dir}: the ledger holds more than one run "
+                            f"({', '.join(sorted(ledger_runs | ({run.run_id} if run else set())))})")
+    replicas = run_dir / REPLICAS_DIR
+    return RunInputs(
+        verify_warnings=[str(w) for w in _json_file(run_dir / VERIFY_FILE).get("warnings") or []],
+        run=run, run_id=run.run_id if run else (next(iter(ledger_runs)) if ledger_runs else None),
+        replica_snapshots=sorted(p for p in replicas.iterdir() if p.is_dir()) if replicas.is_dir() else [],
+        run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
+        producers=producers, topic=topic, acks=acks, settings=settings,
+        summary=_json_file(run_dir / SUMMARY_FILE),
+        timeline=read_jsonl(run_dir / TIMELINE_FILE), faults=read_jsonl(run_dir / FAULTS_FILE),
+        broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
+        final_log_rows=final_rows, final_log_ordered=ordered, refused=refused)
+
+
+def _final_log(run_dir: Path, topic: str) -> tuple[list[Path], list[int], int, bool]:
+    """The final log's files, their partitions and rows (footers only), and whether each says
+    every record's previous seq; missing: one line."""
+    final_dir = run_dir / FINAL_LOG_DIR
+    final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
+    if not final_files:
+        raise KinspectError(f"{run_dir}: final_log/ missing: run `kinspect verify --topic "
+                            f"{topic or 'TOPIC'} --run-dir {run_dir}` first")
+    partitions, final_rows, ordered = [], 0, True
+    for path in final_files:
+        meta = _footer(path, FINAL_LOG_SCHEMA, run_dir)
+        final_rows += meta.num_rows
+        ordered &= "prev_seq" in meta.schema.to_arrow_schema().names
+        try:
+            partitions.append(int(path.stem.split("-", 1)[1]))
+        except ValueError:
+            raise KinspectError(f"{path.relative_to(run_dir)}: expected part-NNNN.parquet") from None
+    return final_files, partitions, final_rows, ordered
+
+
+def _stat(meta: pq.FileMetaData, name: str, pick: Any, default: Any) -> Any:
+    """A column's min or max from the footer statistics (free); `default` when there are none."""
+    column = meta.schema.to_arrow_schema().names.index(name)
+    values = []
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(column).statistics
+        if stats is None or not stats.has_min_max:
+            continue
+        values.append(int(stats.min if pick is min else stats.max))
+    return pick(values) if values else default
+
+
+def evidence_window(inputs: RunInputs, before_ms: int, after_ms: int) -> tuple[int | None, int | None]:
+    """The run's window (its start to the end of verify, from run.json); for a run dir made
+    before run ids, the first send - before_ms to the last ack + after_ms."""
+    if inputs.run is not None:
+        return inputs.run.started_at_ms, inputs.run.verified_at_ms
+    first, last = run_window(inputs)
+    return (first - before_ms if first else None), (last + after_ms if last else None)
+
+
+def run_window(inputs: RunInputs) -> tuple[int | None, int | None]:
+    """First send and last ack over all producers, from footers only (None when unknown)."""
+    firsts = [m.first_send_ts for m in inputs.producers.values() if m.first_send_ts is not None]
+    lasts = [m.last_ack_ts for m in inputs.producers.values() if m.last_ack_ts is not None]
+    return (min(firsts) if firsts else None, max(lasts) if lasts else None)
+
+
+def _broker_logs(root: Path) -> dict[str, list[Path]]:
+    """node -> its server/controller/state-change logs (rotated ones too, oldest first)."""
+    if not root.is_dir():
+        return {}
+    out: dict[str, list[Path]] = {}
+    for node in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = [f for f in node.iterdir() if f.is_file() and ".log" in f.name
+                 and f.name.split(".log")[0] in {"server", "controller", "state-change"}]
+        if files:
+            out[node.name] = sorted(files)
+    return out

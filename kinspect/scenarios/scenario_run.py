@@ -1,0 +1,283 @@
+"""One scenario, start to finish: reset the lab, load, break, heal, verify, post-mortem, judge.
+
+Everything a run produces stays in its run dir (ledger, final log, timeline, faults, broker
+logs, post-mortem, scenario.json), so a result can always be explained after the fact.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kinspect.clients.decisions import Decisions
+from kinspect.errors import KinspectError
+from kinspect.lab import open_backend, reset_lab
+from kinspect.lab.backend import LabBackend, UpOptions
+from kinspect.lab.decision_link import lab_decisions
+from kinspect.lab.faults import Fault, FaultKind
+from kinspect.lab.state import LabState, NodeState
+from kinspect.lab.topics import create_topics
+from kinspect.lab.topology import broker_id_of, broker_node
+from kinspect.load.consumers.settings import ConsumeSettings
+from kinspect.load.producer_run import run_load
+from kinspect.load.run_timeline import recording_timeline
+from kinspect.load.rundir import SCENARIO_FILE, new_run_dir, new_run_id
+from kinspect.postmortem.finish import finish_run
+from kinspect.postmortem.story.report import blamed
+from kinspect.scenarios import probes
+from kinspect.scenarios.plan import FaultPlan, PlanLog
+from kinspect.scenarios.spec import METRICS, Scenario
+
+Say = Callable[[str], None]
+CONSUMER_DRAIN_S = 300.0  # the group reads what the load left, then stops when idle
+
+
+def default_run_dir(name: str) -> Path:
+    """Where a scenario's evidence goes unless told: $KINSPECT_HOME/runs/scenario-NAME-TIME."""
+    return new_run_dir(f"scenario-{Path(name).stem}")
+
+
+def _wait(probe: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if probe():
+                return
+        except Exception:  # a node still starting: ask again
+            pass
+        time.sleep(0.25)
+    raise KinspectError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def heal_everything(lab: LabBackend, say: Say) -> None:
+    """Undo whatever the plan left behind: partitions, paused and stopped nodes."""
+    state = lab.state()
+    if state is None:
+        return
+    if state.groups:
+        lab.apply(Fault(FaultKind.HEAL))
+    for node in state.nodes:
+        if node.state == NodeState.PAUSED:
+            lab.apply(Fault(FaultKind.RESUME, node.name))
+        elif node.state != NodeState.RUNNING:
+            say(f"starting {node.name} again")
+            lab.apply(Fault(FaultKind.START, node.name))
+    lab.apply(Fault(FaultKind.UNSLOW))
+
+
+def _full_isr(decided: Decisions, scenario: Scenario) -> bool:
+    for p in range(scenario.partitions):
+        state = decided.partition(scenario.topic, p)
+        if state is None or state.leader < 0 or len(state.isr) < scenario.replication_factor:
+            return False
+    return True
+
+
+ELECTED = {"leader_changed", "partition_online", "log_leader_start", "log_leader_and_isr"}
+
+
+def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
+    """From the first fault to the first leader the observer saw elected after it (an election
+    seen by several sources is one timeline entry; `seen` keeps the observer's own time)."""
+    if fault_ts is None:
+        return None
+    for entry in report.get("timeline", []):
+        seen = entry.get("seen") or {entry.get("source"): entry["ts"]}
+        observed = seen.get("observer")
+        if (entry.get("kind") in ELECTED and entry.get("new") not in (None, -1)
+                and observed is not None and observed > fault_ts):
+            return int(observed - fault_ts)
+    return None
+
+
+def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, Any],
+               log: PlanLog, probe: dict[str, int], plan_error: str | None) -> dict[str, Any]:
+    """One run judged. A skipped step or a failed plan fails the expectation by itself: a run
+    whose fault never happened demonstrates nothing, however its numbers look."""
+    row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
+    row.update({key: report.get(key) for key in METRICS})  # the post-mortem's; more below
+    row.update(group_metrics(report.get("consumers")))
+    row["generator_crashes"] = int((summary.get("crashed") or {}).get("generators", 0))
+    row["faults_applied"] = len(log.disruptive())
+    row["lost_blamed_on_target"] = lost_blamed_on_target(report, log)
+    row["blamed_broker"] = blamed_broker(report)
+    row["failed_by_error"] = summary.get("failed_by_error", {})
+    row["failover_ms"] = failover_ms(report, log.first_fault_ms)
+    row.update(probe)  # consumed_during_fault, when there was a probe
+    problems = plan_problems(log, plan_error)
+    row["expectation"] = scenario.expectation_text()
+    row["expectation_failed"] = [*problems, *(str(c) for c in scenario.expect if not c.holds(row))]
+    row["expectation_met"] = not row["expectation_failed"]
+    row["faults"] = log.entries
+    row["notes"] = problems
+    row["explanation"] = report.get("explanation", "")
+    return row
+
+
+def group_metrics(side: dict[str, Any] | None) -> dict[str, Any]:
+    """The consumer group's numbers under the names [expect] uses (none without a group)."""
+    if not side:
+        return {}
+    output = side.get("output_counts") or {}
+    return {"never_processed": side["never_processed"], "consumer_crashes": side["crashes"],
+            "committed_unprocessed": side["committed_unprocessed"],
+            "processed_twice": side["processed_twice"],
+            "redelivered": side["redelivered_records"],
+            "aborted_visible": output.get("aborted_visible"),
+            "output_duplicates": side.get("extra_processings") if output else None}
+
+
+def plan_problems(log: PlanLog, plan_error: str | None) -> list[str]:
+    """Why the planned faults did not all happen, one line each."""
+    skipped = [f"fault step skipped: {reason}" for reason in log.skipped]
+    return skipped + ([f"fault plan failed: {plan_error}"] if plan_error else [])
+
+
+def blamed_broker(report: dict[str, Any]) -> int | None:
+    """The broker that acknowledged most of the lost messages, for display."""
+    counts = blamed(report)
+    return max(counts, key=lambda broker: counts[broker]) if counts else None
+
+
+def lost_blamed_on_target(report: dict[str, Any], log: PlanLog) -> float | None:
+    """The share of acked_lost acknowledged by a broker the first disruptive step hit: an
+    isolation scenario's loss must come from the broker it cut off, not from anywhere.
+    None when nothing was lost or the first fault hit no broker."""
+    lost = report.get("acked_lost")
+    disruptive = log.disruptive()
+    hit = set(disruptive[0]["nodes"]) if disruptive else set()
+    if not lost or not any(broker_id_of(node) is not None for node in hit):
+        return None
+    on_target = sum(count for broker, count in blamed(report).items()
+                    if broker is not None and broker_node(broker) in hit)
+    return on_target / int(lost)
+
+
+def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:
+    return {"scenario": scenario.name, "status": "skipped", "reason": reason, "source": scenario.source,
+            "expectation": scenario.expectation_text(), "expectation_met": None}
+
+
+def unshapeable(scenario: Scenario) -> str | None:
+    """Why this lab's kernel cannot make a link the plan slows (None: it can, or none is)."""
+    shapes = [step.shape for step in scenario.steps if step.shape is not None]
+    if not shapes and "netem" not in scenario.needs:
+        return None
+    kit = open_backend().shaping_kit()
+    if "netem" in scenario.needs and not kit.netem:
+        return kit.unavailable or "this kernel has no netem (sch_netem)"
+    return next((why for shape in shapes if (why := kit.refuse(shape)) is not None), None)
+
+
+def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
+                 spark: Any = None, mode: str = "zookeeper") -> dict[str, Any]:
+    """Run it on a lab of that mode (in KRaft the controller quorum stands where ZooKeeper
+    stood); return the result row (also written to RUN_DIR/scenario.json)."""
+    if (why := unshapeable(scenario)) is not None:
+        row = {**skipped_row(scenario, why), "mode": mode}
+        _save(run_dir, row)
+        return row
+    lab, state = reset_lab(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
+                                     overrides=scenario.broker_config, mode=mode), say)
+    try:
+        with lab_decisions(state) as decided:
+            row = {**_run_on_lab(scenario, run_dir, say, lab, state, decided, spark),
+                   "mode": mode}
+    finally:
+        if not keep_lab:
+            lab.down(say)
+    _save(run_dir, row)
+    return row
+
+
+def _save(run_dir: Path, row: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / SCENARIO_FILE).write_text(json.dumps(row, indent=2))
+
+
+def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,
+                decided: Decisions, spark: Any) -> dict[str, Any]:
+    bootstrap = state.bootstrap
+    run_id = new_run_id()  # the load's and the group's: the group starts first
+    group = scenario.consume_settings(bootstrap, run_id)
+    topics = {scenario.topic: scenario.partitions}
+    if group is not None and group.output is not None:
+        topics[group.output] = scenario.partitions
+    create_topics(bootstrap, topics, scenario.replication_factor, scenario.topic_config)
+    _wait(lambda: _full_isr(decided, scenario), 90, f"a full ISR on {scenario.topic}")
+    if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
+        raise KinspectError("the consumer group never got an assignment before the fault")
+    settings = scenario.load_settings(bootstrap)
+    probe_result: dict[str, int] = {}
+
+    count = probes.group_count if scenario.consumer_group else probes.read_count
+
+    def probe() -> None:  # mid-fault: can a group consume / can anyone still read?
+        probe_result["consumed_during_fault"] = count(bootstrap, scenario.topic, 6.0)
+
+    wants_probe = scenario.consumer_group or any(c.metric == "consumed_during_fault"
+                                                 for c in scenario.expect)
+    plan = FaultPlan(scenario.steps, lab, decided, scenario.topic, run_dir, settings.count or 0, say,
+                     probe if wants_probe else None)
+    expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
+    say(f"load: {settings.count:,} messages, acks={settings.acks}, "
+        f"{settings.producers} producer(s)")
+    # The timeline covers the whole run, not just the load: a failover that completes after
+    # the last message was sent is still part of the story.
+    with recording_timeline(bootstrap, state.zookeeper_address, run_dir, expected,
+                            controllers=state.controller_addresses or None), \
+            consumers_along(group, run_dir, say):
+        plan.start()
+        try:
+            summary = run_load(settings, run_dir, None, None, expected, origin="scenario",
+                               run_id=run_id)
+        finally:
+            plan.load_done.set()
+        plan.join(timeout=_plan_budget(scenario))
+        heal_everything(lab, say)
+        _wait(lambda: _full_isr(decided, scenario), 180,
+              f"{scenario.topic} healed (leader and full ISR)")
+    say("verify, evidence and post-mortem (Spark)…")
+    report = finish_run(run_dir, bootstrap, lab=lab.state() or state, spark=spark)
+    return result_row(scenario, report, summary, plan.log, probe_result, plan.error)
+
+
+@contextmanager
+def consumers_along(group: ConsumeSettings | None, run_dir: Path, say: Say) -> Iterator[None]:
+    """The scenario's consumer group, as `kinspect consume run` in its own process (its
+    workers need the main thread's signals), reading along from before the first message;
+    at the end of the block it is left to drain until idle, then waited for."""
+    if group is None:
+        yield
+        return
+    say(f"consumer group {group.group}: {group.consumers} consumer(s), commit {group.commit}"
+        + (f", crash after {group.crash_after:,} records" if group.crash_after else ""))
+    group.save(run_dir)  # the runner reads its settings from here (no secret in a lab's)
+    process = subprocess.Popen([sys.executable, "-m", "kinspect.load.consumers.group_run",
+                                "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL)
+    try:
+        yield
+        say("waiting for the consumer group to drain…")
+        process.wait(timeout=CONSUMER_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=60)
+    if process.returncode != 0:
+        raise KinspectError(f"the consumer group failed (exit {process.returncode}); "
+                            f"see {run_dir}/consumer")
+
+
+def _plan_budget(scenario: Scenario) -> float:
+    """Long enough for every remaining wait and hold in the plan, plus slack."""
+    return 30.0 + sum((s.after_s or 0) + (s.for_s or 0) for s in scenario.steps)
+

@@ -1,0 +1,84 @@
+"""The parts of the sources that need no network: decoding a broker's answer, merging claims."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from kafka.protocol.metadata import MetadataResponse
+from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochResponse
+
+from kinspect.clients.wire import BrokerClaim, ask_epoch_ends, claims_from, connection_settings
+from kinspect.errors import KinspectError
+from kinspect.model import EpochEnd, PartitionStateZ
+from kinspect.sources.claims import merge_claims
+from tests.helpers.model_fixtures import T0, broker_view, zk_view
+
+
+def test_claims_from_a_metadata_answer() -> None:
+    """What a broker's MetadataResponse v1 says, decoded by kafka-python, as claims."""
+    response = MetadataResponse[1](  # kept: kafka-python binds encode() weakly to it
+        brokers=[(1, "198.18.1.11", 9092, None), (2, "198.18.1.12", 9092, "r")], controller_id=2,
+        topics=[(0, "test1", False, [(0, 0, 2, [2, 1], [2])])])
+    wire = response.encode()
+    answer = claims_from(MetadataResponse[1].decode(io.BytesIO(wire)))
+    assert answer.controller_id == 2
+    assert answer.brokers == {1: "198.18.1.11:9092", 2: "198.18.1.12:9092"}
+    assert answer.partitions == {("test1", 0): BrokerClaim(2, (2, 1), (2,))}
+
+
+def test_librdkafka_settings_map_to_the_probe() -> None:
+    settings = connection_settings({"bootstrap.servers": "x:1", "security.protocol": "sasl_ssl",
+                                    "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u",
+                                    "sasl.password": "p", "ssl.ca.location": "/ca.pem",
+                                    "ssl.endpoint.identification.algorithm": "none"})
+    assert settings == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+                        "sasl_plain_username": "u", "sasl_plain_password": "p",
+                        "ssl_cafile": "/ca.pem", "ssl_check_hostname": False}
+    with pytest.raises(KinspectError, match="GSSAPI is not supported"):
+        connection_settings({"sasl.mechanism": "GSSAPI"})
+
+
+def test_rogue_self_claim_wins_the_broker_view() -> None:
+    zk = zk_view(states={("test1", 0): PartitionStateZ(1, 3, (1, 2), 3, T0 - 5000)})
+    view = broker_view(zk)
+    claims = {1: {("test1", 0): BrokerClaim(1, (3, 1, 2), (1, 2))},
+              3: {("test1", 0): BrokerClaim(3, (3, 1, 2), (3,))}}
+    merged = merge_claims(view, claims, zk)
+    assert merged.partitions[("test1", 0)].leader == 3
+    agreeing = merge_claims(view, {1: claims[1]}, zk)
+    assert agreeing.partitions[("test1", 0)].leader == 1
+    assert merge_claims(view, {}, zk) is view
+
+
+class FakeLeader:
+    """Stands in for a leader answering OffsetsForLeaderEpoch from a fixed epoch history (no
+    broker here): epoch 0 ends at 100, epoch 2 at 250, epoch 3 is the current one."""
+
+    ends = {0: 100, 2: 250}
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    def ask(self, request: Any, timeout_s: float = 1.0) -> Any:
+        self.requests.append(request)
+        topics = []
+        for topic, parts in request.topics:
+            answers = []
+            for partition, _current, epoch in parts:
+                found = max((e for e in self.ends if e <= epoch), default=-1)
+                answers.append((0, partition, found, self.ends.get(found, -1)))
+            topics.append((topic, answers))
+        return OffsetForLeaderEpochResponse[3](throttle_time_ms=0, topics=topics)
+
+
+def test_epoch_ends_ask_each_partition_once_per_request() -> None:
+    leader = FakeLeader()
+    out = ask_epoch_ends(leader, {("t", 0): [0, 1], ("t", 1): [2]})  # type: ignore[arg-type]
+    assert out == {("t", 0): {0: EpochEnd(0, 100), 1: EpochEnd(0, 100)},
+                   ("t", 1): {2: EpochEnd(2, 250)}}
+    for request in leader.requests:  # a partition twice in one request is not answered twice
+        keys = [(topic, p[0]) for topic, parts in request.topics for p in parts]
+        assert len(keys) == len(set(keys))
+    assert len(leader.requests) == 2

@@ -187,7 +187,7 @@ def zombie_run(run_dir: Path, with_segments: bool = False) -> Path:
         f"{log_stamp(T0 + 2000)} INFO [Broker id=3] Leader t-0 with topic id Some(x) starts at "
         "leader epoch 1 from offset 50 with partition epoch 1, high watermark 50, ISR [3].\n")
     if with_segments:
-        from tests.unit.test_runs import _batch
+        from tests.helpers.segments import record_batch as _batch
 
         part = run_dir / "replicas" / f"{T0 + 19_000}-heal" / "kafka2" / "t-0"
         part.mkdir(parents=True)

@@ -116,7 +116,7 @@ def test_a_whole_scenario_runs_unchanged_on_the_docker_lab(lab: dict[str, Any],
     """Reset (kept on docker), load with a ledger, isolate the leader, heal, verify, broker logs
     out of the containers, PySpark post-mortem: the acks=1 loss shows here as on processes."""
     from tests.helpers.attribution import check_blame
-    from tests.scenarios.test_scenarios_lab import run
+    from tests.helpers.scenario_runs import run
 
     row = run("acks1-isolate-leader", tmp_path)
     assert row["acked_lost"] > 0 and row["expectation_met"] is True, row

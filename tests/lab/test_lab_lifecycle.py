@@ -15,8 +15,8 @@ import pytest
 from kinspect.lab import netns, shaping
 from kinspect.lab.topics import create_topics
 from kinspect.load.ack_ledger import read_ledger
-from tests.conftest import Lab
 from tests.helpers import kinspect, wait_until
+from tests.helpers.lab import Lab
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_lifecycle, pytest.mark.backends("process", "docker")]
 

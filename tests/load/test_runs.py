@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from kinspect.errors import KinspectError
 from kinspect.load.ack_ledger import LedgerWriter, read_ledger
 from kinspect.load.rundir import begin_run, latest_run, mark, parse_message_id, read_run
 from kinspect.postmortem.evidence.segments import Held, ids_of, read_segment
+from tests.helpers.segments import record_batch as _batch
 
 
 def test_message_ids_carry_the_run() -> None:
@@ -73,26 +73,6 @@ def test_sent_upto_is_kept_when_no_report_arrives(tmp_path: Path) -> None:
     assert len(list((tmp_path / "ledger").glob("*.parquet"))) == chunks
 
 
-def _batch(base: int, epoch: int, values: list[bytes]) -> bytes:
-    """A magic-v2 record batch, uncompressed, as a broker writes it (CRC not checked by us)."""
-    def varint(n: int) -> bytes:
-        n = (n << 1) ^ (n >> 63)
-        out = b""
-        while True:
-            byte = n & 0x7F
-            n >>= 7
-            if n:
-                out += bytes([byte | 0x80])
-            else:
-                return out + bytes([byte])
-
-    records = b""
-    for delta, value in enumerate(values):
-        body = b"\x00" + varint(0) + varint(delta) + varint(-1) + varint(len(value)) + value + varint(0)
-        records += varint(len(body)) + body
-    tail = struct.pack(">bIhiqqqhii", 2, 0, 0, len(values) - 1, 0, 0, -1, -1, -1, len(values))
-    after_length = struct.pack(">i", epoch) + tail + records
-    return struct.pack(">qi", base, len(after_length)) + after_length
 
 
 def test_segment_reader_finds_ids_offsets_and_epochs(tmp_path: Path) -> None:

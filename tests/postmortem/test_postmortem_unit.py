@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kinspect.errors import KinspectError
-from kinspect.postmortem.evidence.inputs import load_inputs, read_jsonl, run_window
 from kinspect.postmortem.evidence import brokerlogs
+from kinspect.postmortem.evidence.inputs import load_inputs, read_jsonl, run_window
 from kinspect.postmortem.story import report as rep
 from kinspect.postmortem.story import timeline
 from tests.helpers.rundirs import T0, clean_run, log_stamp, scenario_a

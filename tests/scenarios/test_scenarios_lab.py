@@ -19,22 +19,11 @@ import pytest
 from tests.helpers import kinspect
 from tests.helpers.attribution import check_blame
 from tests.helpers.oracles import duckdb_recount, kcat_ids
+from tests.helpers.scenario_runs import run
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.resets_lab]
-KEYS = {"scenario", "acked", "in_log", "acked_lost", "unacked_present", "duplicates",
-        "expectation_met"}
 
 
-def run(name: str, run_dir: Path, mode: str = "zookeeper") -> dict[str, Any]:
-    proc = kinspect("scenario", "run", name, "--json", "--keep-lab", "--run-dir", str(run_dir),
-                    "--mode", mode, timeout=600)
-    row = dict(json.loads(proc.stdout))
-    assert set(row) >= KEYS, row
-    assert row["mode"] == mode
-    saved = json.loads((run_dir / "scenario.json").read_text())
-    assert saved["acked_lost"] == row["acked_lost"]  # the evidence stays with the run
-    assert (run_dir / "postmortem" / "report.json").exists()
-    return row
 
 
 def test_acksall_isolated_from_zookeeper_loses_nothing(lab_session: Any, tmp_path: Path) -> None:

@@ -1,0 +1,43 @@
+"""The session lab a test run shares: brought up on first use, taken down by the lifecycle tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import kinspect
+
+
+class Lab:
+    """The session lab: brought up on first use, reported by `kinspect lab status --json`."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.up_output = ""
+
+    def ensure_up(self, backend: str = "process", mode: str = "zookeeper",
+                  kafka: str | None = None) -> dict[str, Any]:
+        """The lab on this backend, in this mode and of this Kafka release (None: the 3.x pin;
+        "4": the tested 4.x); another lab is taken down first."""
+        from kinspect.lab.dist import resolve_version
+
+        current = kinspect("lab", "status", "--json", check=False)
+        if current.returncode == 0:
+            running = json.loads(current.stdout)
+            if (running["backend"], running.get("mode", "zookeeper"),
+                    running.get("kafka_version")) != (backend, mode, resolve_version(kafka)):
+                self.down()
+        release = ["--kafka", kafka] if kafka is not None else []
+        proc = kinspect("lab", "up", "--backend", backend, "--mode", mode, *release, "--json",
+                        timeout=400)
+        self.up_output = proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    def status(self) -> dict[str, Any]:
+        return dict(json.loads(kinspect("lab", "status", "--json").stdout))
+
+    def down(self) -> None:
+        kinspect("lab", "down", check=False)
+
+

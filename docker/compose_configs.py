@@ -1,6 +1,6 @@
 """Write docker/compose/*.properties: the demo preset as the docker backend renders it.
 
-    python docker/compose_configs.py      (tests/unit/test_compose.py checks they are current)
+    python docker/compose_configs.py      (tests/lab/test_docker_folder.py checks they are current)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Secrets stay out of run dirs: settings.json keeps references or ***; a refused login is
-said in one line (the pure parts; the lab test is in tests/oncall/test_oncall_lab.py)."""
+said in one line (the pure parts; the lab test is in tests/cli/test_oncall_lab.py)."""
 
 from __future__ import annotations
 

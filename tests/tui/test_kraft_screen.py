@@ -1,6 +1,6 @@
 """The screen on a KRaft model, under Pilot: the header names the quorum leader and shows the
 quorum, the broker table says who is in the metadata, a zombie leader is named as such. The
-model is built from sources' answers (tests/unit/test_kraft_model.py), nothing live."""
+model is built from sources' answers (tests/sources/test_kraft_model.py), nothing live."""
 
 from __future__ import annotations
 

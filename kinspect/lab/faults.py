@@ -37,6 +37,56 @@ class FaultKind(StrEnum):
         """It breaks something (the rest repair): exactly the kinds that have an undo."""
         return self in UNDO
 
+    @property
+    def hurts(self) -> bool:
+        """The cluster feels it: a disruptive fault, or a restart (down, then up by itself)."""
+        return self.disruptive or self is FaultKind.RESTART
+
+    @property
+    def lane(self) -> Lane:
+        """The chart's lane of its band: a disruptive fault opens a band there, a repair (and a
+        restart) ends the open bands of its lane."""
+        return LANES[self]
+
+
+class Lane(StrEnum):
+    """What a fault took away, and so which repair gives it back."""
+
+    DOWN = "down"
+    PAUSED = "paused"
+    NET = "net"
+    SLOW = "slow"
+
+
+LANES = {FaultKind.KILL: Lane.DOWN, FaultKind.STOP: Lane.DOWN, FaultKind.START: Lane.DOWN,
+         FaultKind.RESTART: Lane.DOWN, FaultKind.PAUSE: Lane.PAUSED,
+         FaultKind.RESUME: Lane.PAUSED, FaultKind.PARTITION: Lane.NET,
+         FaultKind.ISOLATE: Lane.NET, FaultKind.HEAL: Lane.NET, FaultKind.SLOW: Lane.SLOW,
+         FaultKind.UNSLOW: Lane.SLOW}
+# Journal actions that are no FaultKind, and whether each hurt the cluster: the lab's own
+# steps (not faults at all) and the faults of older kinspect versions (no undo known).
+LEGACY_ACTIONS = {"up": False, "down": False, "reset": False, "fetch": False, "images": False,
+                  "delay": True, "loss": True}
+
+
+def fault_kind(action: str) -> FaultKind | None:
+    """A journal entry's action as a FaultKind (None: a legacy or unknown action)."""
+    try:
+        return FaultKind(action)
+    except ValueError:
+        return None
+
+
+def hurts(action: str) -> bool:
+    """Did a journal entry's action hurt the cluster (a fault, not a repair or the lab's own)?"""
+    kind = fault_kind(action)
+    return kind.hurts if kind is not None else LEGACY_ACTIONS.get(action, False)
+
+
+def is_fault(action: str) -> bool:
+    """Is a journal entry a fault or a repair (not one of the lab's own steps)?"""
+    return fault_kind(action) is not None or LEGACY_ACTIONS.get(action, True)
+
 
 UNDO = {FaultKind.KILL: FaultKind.START, FaultKind.STOP: FaultKind.START,
         FaultKind.PAUSE: FaultKind.RESUME, FaultKind.PARTITION: FaultKind.HEAL,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -193,3 +194,161 @@ class HwStallTracker:
                                  f"{(ts - since) / 1000:.1f} s", name, p.leader, Severity.WARN,
                                  {"high_watermark": hw, "since": since}))
         return out
+
+
+class LogKind(StrEnum):
+    """What a Kafka log line says (kinspect/postmortem/evidence/brokerlogs.py): the broker's own
+    word, or its controller's (`by_controller`)."""
+
+    ISR_SHRINK = "log_isr_shrink"
+    ISR_EXPAND = "log_isr_expand"
+    FOLLOWER_START = "log_follower_start"
+    LEADER_START = "log_leader_start"
+    TRUNCATE = "log_truncate"
+    CONTROLLER_ELECTED = "log_controller_elected"
+    LEADER_AND_ISR = "log_leader_and_isr"
+    BROKER_REGISTERED = "log_broker_registered"
+    BROKER_FENCED = "log_broker_fenced"
+    BROKER_UNFENCED = "log_broker_unfenced"
+    HEARTBEAT_FAILED = "log_heartbeat_failed"
+    ZK_EXPIRED = "log_zk_expired"
+    ZK_SESSION = "log_zk_session"
+
+    @property
+    def by_controller(self) -> bool:
+        return self in {LogKind.LEADER_AND_ISR, LogKind.CONTROLLER_ELECTED, LogKind.BROKER_FENCED}
+
+
+class JournalKind(StrEnum):
+    """A fault from the lab's journal (its action says which)."""
+
+    FAULT = "fault"
+
+
+# A timeline's kinds: the observer's (the snapshots' diffs), a log line's, a fault.
+TimelineKind = EventKind | LogKind | JournalKind
+
+
+def timeline_kind(text: str) -> TimelineKind | None:
+    """A kind as JSON carries it; None for one this version does not know."""
+    for kinds in (EventKind, LogKind, JournalKind):
+        try:
+            return kinds(text)
+        except ValueError:
+            continue
+    return None
+
+
+class Source(StrEnum):
+    """Who saw an event: the observer (timeline.jsonl), the lab's journal, a broker's log."""
+
+    OBSERVER = "observer"
+    FAULTS = "faults"
+    BROKER_LOG = "broker-log"
+
+
+# The optional fields each kind always writes to JSON, None or not (the observer's Event
+# fields, a fault's action and node, a log line's node); any other is written when known.
+_ALWAYS: dict[str, tuple[str, ...]] = {
+    EventKind.LEADER_CHANGED: ("epoch", "old", "new"),
+    EventKind.CONTROLLER_CHANGED: ("epoch", "old", "new"),
+    EventKind.PARTITION_ONLINE: ("epoch", "new"),
+    EventKind.PARTITION_OFFLINE: ("old",),
+}
+JsonObject = dict[str, object]  # a JSON document's object, as json.loads gives it
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    """One fact of a run's timeline: an observer event, a fault of the lab's journal or a Kafka
+    log line; after `fold`, every sighting of one fact (`sources`, `seen`: who saw it first
+    when). The optional fields are those its kind carries."""
+
+    ts: int
+    kind: TimelineKind
+    detail: str
+    partition: str | None = None
+    broker: int | None = None
+    severity: Severity = Severity.INFO
+    source: Source = Source.OBSERVER
+    node: str | None = None  # the node whose log said it, or that the fault hit
+    epoch: int | None = None  # a leader epoch (or the controller's)
+    offset: int | None = None  # where a leader starts, or a log was truncated to
+    old: int | None = None  # the leader (or controller) before ...
+    new: int | None = None  # ... and after
+    leader: int | None = None  # the leader a follower follows
+    replica: int | None = None  # the replica that left or joined the ISR (the observer's)
+    old_isr: tuple[int, ...] | None = None
+    new_isr: tuple[int, ...] | None = None
+    action: str | None = None  # a fault's, as journaled (a FaultKind or an older word)
+    note: str | None = None  # a fault's own words in the journal
+    groups: tuple[tuple[str, ...], ...] | None = None  # a partition fault's groups
+    lab_id: str | None = None
+    sources: tuple[str, ...] = ()
+    seen: tuple[tuple[str, int], ...] = ()  # source -> first ts, in time order
+    slowed: tuple[int, ...] = ()  # the slowed links' brokers an ISR shrink dropped
+
+    def to_json(self) -> JsonObject:
+        """The report's timeline entry (report.json `timeline`), in its key order."""
+        out: JsonObject = {"ts": self.ts, "kind": self.kind.value, "partition": self.partition,
+                           "broker": self.broker, "severity": self.severity.value,
+                           "detail": self.detail, "source": self.source.value}
+        if self.sources:
+            out["sources"], out["seen"] = list(self.sources), dict(self.seen)
+        always = _ALWAYS.get(self.kind, ())
+        for name in ("epoch", "offset", "old", "new"):
+            if getattr(self, name) is not None or name in always:
+                out[name] = getattr(self, name)
+        if self.kind is JournalKind.FAULT:
+            out["action"] = self.action
+        if self.source is not Source.OBSERVER:
+            out["node"] = self.node
+        return out
+
+    def journal_json(self) -> JsonObject:
+        """A fault as the lab's journal wrote it (report.json's `fault`)."""
+        return {"ts": self.ts, "action": self.action, "node": self.node,
+                "groups": None if self.groups is None else [list(g) for g in self.groups],
+                "detail": self.note, "lab_id": self.lab_id}
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, object],
+                  source: Source = Source.OBSERVER) -> TimelineEvent | None:
+        """An event as JSON carries it (timeline.jsonl, a report's timeline entry); None when
+        its ts or kind is not one."""
+        kind, ts = timeline_kind(str(entry.get("kind"))), entry.get("ts")
+        if kind is None or not isinstance(ts, int | float):
+            return None
+        isr = entry.get("new_isr", entry.get("isr"))
+        seen = entry.get("seen")
+        return cls(
+            int(ts), kind, str(entry.get("detail") or ""), _text(entry.get("partition")),
+            _int(entry.get("broker")), Severity(str(entry.get("severity") or "info")),
+            Source(str(entry.get("source") or source)), _text(entry.get("node")),
+            _int(entry.get("epoch")), _int(entry.get("offset")), _int(entry.get("old")),
+            _int(entry.get("new")), _int(entry.get("leader")), _int(entry.get("replica")),
+            _ints(entry.get("old_isr")), _ints(isr), _text(entry.get("action")),
+            _text(entry.get("note")), _groups(entry.get("groups")), _text(entry.get("lab_id")),
+            sources=tuple(map(str, _list(entry.get("sources")))),
+            seen=tuple((str(k), int(str(v))) for k, v in seen.items())
+            if isinstance(seen, dict) else ())
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def _list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _ints(value: object) -> tuple[int, ...] | None:
+    return None if value is None else tuple(int(str(x)) for x in _list(value))
+
+
+def _groups(value: object) -> tuple[tuple[str, ...], ...] | None:
+    return None if value is None else tuple(tuple(map(str, _list(g))) for g in _list(value))

@@ -12,6 +12,7 @@ from kinspect.checks import writable_dir
 from kinspect.errors import KinspectError
 from kinspect.load.run_timeline import read_live_loss
 from kinspect.load.rundir import POSTMORTEM_DIR
+from kinspect.model.events import TimelineEvent
 from kinspect.postmortem.evidence.brokerlogs import read_broker_logs
 from kinspect.postmortem.evidence.inputs import evidence_window, load_inputs, run_window
 from kinspect.postmortem.matching.leadership import leaderships
@@ -38,8 +39,8 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     fault = tl.main_fault(inputs.faults, start, end)
     every_line = [e for e in read_broker_logs(inputs.broker_logs, inputs.topic)
-                  if end is None or e["ts"] <= end]
-    log_events = [e for e in every_line if start is None or e["ts"] >= start]
+                  if end is None or e.ts <= end]
+    log_events = [e for e in every_line if start is None or e.ts >= start]
     if inputs.broker_logs:
         say(f"broker logs: {len(log_events):,} relevant lines from {len(inputs.broker_logs)} nodes")
     # Who led since when reaches back before the run: the leader at its start was elected earlier.
@@ -60,7 +61,7 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
             except Exception as exc:
                 raise KinspectError(f"cannot start Spark ({master}): {_first_line(exc)}") from None
         try:
-            results = _run_queries(spark, inputs, int(fault["ts"]) if fault else None, say,
+            results = _run_queries(spark, inputs, fault.ts if fault else None, say,
                                    history, held_table.result)
             held_table.result()  # a failure to read them fails the job even when none was lost
             consumer_side = _consumer_side(spark, inputs, say)
@@ -196,20 +197,21 @@ def _consumer_side(spark: Any, inputs: Any, say: Callable[[str], None]) -> dict[
 
 def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, Any]],
               ranges: list[dict[str, Any]], log_stats: list[dict[str, Any]], gaps: list[dict[str, Any]],
-              bounds: dict[str, Any], fault: dict[str, Any] | None, log_events: list[dict[str, Any]],
+              bounds: dict[str, Any], fault: TimelineEvent | None, log_events: list[TimelineEvent],
               engine: str) -> dict[str, Any]:
     first_ack, last_ack = bounds["first_ack_ts"], bounds["last_ack_ts"]
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     events = tl.merge(inputs.timeline, inputs.faults, log_events, inputs.topic, start, end)
     leaders = tl.epoch_leaders(events)
-    slow = tl.slow_links(events)
+    events, links = tl.slow_links(events)
+    slow = [line.to_json() for line in links]
     total = rep.totals(groups)
     partitions = rep.partition_rows(groups, epochs, log_stats, inputs.final_log_partitions)
     lost_ranges, more = rep.ranges_by_producer(ranges)
     unavailable = [{"partition": f"{inputs.topic}-{g['pp']}", "start": g["start"], "end": g["end"],
                     "ms": g["end"] - g["start"], "reason": "no successful acknowledgement"} for g in gaps]
-    no_leader = tl.no_leader_windows(events, last_ack)
-    entries, timeline_more = tl.report_entries(events, int(fault["ts"]) if fault else None)
+    no_leader: list[dict[str, Any]] = [w.to_json() for w in tl.no_leader_windows(events, last_ack)]
+    entries, timeline_more = tl.report_entries(events, fault.ts if fault else None)
     notes = list(inputs.verify_warnings)
     if inputs.timeline is None:
         notes.append("no timeline was recorded (run `kinspect watch --run-dir` during the load)")
@@ -237,7 +239,7 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
         "duplicate_ids": total["duplicate_ids"], "reordered": sum(p["reordered"] for p in partitions),
         "partitions": partitions, "lost_ranges": lost_ranges, "lost_ranges_more": more,
         "attribution": rep.attribution(epochs),
-        "fault": fault, "timeline": entries, "timeline_more": timeline_more,
+        "fault": fault.journal_json() if fault else None, "timeline": entries, "timeline_more": timeline_more,
         "unavailable": sorted(unavailable + no_leader, key=lambda w: w["start"]),
         # the longest single window without a successful ack (or leader) while sending
         "unavailable_ms": max((w["ms"] for w in unavailable + no_leader), default=0),
@@ -263,5 +265,5 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
     return report
 
 
-def _after(ts: int | None, fault: dict[str, Any] | None) -> int | None:
-    return None if fault is None or ts is None else int(ts - fault["ts"])
+def _after(ts: int | None, fault: TimelineEvent | None) -> int | None:
+    return None if fault is None or ts is None else int(ts - fault.ts)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinspect.model.events import TimelineEvent
 from kinspect.postmortem.story.timeline import report_entries
 from tests.helpers.rundirs import T0
 
 F = T0  # the fault
 
 
-def isolation_events() -> list[dict[str, Any]]:
-    def e(dt: int, kind: str, **fields: Any) -> dict[str, Any]:
-        return {"ts": F + dt, "kind": kind, "partition": None, "broker": None, "detail": kind,
-                "source": "observer", **fields}
+def isolation_events() -> list[TimelineEvent]:
+    def e(dt: int, kind: str, **fields: Any) -> TimelineEvent:
+        event = TimelineEvent.from_json({"ts": F + dt, "kind": kind, "partition": None,
+                                         "broker": None, "detail": kind, "source": "observer",
+                                         **fields})
+        assert event is not None
+        return event
 
     return [
         e(0, "fault", action="partition", node=None, source="faults",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.lab.faults import Fault, FaultKind, Lane, Scope, hurts, is_fault
 from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
 
@@ -55,3 +55,21 @@ def test_heal_and_unslow_act_once_on_the_whole_lab() -> None:
     assert str(Fault(FaultKind.SLOW, "kafka1", shape=shape)) == \
         "slow kafka1: rate 256 kbit + 5 % loss, inbound"
     assert str(Fault(FaultKind.ISOLATE, "kafka1", Scope.ZK)) == "isolate kafka1 from zk"
+
+
+def test_each_repair_ends_the_lane_of_the_faults_it_undoes() -> None:
+    for kind, repair in ((k, Fault(k, "kafka1", groups=(("kafka1",),),
+                                   shape=LinkShape(rate_kbit=1)).undo())
+                         for k in FaultKind if k.disruptive):
+        assert repair is not None and repair.kind.lane is kind.lane and not repair.kind.disruptive
+    assert FaultKind.RESTART.lane is Lane.DOWN  # a restart also ends a kill or stop
+
+
+def test_what_hurts_in_a_journal() -> None:
+    """Every disruptive fault and a restart hurt; a repair, the lab's own steps and unknown words
+    do not; older kinspect versions' delay and loss did (and are faults with no known undo)."""
+    assert {k for k in FaultKind if k.hurts} == {k for k in FaultKind if k.disruptive} | {
+        FaultKind.RESTART}
+    assert hurts("delay") and hurts("loss") and not hurts("heal") and not hurts("up")
+    assert not hurts("whatever") and is_fault("whatever") and is_fault("delay")
+    assert not is_fault("up") and not is_fault("images") and is_fault("kill")

@@ -69,7 +69,8 @@ def test_bands_end_at_their_undo_and_a_restart_is_short() -> None:
               fault(2_000, "slow", "kafka2"), fault(3_000, "resume", "kafka3"),
               fault(4_000, "restart", "kafka2"), fault(5_000, "start", "kafka1"),
               fault(6_000, "unslow"), fault(7_000, "up"), fault(8_000, "stop", "kafka3")]
-    got = [(b.label, b.start - F, b.end - F, b.undone) for b in ln.bands(faults, F + 20_000, 500)]
+    got = [(b.label, b.start - F, b.end - F, b.undone)
+           for b in ln.bands(ln.timeline_events(faults), F + 20_000, 500)]
     assert got == [("kill kafka1", 0, 5_000, True), ("pause kafka3", 1_000, 3_000, True),
                    ("slow kafka2", 2_000, 6_000, True), ("restart kafka2", 4_000, 4_500, True),
                    ("stop kafka3", 8_000, 20_000, False)]
@@ -79,7 +80,7 @@ def test_a_new_partition_replaces_the_old_one() -> None:
     first = {**fault(0, "partition"), "groups": [["kafka1"], ["zk1", "kafka2", "kafka3"]]}
     second = {**fault(4_000, "partition"),
               "groups": [["kafka1", "kafka2", "kafka3"], ["zk1", "kafka2", "kafka3"]]}
-    got = ln.bands([first, second, fault(9_000, "heal")], F + 20_000)
+    got = ln.bands(ln.timeline_events([first, second, fault(9_000, "heal")]), F + 20_000)
     assert [(b.label, b.start - F, b.end - F) for b in got] == [
         ("kafka1 cut off", 0, 4_000), ("kafka1 cut from zk1", 4_000, 9_000)]
 
@@ -91,13 +92,14 @@ def test_a_killed_leader_does_not_act_as_one_and_a_clean_handover_is_no_cut_off(
               fault(20_000, "start", "kafka3"),
               {"ts": F + 23_000, "kind": "log_follower_start", "partition": "t-0", "broker": 3,
                "epoch": 5}]
-    bars = ln.bars(killed, [], F - 5_000, F + 30_000)
+    bars = ln.bars(ln.timeline_events(killed), [], F - 5_000, F + 30_000)
     assert [(b.broker, b.believed) for b in bars] == [(3, False), (1, False)]
     handover = [{"ts": F, "kind": "log_leader_start", "partition": "t-0", "broker": 1, "epoch": 2,
                  "old": 2},
                 {"ts": F + 40, "kind": "log_follower_start", "partition": "t-0", "broker": 2,
                  "epoch": 2}]
-    assert not any(b.believed for b in ln.bars(handover, [], F - 5_000, F + 5_000))
+    assert not any(b.believed for b in ln.bars(ln.timeline_events(handover), [], F - 5_000,
+                                               F + 5_000))
 
 
 def test_no_leader_ends_the_bar_and_several_partitions_each_have_theirs() -> None:
@@ -107,7 +109,8 @@ def test_no_leader_ends_the_bar_and_several_partitions_each_have_theirs() -> Non
                "epoch": 4},
               {"ts": F + 1_000, "kind": "leader_changed", "partition": "t-3", "old": 2, "new": 3,
                "epoch": 7}]
-    bars = ln.bars(sorted(events, key=lambda e: e["ts"]), [], F - 2_000, F + 10_000)
+    bars = ln.bars(ln.timeline_events(sorted(events, key=lambda e: int(str(e["ts"])))), [],
+                   F - 2_000, F + 10_000)
     assert [(b.partition, b.broker, b.start - F, b.end - F) for b in bars] == [
         (0, 2, -2_000, 0), (0, 2, 9_000, 10_000), (3, 2, -2_000, 1_000), (3, 3, 1_000, 10_000)]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kinspect.errors import KinspectError
+from kinspect.model.events import EventKind, LogKind, Source, TimelineEvent
 from kinspect.postmortem.evidence import brokerlogs
 from kinspect.postmortem.evidence.inputs import load_inputs, read_jsonl, run_window
 from kinspect.postmortem.story import report as rep
@@ -22,8 +23,8 @@ def test_log_timestamps_are_local_time() -> None:
     event = brokerlogs.parse_line(f"{log_stamp(T0 + 42)} INFO [Controller id=3] 3 successfully "
                                   "elected as the controller. Epoch incremented to 2 and epoch zk "
                                   "version is now 2 (kafka.controller.KafkaController)", "kafka3")
-    assert event is not None and event["ts"] == T0 + 42
-    assert event["kind"] == "log_controller_elected" and event["broker"] == 3 and event["epoch"] == 2
+    assert event is not None and event.ts == T0 + 42
+    assert event.kind == "log_controller_elected" and event.broker == 3 and event.epoch == 2
 
 
 @pytest.mark.parametrize(("line", "expected"), [
@@ -84,7 +85,8 @@ def test_log_timestamps_are_local_time() -> None:
 def test_kafka_log_lines(line: str, expected: dict[str, object]) -> None:
     event = brokerlogs.parse_line(f"{STAMP} {line}", "kafka2")
     assert event is not None
-    assert {k: event[k] for k in expected} == expected
+    got = {k: getattr(event, k) for k in expected}
+    assert {k: list(v) if isinstance(v, tuple) else v for k, v in got.items()} == expected
 
 
 @pytest.mark.parametrize("line", [
@@ -104,8 +106,8 @@ def test_other_topics_and_repeated_zk_lines_are_dropped() -> None:
         f"{log_stamp(T0)} INFO [Partition test10-0 broker=1] Shrinking ISR from 1,2 to 1.",
         f"{log_stamp(T0)} INFO [Partition test1-0 broker=1] Shrinking ISR from 1,2 to 1."]
     events = brokerlogs.parse_lines(lines, "kafka1", "test1")
-    assert [e["kind"] for e in events] == ["log_zk_expired", "log_zk_expired", "log_isr_shrink"]
-    assert events[2]["partition"] == "test1-0"
+    assert [e.kind for e in events] == ["log_zk_expired", "log_zk_expired", "log_isr_shrink"]
+    assert events[2].partition == "test1-0"
 
 
 def test_torn_jsonl_line_is_skipped(tmp_path: Path) -> None:
@@ -130,24 +132,24 @@ def test_timeline_epochs_and_windows(tmp_path: Path) -> None:
     inputs = load_inputs(scenario_a(tmp_path / "run"))
     logs = brokerlogs.read_broker_logs(inputs.broker_logs, "t")
     fault = timeline.main_fault(inputs.faults, T0, T0 + 5000)
-    assert fault is not None and fault["ts"] == T0 + 98  # not the one an hour earlier
+    assert fault is not None and fault.ts == T0 + 98  # not the one an hour earlier
     events = timeline.merge(inputs.timeline, inputs.faults, logs, "t", T0 - 60_000, T0 + 600_000)
-    assert all(e.get("partition") in {None, "t-0", "t-1", "t-2"} for e in events)
-    assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
+    assert all(e.partition in {None, "t-0", "t-1", "t-2"} for e in events)
+    assert [e.ts for e in events] == sorted(e.ts for e in events)
     leaders = timeline.epoch_leaders(events)
     assert {k: v[0] for k, v in leaders.items()} == {("t-0", 1): 1, ("t-0", 2): 2, ("t-1", 4): 2,
                                                       ("t-2", 7): 3}
-    assert timeline.no_leader_windows(events, None) == [
+    assert [w.to_json() for w in timeline.no_leader_windows(events, None)] == [
         {"partition": "t-1", "start": T0 + 200, "end": T0 + 1200, "ms": 1000, "reason": "no leader"}]
-    entries, more = timeline.report_entries(events, fault["ts"], cap=3)
+    entries, more = timeline.report_entries(events, fault.ts, cap=3)
     assert len(entries) == 3 and more == len(events) - 3
-    assert entries[0]["delta_ms"] == entries[0]["ts"] - fault["ts"]
+    assert entries[0]["delta_ms"] == entries[0]["ts"] - fault.ts
 
 
 def test_broker_log_beats_observer_for_epoch_owner() -> None:
     events = [
-        {"ts": 5, "kind": "leader_changed", "partition": "t-0", "new": 1, "epoch": 4, "source": "observer"},
-        {"ts": 9, "kind": "log_leader_start", "partition": "t-0", "broker": 2, "epoch": 4},
+        TimelineEvent(5, EventKind.LEADER_CHANGED, "", "t-0", new=1, epoch=4),
+        TimelineEvent(9, LogKind.LEADER_START, "", "t-0", 2, epoch=4, source=Source.BROKER_LOG),
     ]
     assert timeline.epoch_leaders(events) == {("t-0", 4): (2, 5)}
 
@@ -167,9 +169,8 @@ def test_explanation_zero_loss_says_so() -> None:
 def test_explanation_names_broker_epoch_and_truncation() -> None:
     attribution = [{"partition": 0, "leader_epoch": 4, "broker": 2, "count": 31784,
                     "first_ack_ts": T0, "last_ack_ts": T0 + 14_000}]
-    events = [{"ts": T0 + 500, "kind": "log_zk_expired", "broker": 2},
-              {"ts": T0 + 30_000, "kind": "log_truncate", "broker": 2, "partition": "test1-0",
-               "offset": 34669}]
+    events = [TimelineEvent(T0 + 500, LogKind.ZK_EXPIRED, "", broker=2),
+              TimelineEvent(T0 + 30_000, LogKind.TRUNCATE, "", "test1-0", 2, offset=34669)]
     leaders = {("test1-0", 4): (2, T0 - 9000), ("test1-0", 5): (3, T0 + 100)}
     report = _report(acked=66453, acked_lost=31784, attribution=attribution,
                      fault={"ts": T0 - 100, "action": "partition", "node": "kafka2"})

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kinspect.lab.nodes import JVM_FLAGS
+from kinspect.model.events import Source, TimelineEvent
 from kinspect.postmortem.evidence import brokerlogs
 from kinspect.postmortem.story import timeline
 
@@ -23,7 +24,7 @@ def stamp(ms: int) -> str:
     return f"[2023-11-14 22:13:{20 + ms // 1000:02d},{ms % 1000:03d}]"
 
 
-def log(ms: int, text: str, node: str = "kafka2") -> dict[str, Any]:
+def log(ms: int, text: str, node: str = "kafka2") -> TimelineEvent:
     event = brokerlogs.parse_line(f"{stamp(ms)} {text}", node)
     assert event is not None, text
     return event
@@ -46,7 +47,7 @@ def log(ms: int, text: str, node: str = "kafka2") -> dict[str, Any]:
 ])
 def test_reconnect_warnings_are_not_expiry(node: str, line: str) -> None:
     event = brokerlogs.parse_line(f"{STAMP} {line}", node)
-    assert event is None or event["kind"] != "log_zk_expired"
+    assert event is None or event.kind != "log_zk_expired"
 
 
 @pytest.mark.parametrize("line", [
@@ -56,8 +57,8 @@ def test_reconnect_warnings_are_not_expiry(node: str, line: str) -> None:
 ])
 def test_real_expiry_lines_count(line: str) -> None:
     event = brokerlogs.parse_line(f"{STAMP} {line}", "kafka2")
-    assert event is not None and event["kind"] == "log_zk_expired" and event["broker"] == 2
-    assert event["ts"] == T0
+    assert event is not None and event.kind == "log_zk_expired" and event.broker == 2
+    assert event.ts == T0
 
 
 SESSION = "0x100004a1b2c0002"
@@ -74,7 +75,7 @@ def test_a_reconnect_within_the_session_is_no_expiry() -> None:
     lines = [f"{stamp(i * 1000)} {t}" for i, t in enumerate(TIMED_OUT * 3)] + [
         f"{stamp(9000)} INFO Session establishment complete on server zk1/198.19.239.10:2181, session "
         f"id = {SESSION}, negotiated timeout = 6000 (org.apache.zookeeper.ClientCnxn)"]
-    assert [e["kind"] for e in brokerlogs.parse_lines(lines, "kafka2")] == ["log_zk_session"]
+    assert [e.kind for e in brokerlogs.parse_lines(lines, "kafka2")] == ["log_zk_session"]
 
 
 def test_an_expired_session_is_one_expiry_then_a_new_session_and_registration() -> None:
@@ -95,8 +96,8 @@ def test_an_expired_session_is_one_expiry_then_a_new_session_and_registration() 
     lines = [f"{stamp(i * 1000)} {t}" for i, t in enumerate(TIMED_OUT * 4)]
     lines += [f"{stamp(20_000 + i * 10)} {t}" for i, t in enumerate(after)]
     events = brokerlogs.parse_lines(lines, "kafka2")
-    assert [e["kind"] for e in events] == ["log_zk_expired", "log_zk_session", "log_broker_registered"]
-    assert events[0]["ts"] == T0 + 20_000 and events[0]["broker"] == 2
+    assert [e.kind for e in events] == ["log_zk_expired", "log_zk_session", "log_broker_registered"]
+    assert events[0].ts == T0 + 20_000 and events[0].broker == 2
 
 
 # --- 2. broker stamps are UTC, whatever zone this machine is in ------------------------------
@@ -121,7 +122,7 @@ def new_york() -> Iterator[None]:
 def test_stamps_are_utc_in_another_zone() -> None:
     assert brokerlogs.parse_ts("2023-11-14 22:13:20", "042") == T0 + 42
     assert log(1500, "INFO [ZooKeeperClient Kafka server] Session expired. "
-               "(kafka.zookeeper.ZooKeeperClient)")["ts"] == T0 + 1500
+               "(kafka.zookeeper.ZooKeeperClient)").ts == T0 + 1500
 
 
 def test_every_lab_jvm_logs_in_utc() -> None:
@@ -142,12 +143,15 @@ FOLLOWER = ("INFO [Broker id={broker}] Follower t-0 starts at leader epoch {epoc
             "epoch was 4. (state.change.logger)")
 
 
-def observed(ms: int, kind: str, **fields: Any) -> dict[str, Any]:
-    return {"ts": T0 + ms, "kind": kind, "partition": fields.pop("partition", "t-0"),
-            "severity": "warn", "detail": kind, **fields}
+def observed(ms: int, kind: str, **fields: Any) -> TimelineEvent:
+    event = TimelineEvent.from_json({"ts": T0 + ms, "kind": kind,
+                                     "partition": fields.pop("partition", "t-0"),
+                                     "severity": "warn", "detail": kind, **fields})
+    assert event is not None
+    return event
 
 
-def election(ms: int, epoch: int, old: int = 1, new: int = 3) -> list[dict[str, Any]]:
+def election(ms: int, epoch: int, old: int = 1, new: int = 3) -> list[TimelineEvent]:
     """What one election leaves behind: controller line, leader line, follower line, observer."""
     return [log(ms, CONTROLLER.format(leader=new, epoch=epoch), "kafka1"),
             log(ms + 40, LEADER.format(broker=new, epoch=epoch), f"kafka{new}"),
@@ -155,33 +159,33 @@ def election(ms: int, epoch: int, old: int = 1, new: int = 3) -> list[dict[str, 
             observed(ms + 800, "leader_changed", broker=new, old=old, new=new, epoch=epoch)]
 
 
-def merged(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    observer = [e for e in events if "source" not in e]
-    logs = [e for e in events if "source" in e]
+def merged(events: list[TimelineEvent]) -> list[TimelineEvent]:
+    observer = [e for e in events if e.source is Source.OBSERVER]
+    logs = [e for e in events if e.source is not Source.OBSERVER]
     return timeline.merge(observer, [], logs, "t", T0 - 60_000, T0 + 600_000)
 
 
 def test_one_election_seen_three_ways_is_one_line() -> None:
     [entry] = merged(election(100, 5))
-    assert entry["sources"] == ["observer", "controller log", "broker log"]
-    assert entry["ts"] == T0 + 100 and entry["kind"] == "log_leader_start" and entry["epoch"] == 5
-    assert entry["detail"] == "t-0: broker 3 leads at epoch 5 from offset 34,669 (was broker 1)"
-    assert entry["seen"] == {"controller log": T0 + 100, "broker log": T0 + 140, "observer": T0 + 900}
+    assert list(entry.sources) == ["observer", "controller log", "broker log"]
+    assert entry.ts == T0 + 100 and entry.kind == "log_leader_start" and entry.epoch == 5
+    assert entry.detail == "t-0: broker 3 leads at epoch 5 from offset 34,669 (was broker 1)"
+    assert dict(entry.seen) == {"controller log": T0 + 100, "broker log": T0 + 140, "observer": T0 + 900}
     [row], _ = timeline.report_entries([entry], T0)
-    assert row["sources"] == entry["sources"] and row["delta_ms"] == 100
+    assert row["sources"] == list(entry.sources) and row["delta_ms"] == 100
 
 
 def test_two_elections_stay_two_lines() -> None:
     events = merged(election(100, 5) + election(8000, 6, old=3, new=2))
-    assert [(e["epoch"], e["broker"], len(e["sources"])) for e in events] == [(5, 3, 3), (6, 2, 3)]
+    assert [(e.epoch, e.broker, len(e.sources)) for e in events] == [(5, 3, 3), (6, 2, 3)]
 
 
 def test_a_late_follower_is_its_own_line() -> None:
     """The isolated old leader rejoining as a follower after the heal is news, not an echo."""
     late = log(30_000, FOLLOWER.format(broker=2, epoch=5, leader=3), "kafka2")
     events = merged([*election(100, 5), late])
-    assert [e["kind"] for e in events] == ["log_leader_start", "log_follower_start"]
-    assert "sources" not in events[1]
+    assert [e.kind for e in events] == ["log_leader_start", "log_follower_start"]
+    assert not events[1].sources
 
 
 def test_isr_and_controller_sightings_fold() -> None:
@@ -197,11 +201,11 @@ def test_isr_and_controller_sightings_fold() -> None:
         observed(900, "controller_changed", partition=None, broker=3, old=1, new=3, epoch=2),
         observed(9000, "isr_expanded", broker=1, replica=1, isr=[3, 1]),
     ])
-    assert [(e["kind"], e.get("sources")) for e in events] == [
+    assert [(e.kind, list(e.sources) or None) for e in events] == [
         ("controller_changed", ["observer", "controller log"]),
         ("log_isr_shrink", ["observer", "broker log"]),
         ("isr_expanded", None)]
-    assert events[0]["ts"] == T0 + 50 and events[1]["ts"] == T0 + 100
+    assert events[0].ts == T0 + 50 and events[1].ts == T0 + 100
 
 
 def test_epoch_leaders_prefers_the_brokers_own_line_after_folding() -> None:
@@ -216,12 +220,20 @@ def test_epoch_leaders_prefers_the_brokers_own_line_after_folding() -> None:
 def test_no_leader_window_survives_folding() -> None:
     offline = observed(0, "partition_offline", broker=1, old=1)
     events = merged([offline, *election(1000, 5)])
-    assert timeline.no_leader_windows(events, None) == [
+    assert [w.to_json() for w in timeline.no_leader_windows(events, None)] == [
         {"partition": "t-0", "start": T0, "end": T0 + 1800, "ms": 1800, "reason": "no leader"}]
     logs_only = merged([offline, *election(1000, 5)[:3]])  # the observer missed the election
-    assert timeline.no_leader_windows(logs_only, None)[0]["end"] == T0 + 1000
+    assert timeline.no_leader_windows(logs_only, None)[0].end == T0 + 1000
 
 
 def test_only_the_runs_window() -> None:
     events = merged([*election(100, 5), observed(-70_000, "leader_changed", old=3, new=1, epoch=4)])
-    assert all(e["ts"] >= T0 - 60_000 for e in events) and len(events) == 1
+    assert all(e.ts >= T0 - 60_000 for e in events) and len(events) == 1
+
+
+def test_an_event_reads_back_from_its_report_entry() -> None:
+    """The TUI draws the lanes from report.json: an entry must give back the event's facts."""
+    [entry] = merged(election(100, 5))
+    back = TimelineEvent.from_json(entry.to_json())
+    assert back == entry  # every field a report entry keeps
+    assert TimelineEvent.from_json({"ts": 1, "kind": "no_such_kind"}) is None

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from kinspect.lab.topology import broker_id_of
+from kinspect.model.events import LogKind, Severity, Source, TimelineEvent
 
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] (\w+) (.*)$")
 _PARTITION_PREFIX = re.compile(r"\[Partition (\S+) broker=(\d+)\]")
@@ -68,7 +69,7 @@ _WORTH_A_LOOK = ("ISR from", "starts at", "Truncating", "successfully elected",
                  "Changed partition", "Registered broker", "ZooKeeper", "Session e", "new session",
                  "active controller", "Fencing broker", "to unfence", "send a heartbeat",
                  "partition change for")
-REPEATING = {"log_zk_expired", "log_zk_session", "log_heartbeat_failed"}  # one per 5 s
+REPEATING = {LogKind.ZK_EXPIRED, LogKind.ZK_SESSION, LogKind.HEARTBEAT_FAILED}  # one per 5 s
 
 
 def parse_ts(stamp: str, millis: str) -> int:
@@ -83,124 +84,172 @@ def _seconds(stamp: str) -> int:
 
 
 
-def _ids(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip().isdigit()]
+def _ids(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip().isdigit())
 
 
-def parse_line(line: str, node: str = "") -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class _Line:
+    """A line worth a look: its time, node, text and the broker it is about (its prefix's,
+    else the node's)."""
+
+    ts: int
+    node: str
+    text: str
+    broker: int | None
+
+    def event(self, kind: LogKind, severity: Severity, detail: str, *, broker: int | None,
+              partition: str | None = None, epoch: int | None = None, offset: int | None = None,
+              leader: int | None = None, old_isr: tuple[int, ...] | None = None,
+              new_isr: tuple[int, ...] | None = None) -> TimelineEvent:
+        return TimelineEvent(self.ts, kind, detail, partition, broker, severity,
+                             Source.BROKER_LOG, self.node or None, epoch, offset, leader=leader,
+                             old_isr=old_isr, new_isr=new_isr)
+
+
+def _isr(found: re.Match[str], line: _Line) -> TimelineEvent:
+    part = _PARTITION_PREFIX.search(line.text)
+    shrink = found[1] == "Shrinking"
+    return line.event(LogKind.ISR_SHRINK if shrink else LogKind.ISR_EXPAND,
+                      Severity.WARN if shrink else Severity.INFO,
+                      f"broker {line.broker}: {found[1].lower()} ISR {found[2]} → "
+                      f"{found[3] or '(empty)'}", broker=line.broker,
+                      partition=part[1] if part else None,
+                      old_isr=_ids(found[2]), new_isr=_ids(found[3]))
+
+
+def _starts(found: re.Match[str], line: _Line) -> TimelineEvent:
+    epoch, offset, broker = int(found[3]), int(found[4]), line.broker
+    if found[1] == "Follower":
+        current = _CURRENT_LEADER.search(line.text)
+        return line.event(LogKind.FOLLOWER_START, Severity.INFO, f"broker {broker} follows at "
+                          f"leader epoch {epoch} from offset {offset:,}", broker=broker,
+                          partition=found[2],
+                          epoch=epoch, offset=offset, leader=int(current[1]) if current else None)
+    return line.event(LogKind.LEADER_START, Severity.WARN, f"broker {broker} leads from epoch "
+                      f"{epoch} at offset {offset:,}", broker=broker, partition=found[2], epoch=epoch,
+                      offset=offset)
+
+
+def _truncate(found: re.Match[str], line: _Line) -> TimelineEvent:
+    partition, offset = found[1], int(found[2])
+    return line.event(LogKind.TRUNCATE, Severity.ERROR, f"broker {line.broker} truncated "
+                      f"{partition or 'its log'} to offset {offset:,}", broker=line.broker,
+                      partition=partition,
+                      offset=offset)
+
+
+def _elected(found: re.Match[str], line: _Line) -> TimelineEvent:
+    return line.event(LogKind.CONTROLLER_ELECTED, Severity.WARN, f"broker {found[1]} elected "
+                      f"controller (epoch {found[2]})", broker=int(found[1]), epoch=int(found[2]))
+
+
+def _active(found: re.Match[str], line: _Line) -> TimelineEvent:
+    return line.event(LogKind.CONTROLLER_ELECTED, Severity.WARN, f"node {found[1]} became the "
+                      f"active controller (quorum epoch {found[2]})", broker=int(found[1]),
+                      epoch=int(found[2]))
+
+
+def _leader_set(partition: str, leader: int, epoch: int, why: str, line: _Line) -> TimelineEvent:
+    return line.event(LogKind.LEADER_AND_ISR, Severity.INFO, f"controller set leader {leader} at "
+                      f"epoch {epoch} ({why})", partition=partition,
+                      broker=leader if leader >= 0 else None, epoch=epoch, leader=leader)
+
+
+def _changed(found: re.Match[str], line: _Line) -> TimelineEvent:
+    return _leader_set(found[1], int(found[4]), int(found[5]), f"{found[2]} → {found[3]}", line)
+
+
+def _kraft_change(found: re.Match[str], line: _Line) -> TimelineEvent:
+    return _leader_set(found[1], int(found[3]), int(found[5]), f"was {int(found[2])}", line)
+
+
+def _broker_said(kind: LogKind, severity: Severity, words: str
+                 ) -> Callable[[re.Match[str], _Line], TimelineEvent]:
+    """A builder for a line about one broker: `words` with {broker} (the line's group 1, else
+    the broker the line is about) and {why} (group 2)."""
+    def build(found: re.Match[str], line: _Line) -> TimelineEvent:
+        broker = int(found[1]) if found.re.groups else line.broker
+        why = found[2].removeprefix("its ") if found.re.groups > 1 else ""
+        return line.event(kind, severity, words.format(broker=broker, why=why), broker=broker)
+    return build
+
+
+# (a word the line must say, its pattern, what it becomes), tried in order: the first whose
+# word and pattern are both found builds the event. The words are cheap substring tests; a
+# pattern runs only on a line that says its word ("": any line worth a look).
+_RULES: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str], _Line], TimelineEvent]], ...] = (
+    ("ISR from", _ISR, _isr),
+    ("starts at", _STARTS, _starts),
+    ("Truncating", _TRUNC_FETCHER, _truncate),
+    ("Truncating", _TRUNC_LOG, _truncate),
+    ("successfully elected", _ELECTED, _elected),
+    ("Changed partition", _CHANGED, _changed),
+    ("Registered broker", _REGISTERED, _broker_said(
+        LogKind.BROKER_REGISTERED, Severity.INFO, "broker {broker} registered in ZooKeeper")),
+    ("partition change for", _KRAFT_CHANGE, _kraft_change),
+    ("active controller", _ACTIVE, _active),
+    ("Fencing broker", _FENCED, _broker_said(
+        LogKind.BROKER_FENCED, Severity.ERROR, "controller fenced broker {broker} ({why})")),
+    ("to unfence", _UNFENCED, _broker_said(
+        LogKind.BROKER_UNFENCED, Severity.INFO, "controller unfenced broker {broker}")),
+    ("send a heartbeat", _HEARTBEAT, _broker_said(
+        LogKind.HEARTBEAT_FAILED, Severity.WARN,
+        "broker {broker}: cannot reach the controller quorum (heartbeat)")),
+    ("", _ZK_EXPIRED, _broker_said(
+        LogKind.ZK_EXPIRED, Severity.ERROR, "broker {broker}: ZooKeeper session expired")),
+    ("", _ZK_NEW, _broker_said(
+        LogKind.ZK_SESSION, Severity.INFO, "broker {broker}: new ZooKeeper session")),
+)
+
+
+def parse_line(line: str, node: str = "") -> TimelineEvent | None:
     """One event for a line that matters, else None."""
     if not any(word in line for word in _WORTH_A_LOOK):
         return None
     match = _LINE.match(line.rstrip("\n"))
     if match is None:
         return None
-    ts, level, text = parse_ts(match[1], match[2]), match[3], match[4]
+    text = match[4]
     prefix = _BROKER_PREFIX.search(text)
-    broker = int(prefix[1]) if prefix else broker_id_of(node)
-    base: dict[str, Any] = {"ts": ts, "source": "broker-log", "node": node or None, "level": level}
-    if "ISR from" in text and (found := _ISR.search(text)):
-        part = _PARTITION_PREFIX.search(text)
-        old, new = _ids(found[2]), _ids(found[3])
-        kind = "log_isr_shrink" if found[1] == "Shrinking" else "log_isr_expand"
-        return {**base, "kind": kind, "partition": part[1] if part else None, "broker": broker,
-                "severity": "warn" if kind == "log_isr_shrink" else "info", "old_isr": old,
-                "new_isr": new, "detail": f"broker {broker}: {found[1].lower()} ISR "
-                f"{found[2]} → {found[3] or '(empty)'}"}
-    if "starts at" in text and (found := _STARTS.search(text)):
-        epoch, offset = int(found[3]), int(found[4])
-        if found[1] == "Follower":
-            current = _CURRENT_LEADER.search(text)
-            return {**base, "kind": "log_follower_start", "partition": found[2], "broker": broker,
-                    "severity": "info", "epoch": epoch, "offset": offset,
-                    "leader": int(current[1]) if current else None,
-                    "detail": f"broker {broker} follows at leader epoch {epoch} from offset {offset:,}"}
-        return {**base, "kind": "log_leader_start", "partition": found[2], "broker": broker,
-                "severity": "warn", "epoch": epoch, "offset": offset,
-                "detail": f"broker {broker} leads from epoch {epoch} at offset {offset:,}"}
-    if "Truncating" in text and (found := _TRUNC_FETCHER.search(text) or _TRUNC_LOG.search(text)):
-        return _truncation(base, found[1], int(found[2]), broker)
-    if "successfully elected" in text and (found := _ELECTED.search(text)):
-        elected = int(found[1])
-        return {**base, "kind": "log_controller_elected", "partition": None, "broker": elected,
-                "severity": "warn", "epoch": int(found[2]),
-                "detail": f"broker {elected} elected controller (epoch {found[2]})"}
-    if "Changed partition" in text and (found := _CHANGED.search(text)):
-        leader, epoch = int(found[4]), int(found[5])
-        return {**base, "kind": "log_leader_and_isr", "partition": found[1],
-                "broker": leader if leader >= 0 else None, "severity": "info", "epoch": epoch,
-                "leader": leader, "detail": f"controller set leader {leader} at epoch {epoch} "
-                f"({found[2]} → {found[3]})"}
-    if "Registered broker" in text and (found := _REGISTERED.search(text)):
-        return {**base, "kind": "log_broker_registered", "partition": None, "broker": int(found[1]),
-                "severity": "info", "detail": f"broker {found[1]} registered in ZooKeeper"}
-    if "partition change for" in text and (found := _KRAFT_CHANGE.search(text)):
-        before, leader, epoch = int(found[2]), int(found[3]), int(found[5])
-        return {**base, "kind": "log_leader_and_isr", "partition": found[1],
-                "broker": leader if leader >= 0 else None, "severity": "info", "epoch": epoch,
-                "leader": leader, "detail": f"controller set leader {leader} at epoch {epoch} "
-                f"(was {before})"}
-    if "active controller" in text and (found := _ACTIVE.search(text)):
-        node_id, epoch = int(found[1]), int(found[2])
-        return {**base, "kind": "log_controller_elected", "partition": None, "broker": node_id,
-                "severity": "warn", "epoch": epoch,
-                "detail": f"node {node_id} became the active controller (quorum epoch {epoch})"}
-    if "Fencing broker" in text and (found := _FENCED.search(text)):
-        return {**base, "kind": "log_broker_fenced", "partition": None, "broker": int(found[1]),
-                "severity": "error", "detail": f"controller fenced broker {found[1]} "
-                f"({found[2].removeprefix('its ')})"}
-    if "to unfence" in text and (found := _UNFENCED.search(text)):
-        return {**base, "kind": "log_broker_unfenced", "partition": None, "broker": int(found[1]),
-                "severity": "info", "detail": f"controller unfenced broker {found[1]}"}
-    if "send a heartbeat" in text and (found := _HEARTBEAT.search(text)):
-        return {**base, "kind": "log_heartbeat_failed", "partition": None,
-                "broker": int(found[1]), "severity": "warn",
-                "detail": f"broker {found[1]}: cannot reach the controller quorum (heartbeat)"}
-    if _ZK_EXPIRED.search(text):
-        return {**base, "kind": "log_zk_expired", "partition": None, "broker": broker,
-                "severity": "error", "detail": f"broker {broker}: ZooKeeper session expired"}
-    if _ZK_NEW.search(text):
-        return {**base, "kind": "log_zk_session", "partition": None, "broker": broker,
-                "severity": "info", "detail": f"broker {broker}: new ZooKeeper session"}
+    said = _Line(parse_ts(match[1], match[2]), node, text,
+                 int(prefix[1]) if prefix else broker_id_of(node))
+    for word, pattern, build in _RULES:
+        if word in text and (found := pattern.search(text)):
+            return build(found, said)
     return None
 
 
-def _truncation(base: dict[str, Any], partition: str | None, offset: int,
-                broker: int | None) -> dict[str, Any]:
-    return {**base, "kind": "log_truncate", "partition": partition, "broker": broker,
-            "severity": "error", "offset": offset,
-            "detail": f"broker {broker} truncated {partition or 'its log'} to offset {offset:,}"}
-
-
-def parse_lines(lines: Iterable[str], node: str, topic: str | None = None) -> list[dict[str, Any]]:
+def parse_lines(lines: Iterable[str], node: str, topic: str | None = None) -> list[TimelineEvent]:
     """Events from one node's lines, only those of `topic` (plus cluster-wide ones).
 
     Repeated ZooKeeper or heartbeat lines (a reconnect loop logs one a second or two) collapse
     to one per 5 s.
     """
-    out: list[dict[str, Any]] = []
+    out: list[TimelineEvent] = []
     last_zk: dict[str, int] = {}
     pattern = re.compile(rf"^{re.escape(topic)}-\d+$") if topic else None
     for line in lines:
         event = parse_line(line, node)
         if event is None:
             continue
-        partition = event["partition"]
+        partition = event.partition
         if partition is not None and pattern is not None and not pattern.match(partition):
             continue
-        if event["kind"] in REPEATING:
-            if event["ts"] - last_zk.get(event["kind"], -10**15) < 5000:
+        if event.kind in REPEATING:
+            if event.ts - last_zk.get(event.kind, -10**15) < 5000:
                 continue
-            last_zk[event["kind"]] = event["ts"]
+            last_zk[event.kind] = event.ts
         out.append(event)
     return out
 
 
-def read_broker_logs(logs: dict[str, list[Path]], topic: str | None) -> list[dict[str, Any]]:
+def read_broker_logs(logs: dict[str, list[Path]], topic: str | None) -> list[TimelineEvent]:
     """All nodes' events in time order; unreadable bytes are replaced, never fatal."""
-    events: list[dict[str, Any]] = []
+    events: list[TimelineEvent] = []
     for node, files in logs.items():
         for path in files:
             with open(path, errors="replace") as handle:
                 events.extend(parse_lines(handle, node, topic))
-    events.sort(key=lambda e: (e["ts"], e["kind"]))
+    events.sort(key=lambda e: (e.ts, e.kind))
     return events

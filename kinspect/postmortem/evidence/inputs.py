@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
-from kinspect.lab.faults import FaultKind
+from kinspect.lab.faults import hurts
+from kinspect.lab.topology import broker_id_of
 from kinspect.load.ack_ledger import LEDGER_SCHEMA, read_marks
 from kinspect.load.rundir import (
     BROKER_LOGS_DIR,
@@ -34,9 +35,7 @@ from kinspect.load.rundir import (
 )
 from kinspect.load.runsettings import check_saved
 from kinspect.load.verify import FINAL_LOG_SCHEMA
-
-# The journal's actions that broke something; older journals also wrote these three.
-DISRUPTIVE = {kind.value for kind in FaultKind if kind.disruptive} | {"restart", "delay", "loss"}
+from kinspect.model.events import JournalKind, JsonObject, Severity, Source, TimelineEvent
 
 
 @dataclass
@@ -60,8 +59,8 @@ class RunInputs:
     acks: str
     settings: dict[str, Any]
     summary: dict[str, Any]
-    timeline: list[dict[str, Any]] | None
-    faults: list[dict[str, Any]] | None
+    timeline: list[TimelineEvent] | None  # the observer's (timeline.jsonl)
+    faults: list[TimelineEvent] | None  # the lab's journal (faults.jsonl)
     broker_logs: dict[str, list[Path]] = field(default_factory=dict)
     final_log_partitions: list[int] = field(default_factory=list)
     final_log_rows: int = 0
@@ -77,7 +76,43 @@ class RunInputs:
         return sum(m.rows for m in self.producers.values())
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]] | None:
+def read_timeline(path: Path) -> list[TimelineEvent] | None:
+    """The observer's events (None when absent); a kind this version does not know is skipped."""
+    entries = read_jsonl(path)
+    return None if entries is None else observer_events(entries)
+
+
+def observer_events(entries: list[JsonObject]) -> list[TimelineEvent]:
+    return [e for entry in entries if (e := TimelineEvent.from_json(entry)) is not None]
+
+
+def read_faults(path: Path) -> list[TimelineEvent] | None:
+    """The lab's journal as fault events (None when absent)."""
+    entries = read_jsonl(path)
+    return None if entries is None else [fault_event(entry) for entry in entries]
+
+
+def fault_event(entry: JsonObject) -> TimelineEvent:
+    """One journal entry (`kill kafka2`, `partition a | b,c`) as the timeline tells it."""
+    action, node, lab_id = str(entry.get("action", "?")), entry.get("node"), entry.get("lab_id")
+    node = None if node is None else str(node)
+    raw = entry.get("groups")
+    groups = tuple(tuple(map(str, g)) for g in raw if isinstance(g, list)) \
+        if isinstance(raw, list) else None
+    what = f"{action} {node}" if node else action
+    if groups:
+        what += " " + " | ".join(",".join(g) for g in groups)
+    note = str(entry.get("detail") or "")
+    ts = entry["ts"]
+    return TimelineEvent(
+        int(ts) if isinstance(ts, int | float) else 0, JournalKind.FAULT,
+        f"fault: {what}" + (f" ({note})" if note and note != what else ""),
+        broker=broker_id_of(node), severity=Severity.ERROR if hurts(action) else Severity.INFO,
+        source=Source.FAULTS, node=node, action=action, note=note, groups=groups,
+        lab_id=None if lab_id is None else str(lab_id))
+
+
+def read_jsonl(path: Path) -> list[JsonObject] | None:
     """None when absent; a torn or garbled line (crash mid-write) is skipped, never fatal."""
     if not path.is_file():
         return None
@@ -171,7 +206,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
         run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
         producers=producers, topic=topic, acks=acks, settings=settings,
         summary=_json_file(run_dir / SUMMARY_FILE),
-        timeline=read_jsonl(run_dir / TIMELINE_FILE), faults=read_jsonl(run_dir / FAULTS_FILE),
+        timeline=read_timeline(run_dir / TIMELINE_FILE), faults=read_faults(run_dir / FAULTS_FILE),
         broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
         final_log_rows=final_rows, final_log_ordered=ordered, refused=refused)
 

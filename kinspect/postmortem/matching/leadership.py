@@ -10,10 +10,15 @@ when it logged becoming a follower, and truncated its log to offset X when it ca
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-ENDS_LEADERSHIP = {"log_follower_start", "log_leader_start", "log_truncate"}
+from kinspect.model.events import EventKind, LogKind, TimelineEvent, TimelineKind
+
+ENDS_LEADERSHIP = {LogKind.FOLLOWER_START, LogKind.LEADER_START, LogKind.TRUNCATE}
+# Who names the leader of an epoch, best first: its own line, the controller's, the observer's.
+LEADER_RANK: dict[TimelineKind, int] = {LogKind.LEADER_START: 0, LogKind.LEADER_AND_ISR: 1,
+                                        EventKind.LEADER_CHANGED: 2, EventKind.PARTITION_ONLINE: 2}
 
 
 @dataclass(frozen=True)
@@ -40,42 +45,42 @@ ROW_SCHEMA = ("pp int, i_broker int, i_epoch int, s_offset long, start_ts long, 
               "trunc_offset long, trunc_ts long")
 
 
-def _number(partition: Any, topic: str) -> int | None:
-    found = re.fullmatch(rf"{re.escape(topic)}-(\d+)", str(partition or ""))
+def _number(partition: str | None, topic: str) -> int | None:
+    found = re.fullmatch(rf"{re.escape(topic)}-(\d+)", partition or "")
     return int(found[1]) if found else None
 
 
-def _starts(events: list[dict[str, Any]], topic: str) -> dict[tuple[int, int], tuple[int, int, int]]:
+def _starts(events: Sequence[TimelineEvent], topic: str
+            ) -> dict[tuple[int, int], tuple[int, int, int]]:
     """(partition, epoch) -> (broker, start offset, ts): the broker's own line first, then the
     controller's, then the observer's (no offset)."""
-    rank = {"log_leader_start": 0, "log_leader_and_isr": 1, "leader_changed": 2, "partition_online": 2}
     best: dict[tuple[int, int], tuple[int, int, int, int]] = {}
     for e in events:
-        kind = e.get("kind")
-        partition = _number(e.get("partition"), topic)
-        if kind not in rank or partition is None or e.get("epoch") is None:
+        rank = LEADER_RANK.get(e.kind)
+        partition = _number(e.partition, topic)
+        if rank is None or partition is None or e.epoch is None:
             continue
-        broker = e.get("new") if kind in {"leader_changed", "partition_online"} else e.get("broker")
-        if broker is None or int(broker) < 0:
+        broker = e.new if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE) \
+            else e.broker
+        if broker is None or broker < 0:
             continue
-        offset = int(e["offset"]) if kind == "log_leader_start" and e.get("offset") is not None else -1
-        key, value = (partition, int(e["epoch"])), (rank[kind], int(broker), offset, int(e["ts"]))
+        offset = e.offset if e.kind is LogKind.LEADER_START and e.offset is not None else -1
+        key, value = (partition, e.epoch), (rank, broker, offset, e.ts)
         if key not in best or value[0] < best[key][0]:
             best[key] = value
     return {k: (v[1], v[2], v[3]) for k, v in best.items()}
 
 
-def leaderships(events: list[dict[str, Any]], topic: str) -> list[Leadership]:
+def leaderships(events: Sequence[TimelineEvent], topic: str) -> list[Leadership]:
     """Every leadership of the topic's partitions that the timeline shows."""
     out = []
     for (partition, epoch), (broker, offset, start) in sorted(_starts(events, topic).items()):
-        own = [e for e in events if e.get("kind") in ENDS_LEADERSHIP and e.get("broker") == broker
-               and int(e["ts"]) > start and _number(e.get("partition"), topic) in (partition, None)
-               and not (e["kind"] == "log_leader_start" and e.get("epoch") == epoch)]
-        end = min((int(e["ts"]) for e in own), default=None)
-        truncs = [e for e in own if e["kind"] == "log_truncate" and e.get("offset") is not None]
-        first = min(truncs, key=lambda e: int(e["ts"]), default=None)
+        own = [e for e in events if e.kind in ENDS_LEADERSHIP and e.broker == broker
+               and e.ts > start and _number(e.partition, topic) in (partition, None)
+               and not (e.kind is LogKind.LEADER_START and e.epoch == epoch)]
+        end = min((e.ts for e in own), default=None)
+        truncs = [e for e in own if e.kind is LogKind.TRUNCATE and e.offset is not None]
+        first = min(truncs, key=lambda e: e.ts, default=None)
         out.append(Leadership(partition, broker, epoch, offset, start, end,
-                              int(first["offset"]) if first else None,
-                              int(first["ts"]) if first else None))
+                              first.offset if first else None, first.ts if first else None))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,19 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from kinspect.postmortem.story.lanes import Band, Bar, Lanes, Mark, Placed, build, fit, pack
+from kinspect.model.events import TimelineEvent
+from kinspect.postmortem.story.lanes import (
+    AttributionRow,
+    Band,
+    Bar,
+    Lanes,
+    Mark,
+    Placed,
+    SecondRow,
+    build,
+    fit,
+    pack,
+)
 
 WIDTH_IN, DPI = 10.5, 100  # 1050 px: the README's width
 FONT = 10.0
@@ -36,8 +48,9 @@ LABEL_ROWS = 3
 LEFT, RIGHT = 0.09, 0.985  # the lanes' edges, as fractions of the width
 
 
-def draw(per_second: list[dict[str, Any]], events: list[dict[str, Any]],
-         attribution: list[dict[str, Any]], path: Path, title: str) -> None:
+def draw(per_second: Sequence[SecondRow], events: Sequence[TimelineEvent | Mapping[str, object]],
+         attribution: Sequence[AttributionRow], path: Path, title: str) -> None:
+    """timeline.png of merged events (or a report's timeline entries) and report rows."""
     fig = figure(build(per_second, events, attribution), title)
     try:
         fig.savefig(path)
@@ -233,7 +246,7 @@ def redraw(run_dir: Path, png: Path | None = None) -> Path:
     inputs = load_inputs(run_dir)
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     lines = [e for e in read_broker_logs(inputs.broker_logs, inputs.topic)
-             if (start is None or e["ts"] >= start) and (end is None or e["ts"] <= end)]
+             if (start is None or e.ts >= start) and (end is None or e.ts <= end)]
     events = tl.merge(inputs.timeline, inputs.faults, lines, inputs.topic, start, end)
     png = png or run_dir / "postmortem" / "timeline.png"
     draw(report.get("per_second") or [], events, report.get("attribution") or [], png,
@@ -241,7 +254,7 @@ def redraw(run_dir: Path, png: Path | None = None) -> Path:
     return png
 
 
-def title(report: dict[str, Any]) -> str:
+def title(report: Mapping[str, object]) -> str:
     return f"{report.get('topic')}, acks={report.get('acks')}: faults, leaders, acknowledgements"
 
 

@@ -10,23 +10,30 @@ marks, acked/s and failed/s, and the acknowledged-then-lost windows.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from kinspect.lab.faults import FaultKind, Lane, fault_kind, is_fault
 from kinspect.lab.topology import broker_id_of
+from kinspect.model.events import EventKind, JournalKind, LogKind, TimelineEvent, TimelineKind
 from kinspect.postmortem.story.timeline import epoch_leaders, no_leader_windows
 
-# A fault's undo, by what it undoes; "restart" also ends a kill or stop of its node.
-OPENS = {"kill": "down", "stop": "down", "pause": "paused", "partition": "net", "isolate": "net",
-         "slow": "slow"}
-CLOSES = {"start": ("down",), "restart": ("down",), "resume": ("paused",), "heal": ("net",),
-          "unslow": ("slow",)}
-NOT_FAULTS = {"up", "down", "reset", "fetch", "images"}
-ENDS_BELIEF = {"log_follower_start", "log_leader_start", "log_truncate"}
-ACTS_AS_LEADER = {"log_isr_shrink", "log_isr_expand", "views_disagree_started"}
+ENDS_BELIEF: set[TimelineKind] = {LogKind.FOLLOWER_START, LogKind.LEADER_START, LogKind.TRUNCATE}
+ACTS_AS_LEADER: set[TimelineKind] = {LogKind.ISR_SHRINK, LogKind.ISR_EXPAND,
+                                     EventKind.VIEWS_DISAGREE_STARTED}
+# What the window widens to: the faults and elections near the run, and the truncations.
+SHOWN: set[TimelineKind] = {JournalKind.FAULT, *ENDS_BELIEF, EventKind.LEADER_CHANGED,
+                            LogKind.LEADER_AND_ISR, EventKind.PARTITION_OFFLINE,
+                            EventKind.PARTITION_ONLINE}
 _GROUPS = re.compile(r"partition ([\w.-]+(?:,[\w.-]+)*(?: \| [\w.-]+(?:,[\w.-]+)*)*)")
 MIN_BELIEVED_MS = 1_000  # a clean handover takes milliseconds: shorter is no cut-off leader
+# An attribution row as report.json has it (story/report.py `attribution`).
+AttributionRow = Mapping[str, object]
+# A per-second row: its second, acknowledged and failed sends.
+SecondRow = Mapping[str, int]
+
+
+
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,31 @@ class Placed:
     text: str
 
 
-def dense(per_second: Sequence[dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
+
+@dataclass(frozen=True)
+class _Blamed:
+    """What the lanes use of an attribution row: `count` lost acknowledgements of `partition`
+    at `epoch`, from `broker`, acknowledged from `first_ack_ts` to `last_ack_ts`."""
+
+    partition: int | None
+    epoch: int | None
+    broker: int | None
+    count: int
+    first_ack_ts: int | None
+    last_ack_ts: int | None
+
+    @classmethod
+    def of(cls, row: AttributionRow) -> _Blamed:
+        return cls(_int(row.get("partition")), _int(row.get("leader_epoch")),
+                   _int(row.get("broker")), _int(row.get("count")) or 0,
+                   _int(row.get("first_ack_ts")), _int(row.get("last_ack_ts")))
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def dense(per_second: Sequence[SecondRow]) -> tuple[list[int], list[int], list[int]]:
     """Seconds without any report are zeros, not a straight line between their neighbours."""
     if not per_second:
         return [], [], []
@@ -120,40 +151,44 @@ def dense(per_second: Sequence[dict[str, Any]]) -> tuple[list[int], list[int], l
             [int(by[k]["failed"]) if k in by else 0 for k in keys])
 
 
-def build(per_second: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]],
-          attribution: Sequence[dict[str, Any]]) -> Lanes:
+def timeline_events(events: Sequence[TimelineEvent | Mapping[str, object]]) -> list[TimelineEvent]:
+    """Merged events as they are, or the report's timeline entries (the TUI has only those)."""
+    out = [e if isinstance(e, TimelineEvent) else TimelineEvent.from_json(e) for e in events]
+    return [e for e in out if e is not None]
+
+
+def build(per_second: Sequence[SecondRow], events: Sequence[TimelineEvent | Mapping[str, object]],
+          attribution: Sequence[AttributionRow]) -> Lanes:
     """The lanes of a post-mortem: its per-second series, its merged events (or the report's
     timeline entries, which keep the fields used here) and its attribution."""
-    events = sorted(events, key=lambda e: int(e["ts"]))
+    timeline = sorted(timeline_events(events), key=lambda e: e.ts)
+    blamed = [_Blamed.of(row) for row in attribution]
     seconds, acked, failed = dense(per_second)
-    lo, hi = _window(seconds, events)
-    faults = [e for e in events if e.get("kind") == "fault" and lo <= int(e["ts"]) <= hi]
-    disruptive = [e for e in faults if str(e.get("action")) in OPENS or e.get("action") == "restart"]
-    zero = int(disruptive[0]["ts"]) if disruptive else lo
+    lo, hi = _window(seconds, timeline)
+    faults = [e for e in timeline if e.kind is JournalKind.FAULT and lo <= e.ts <= hi]
+    disruptive = [e for e in faults if (kind := fault_kind(str(e.action))) and kind.hurts]
+    zero = disruptive[0].ts if disruptive else lo
     origin = f"the fault ({label(disruptive[0])})" if disruptive else "the start"
     lanes = Lanes(lo, hi, zero, origin, seconds=seconds, acked=acked, failed=failed)
     lanes.bands = bands(faults, hi, short_ms=max(500, (hi - lo) // 80))
-    lanes.bars = bars(events, attribution, lo, hi)
-    lanes.marks = [Mark(int(e["broker"]), int(e["ts"]), f"truncated to {int(e['offset']):,}"
-                        if e.get("offset") is not None else "truncated")
-                   for e in events if e.get("kind") == "log_truncate" and e.get("broker") is not None
-                   and lo <= int(e["ts"]) <= hi]
-    lanes.lost = [Lost(int(a["first_ack_ts"]), int(a["last_ack_ts"]), int(a.get("count") or 0),
-                       a.get("broker"), a.get("leader_epoch"))
-                  for a in attribution if a.get("first_ack_ts") is not None]
-    named = {broker_id_of(str(e.get("node") or "")) for e in faults}
-    named |= {int(e["broker"]) for e in events if isinstance(e.get("broker"), int)}
+    lanes.bars = _bars(timeline, blamed, lo, hi)
+    lanes.marks = [Mark(e.broker, e.ts, f"truncated to {e.offset:,}"
+                        if e.offset is not None else "truncated")
+                   for e in timeline if e.kind is LogKind.TRUNCATE and e.broker is not None
+                   and lo <= e.ts <= hi]
+    lanes.lost = [Lost(a.first_ack_ts, a.last_ack_ts or 0, a.count, a.broker, a.epoch)
+                  for a in blamed if a.first_ack_ts is not None]
+    named = {broker_id_of(e.node or "") for e in faults}
+    named |= {e.broker for e in timeline if e.broker is not None}
     lanes.brokers = sorted({b.broker for b in lanes.bars} | {m.broker for m in lanes.marks}
                            | {b for b in named if b is not None and b >= 0})
     return lanes
 
 
-def _window(seconds: list[int], events: Sequence[dict[str, Any]]) -> tuple[int, int]:
+def _window(seconds: list[int], events: Sequence[TimelineEvent]) -> tuple[int, int]:
     """The run's seconds, widened to the faults and elections near them (a heal or a
     truncation often comes after the last ack), with a little room either side."""
-    shown = [int(e["ts"]) for e in events if e.get("kind") in
-             {"fault", "log_truncate", *ENDS_BELIEF, "leader_changed", "log_leader_and_isr",
-              "partition_offline", "partition_online"}]
+    shown = [e.ts for e in events if e.kind in SHOWN]
     if seconds:
         lo, hi = seconds[0] * 1000, (seconds[-1] + 1) * 1000
     elif shown:
@@ -167,47 +202,47 @@ def _window(seconds: list[int], events: Sequence[dict[str, Any]]) -> tuple[int, 
     return lo - pad, hi + pad
 
 
-def bands(faults: Sequence[dict[str, Any]], hi: int, short_ms: int = 1000) -> list[Band]:
+def bands(faults: Sequence[TimelineEvent], hi: int, short_ms: int = 1000) -> list[Band]:
     """Each fault from its start to its undo (heal, start, resume, unslow); a fault with no
     undo in the events lasts to `hi`, an instant one (a restart) is `short_ms` wide."""
     out: list[Band] = []
-    open_: list[tuple[str, str | None, dict[str, Any]]] = []  # (state, node, fault)
+    open_: list[tuple[Lane, str | None, TimelineEvent]] = []  # (lane, node, fault)
 
-    def close(at: int, keep: Any) -> None:
-        for item in [o for o in open_ if not keep(o)]:
+    def close(at: int, ended: Sequence[tuple[Lane, str | None, TimelineEvent]]) -> None:
+        for item in ended:
             open_.remove(item)
-            out.append(Band(int(item[2]["ts"]), max(at, int(item[2]["ts"]) + short_ms),
-                            label(item[2]), str(item[2].get("action")), True))
+            out.append(Band(item[2].ts, max(at, item[2].ts + short_ms), label(item[2]),
+                            str(item[2].action), True))
 
     for f in faults:
-        action, node, ts = str(f.get("action") or ""), f.get("node"), int(f["ts"])
-        if action in CLOSES:
-            states = CLOSES[action]
-            ended = [o for o in open_ if o[0] in states and (node is None or o[1] in (None, node))]
-            close(ts, lambda o, ended=ended: o not in ended)
-            if action == "restart" and not ended:
+        action, node, ts = f.action or "", f.node, f.ts
+        kind = fault_kind(action)
+        if kind is not None and not kind.disruptive:  # a repair, or a restart: ends its lane's
+            ended = [o for o in open_ if o[0] is kind.lane and (node is None or o[1] in (None, node))]
+            close(ts, ended)
+            if kind is FaultKind.RESTART and not ended:
                 out.append(Band(ts, ts + short_ms, label(f), action, True))
-        elif action in OPENS:
-            if action == "partition":  # new groups replace the old ones
-                close(ts, lambda o: o[0] != "net")
-            open_.append((OPENS[action], node, f))
-        elif action not in NOT_FAULTS:
+        elif kind is not None:
+            if kind is FaultKind.PARTITION:  # new groups replace the old ones
+                close(ts, [o for o in open_ if o[0] is Lane.NET])
+            open_.append((kind.lane, node, f))
+        elif is_fault(action):  # an older kinspect's fault: its undo is not known
             out.append(Band(ts, ts + short_ms, label(f), action, True))
-    out += [Band(int(f["ts"]), max(hi, int(f["ts"]) + short_ms), label(f), str(f.get("action")),
-                 False) for _, _, f in open_]
+    out += [Band(f.ts, max(hi, f.ts + short_ms), label(f), str(f.action), False)
+            for _, _, f in open_]
     return sorted(out, key=lambda b: (b.start, b.end))
 
 
-def label(fault: dict[str, Any]) -> str:
+def label(fault: TimelineEvent) -> str:
     """A fault in a few words: `kill kafka1`, `kafka2 cut off`, `kafka1 cut from zk1`."""
-    action, node, groups = str(fault.get("action") or ""), fault.get("node"), fault.get("groups")
+    action, node, groups = fault.action or "", fault.node, fault.groups
     if not action:
-        return str(fault.get("detail") or "fault").removeprefix("fault: ")
-    if action == "partition" and not groups:  # merged events keep the groups in their words
-        found = _GROUPS.search(str(fault.get("note") or fault.get("detail") or ""))
-        groups = [g.split(",") for g in found[1].split(" | ")] if found else None
-    if action == "partition" and groups:
-        return _partition_words([list(map(str, g)) for g in groups])
+        return (fault.detail or "fault").removeprefix("fault: ")
+    if action == FaultKind.PARTITION and not groups:  # merged events keep the groups in their words
+        found = _GROUPS.search(fault.note or fault.detail or "")
+        groups = tuple(tuple(g.split(",")) for g in found[1].split(" | ")) if found else None
+    if action == FaultKind.PARTITION and groups:
+        return _partition_words([list(g) for g in groups])
     return f"{action} {node}" if node else action
 
 
@@ -224,29 +259,34 @@ def _partition_words(groups: list[list[str]]) -> str:
     return "partition " + " | ".join(",".join(g) for g in groups)
 
 
-def _number(partition: Any) -> int | None:
+def _number(partition: str | None) -> int | None:
     """'topic-3' -> 3 (the attribution numbers partitions, the events name them)."""
-    found = re.search(r"-(\d+)$", str(partition or ""))
+    found = re.search(r"-(\d+)$", partition or "")
     return int(found[1]) if found else None
 
 
-def bars(events: Sequence[dict[str, Any]], attribution: Sequence[dict[str, Any]], lo: int,
+def bars(events: Sequence[TimelineEvent], attribution: Sequence[AttributionRow], lo: int,
          hi: int) -> list[Bar]:
     """Who led each partition when, as the controller saw it, and after each election the
     old leader's own belief while the events show it still acting as the leader."""
+    return _bars(events, [_Blamed.of(row) for row in attribution], lo, hi)
+
+
+def _bars(events: Sequence[TimelineEvent], blamed: Sequence[_Blamed], lo: int,
+          hi: int) -> list[Bar]:
     by_partition: dict[int, list[tuple[int, int, int]]] = {}
-    for (name, epoch), (broker, ts) in epoch_leaders(list(events)).items():
+    for (name, epoch), (broker, ts) in epoch_leaders(events).items():
         if (number := _number(name)) is not None:
             by_partition.setdefault(number, []).append((epoch, broker, ts))
-    for a in attribution:  # a lost epoch names its leader even when its election came earlier
-        if a.get("partition") not in by_partition and a.get("broker") is not None \
-                and a.get("leader_epoch") is not None:
-            by_partition[int(a["partition"])] = [(int(a["leader_epoch"]), int(a["broker"]), lo)]
-    gaps = [(_number(g["partition"]), int(g["start"])) for g in no_leader_windows(list(events), hi)]
+    for a in blamed:  # a lost epoch names its leader even when its election came earlier
+        if a.partition is not None and a.partition not in by_partition \
+                and a.broker is not None and a.epoch is not None:
+            by_partition[a.partition] = [(a.epoch, a.broker, lo)]
+    gaps = [(_number(g.partition), g.start) for g in no_leader_windows(events, hi)]
     out: list[Bar] = []
     for partition, seq in sorted(by_partition.items()):
         seq.sort()
-        first = _first_leader(partition, seq[0], events, attribution)
+        first = _first_leader(partition, seq[0], events, blamed)
         if first is not None and seq[0][2] > lo:
             seq.insert(0, (first[1], first[0], lo))
         for i, (epoch, broker, elected) in enumerate(seq):
@@ -256,67 +296,73 @@ def bars(events: Sequence[dict[str, Any]], attribution: Sequence[dict[str, Any]]
             if end > start:
                 out.append(Bar(broker, partition, epoch if epoch >= 0 else None, start, end))
             if end < hi:
-                out += _believed(broker, partition, epoch, end, events, attribution, hi)
+                out += _believed(Bar(broker, partition, epoch, end, hi, True), events, blamed)
     return out
 
 
-def _first_leader(partition: int, first: tuple[int, int, int], events: Sequence[dict[str, Any]],
-                  attribution: Sequence[dict[str, Any]]) -> tuple[int, int] | None:
+def _first_leader(partition: int, first: tuple[int, int, int], events: Sequence[TimelineEvent],
+                  blamed: Sequence[_Blamed]) -> tuple[int, int] | None:
     """(broker, epoch) of the leader before the first election the events show: the 'was
     broker N' of that election or of the partition going offline before it, else an earlier
     epoch the attribution names (-1: unknown)."""
     epoch, _, elected = first
-    old = next((int(e["old"]) for e in events if _number(e.get("partition")) == partition
-                and int(e["ts"]) <= elected
-                and (e.get("epoch") == epoch or e.get("kind") == "partition_offline")
-                and e.get("old") is not None and int(e["old"]) >= 0), None)
-    earlier = [a for a in attribution if a.get("partition") == partition
-               and a.get("leader_epoch") is not None and int(a["leader_epoch"]) < epoch
-               and old in (None, a.get("broker"))]
+    old = next((e.old for e in events if _number(e.partition) == partition and e.ts <= elected
+                and (e.epoch == epoch or e.kind is EventKind.PARTITION_OFFLINE)
+                and e.old is not None and e.old >= 0), None)
+    earlier = [(a.broker, a.epoch) for a in blamed if a.partition == partition
+               and a.epoch is not None and a.epoch < epoch and a.broker is not None
+               and old in (None, a.broker)]
     if earlier:
-        last = max(earlier, key=lambda a: int(a["leader_epoch"]))
-        return int(last["broker"]), int(last["leader_epoch"])
+        return max(earlier, key=lambda a: a[1])
     return None if old is None else (old, -1)
 
 
-def _believed(broker: int, partition: int, epoch: int, since: int,
-              events: Sequence[dict[str, Any]], attribution: Sequence[dict[str, Any]],
-              hi: int) -> list[Bar]:
-    """After `since` (another leader elected, or none), a broker that still acts as the leader
-    (changes the ISR, is named leader by the brokers against ZooKeeper, or acknowledges writes
-    that were lost) does so until its own log says it follows or truncates, the brokers agree
-    with ZooKeeper again, or it goes down."""
+def _believed(after: Bar, events: Sequence[TimelineEvent], blamed: Sequence[_Blamed]
+              ) -> list[Bar]:
+    """After `after.start` (another leader elected, or none), a broker that still acts as the
+    leader (changes the ISR, is named leader by the brokers against ZooKeeper, or acknowledges
+    writes that were lost) does so until its own log says it follows or truncates, the brokers
+    agree with ZooKeeper again, or it goes down; `after` reaches to the end of the window."""
+    broker, partition, epoch, since = after.broker, after.partition, after.epoch, after.start
     if _down_at(broker, since, events):
         return []
-    end, acted = hi, any(a.get("broker") == broker and a.get("partition") == partition
-                         and int(a.get("last_ack_ts") or 0) > since + MIN_BELIEVED_MS
-                         for a in attribution)
+    end, acted = after.end, any(a.broker == broker and a.partition == partition
+                                and (a.last_ack_ts or 0) > since + MIN_BELIEVED_MS
+                                for a in blamed)
     for e in events:
-        ts, kind, number = int(e["ts"]), e.get("kind"), _number(e.get("partition"))
-        if ts <= since:
+        if e.ts <= since:
             continue
-        ours = e.get("broker") == broker and number in (partition, None)
-        if (ours and kind in ENDS_BELIEF and not (kind == "log_leader_start" and e.get("epoch") == epoch)) \
-                or (kind == "views_disagree_stopped" and number == partition) \
-                or (kind == "fault" and broker_id_of(str(e.get("node") or "")) == broker
-                    and e.get("action") in ("kill", "stop", "restart")):
-            end = ts
+        number = _number(e.partition)
+        ours = e.broker == broker and number in (partition, None)
+        if (ours and e.kind in ENDS_BELIEF
+                and not (e.kind is LogKind.LEADER_START and e.epoch == epoch)) \
+                or (e.kind is EventKind.VIEWS_DISAGREE_STOPPED and number == partition) \
+                or (_fault_on(e, broker) and e.action in _GOES_DOWN):
+            end = e.ts
             break
-        acted = acted or (ours and kind in ACTS_AS_LEADER)
+        acted = acted or (ours and e.kind in ACTS_AS_LEADER)
     if not acted or end - since < MIN_BELIEVED_MS:
         return []
-    return [Bar(broker, partition, epoch if epoch >= 0 else None, since, min(end, hi), True)]
+    return [Bar(broker, partition, epoch if epoch is not None and epoch >= 0 else None, since,
+                min(end, after.end), True)]
 
 
-def _down_at(broker: int, ts: int, events: Sequence[dict[str, Any]]) -> bool:
+_GOES_DOWN = (FaultKind.KILL, FaultKind.STOP, FaultKind.RESTART)
+
+
+def _fault_on(e: TimelineEvent, broker: int) -> bool:
+    return e.kind is JournalKind.FAULT and broker_id_of(e.node or "") == broker
+
+
+def _down_at(broker: int, ts: int, events: Sequence[TimelineEvent]) -> bool:
     """Was the broker's process killed or stopped (and not started again) at `ts`?"""
     down = False
     for e in events:
-        if int(e["ts"]) > ts:
+        if e.ts > ts:
             break
-        if e.get("kind") == "fault" and broker_id_of(str(e.get("node") or "")) == broker:
-            action = e.get("action")
-            down = action in ("kill", "stop") or (down and action not in ("start", "restart"))
+        if _fault_on(e, broker):
+            down = e.action in (FaultKind.KILL, FaultKind.STOP) \
+                or (down and e.action not in (FaultKind.START, FaultKind.RESTART))
     return down
 
 

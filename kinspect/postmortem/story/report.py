@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from kinspect.lab.topology import broker_node
+from kinspect.model.events import EventKind, LogKind, TimelineEvent
 
 MD_RANGES = 10  # lost ranges per producer in report.md (report.json has more)
 COUNTS = ("sent", "acked", "failed", "unknown", "in_log_ids", "acked_lost", "unacked_present",
@@ -106,7 +108,7 @@ def ranges_by_producer(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], dict
     return ranges, {k: v for k, v in more.items() if v > 0}
 
 
-def explain(report: dict[str, Any], events: list[dict[str, Any]],
+def explain(report: dict[str, Any], events: Sequence[TimelineEvent],
             leaders: dict[tuple[str, int], tuple[int, int]]) -> str:
     """One paragraph: what was lost, who acknowledged it when, and what the cluster did."""
     acked, lost = report["acked"], report["acked_lost"]
@@ -177,32 +179,32 @@ def _extras(report: dict[str, Any]) -> list[str]:
     return extras
 
 
-def _context(report: dict[str, Any], top: dict[str, Any], events: list[dict[str, Any]],
+def _context(report: dict[str, Any], top: dict[str, Any], events: Sequence[TimelineEvent],
              leaders: dict[tuple[str, int], tuple[int, int]]) -> str:
     broker, epoch, partition = top["broker"], top["leader_epoch"], f"{report['topic']}-{top['partition']}"
     parts = []
     fault = report.get("fault")
     if fault and broker is not None and fault.get("node") == broker_node(broker):
         parts.append(f", after the fault ({fault['action']} {fault['node']} at {clock(fault['ts'])})")
-    expired = [e for e in events if e["kind"] in {"log_zk_expired", "broker_gone"}
-               and e.get("broker") == broker and broker is not None]
+    expired = [e for e in events if e.kind in {LogKind.ZK_EXPIRED, EventKind.BROKER_GONE}
+               and e.broker == broker and broker is not None]
     if expired:
-        parts.append(f"; it lost ZooKeeper at {clock(expired[0]['ts'])}")
-    fenced = [e for e in events if e["kind"] in {"log_broker_fenced", "broker_fenced"}
-              and e.get("broker") == broker and broker is not None]
+        parts.append(f"; it lost ZooKeeper at {clock(expired[0].ts)}")
+    fenced = [e for e in events if e.kind in {LogKind.BROKER_FENCED, EventKind.BROKER_FENCED}
+              and e.broker == broker and broker is not None]
     if fenced and not expired:
-        parts.append(f"; the controller quorum fenced it at {clock(fenced[0]['ts'])}")
+        parts.append(f"; the controller quorum fenced it at {clock(fenced[0].ts)}")
     if epoch is not None:
         later = sorted((e, b, ts) for (p, e), (b, ts) in leaders.items() if p == partition and e > epoch)
         if later:
             e2, b2, ts2 = later[0]
             when = "had already made" if ts2 <= (top["last_ack_ts"] or 0) else "then made"
             parts.append(f"; the controller {when} broker {b2} leader at {clock(ts2)} (epoch {e2})")
-    truncs = [e for e in events if e["kind"] == "log_truncate" and e.get("broker") == broker
-              and e.get("partition") in {partition, None} and e["ts"] >= (top["first_ack_ts"] or 0)]
+    truncs = [e for e in events if e.kind is LogKind.TRUNCATE and e.broker == broker
+              and e.partition in {partition, None} and e.ts >= (top["first_ack_ts"] or 0)]
     if truncs and broker is not None:
         parts.append(f"; when broker {broker} came back it truncated its log to offset "
-                     f"{truncs[0]['offset']:,}")
+                     f"{truncs[0].offset:,}")
     return "".join(parts)
 
 

@@ -9,11 +9,24 @@ three `sources` (see `fold`).
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
+from kinspect.lab.faults import FaultKind, hurts
 from kinspect.lab.topology import broker_id_of
-from kinspect.postmortem.evidence.inputs import DISRUPTIVE
+from kinspect.model.events import (
+    EventKind,
+    JournalKind,
+    JsonObject,
+    LogKind,
+    Source,
+    TimelineEvent,
+    TimelineKind,
+)
+from kinspect.postmortem.matching.leadership import LEADER_RANK
 
+T = TypeVar("T")
 TIMELINE_CAP = 400
 BEFORE_MS = 60_000  # timeline kept from a minute before the first send ...
 AFTER_MS = 600_000  # ... to ten minutes after the last ack (truncation comes after the heal)
@@ -21,277 +34,331 @@ FOLD_MS = 5_000  # sightings of one fact this close together are one line
 
 # Each fact's kinds, best first: the first one present is the folded entry's kind and detail.
 # For an election that is also epoch_leaders' order: the leader's own line, the controller's, ours.
-ELECTION = ("log_leader_start", "log_leader_and_isr", "leader_changed", "partition_online",
-            "log_follower_start")
-ISR = ("log_isr_shrink", "log_isr_expand", "isr_shrank", "isr_expanded")
-CONTROLLER = ("controller_changed", "log_controller_elected")
-REGISTERED = ("log_broker_registered", "broker_registered")
-FENCED = ("log_broker_fenced", "broker_fenced")  # KRaft: the quorum stopped counting on it
-PREFERENCE = {kind: i for family in (ELECTION, ISR, CONTROLLER, REGISTERED, FENCED,
-                                     ("log_truncate",))
-              for i, kind in enumerate(family)}
+ELECTION: tuple[TimelineKind, ...] = (LogKind.LEADER_START, LogKind.LEADER_AND_ISR,
+                                      EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE,
+                                      LogKind.FOLLOWER_START)
+SHRANK: tuple[TimelineKind, ...] = (LogKind.ISR_SHRINK, EventKind.ISR_SHRANK)
+EXPANDED: tuple[TimelineKind, ...] = (LogKind.ISR_EXPAND, EventKind.ISR_EXPANDED)
+ISR = (*SHRANK, *EXPANDED)
+CONTROLLER: tuple[TimelineKind, ...] = (EventKind.CONTROLLER_CHANGED, LogKind.CONTROLLER_ELECTED)
+REGISTERED: tuple[TimelineKind, ...] = (LogKind.BROKER_REGISTERED, EventKind.BROKER_REGISTERED)
+# KRaft: the quorum stopped counting on it
+FENCED: tuple[TimelineKind, ...] = (LogKind.BROKER_FENCED, EventKind.BROKER_FENCED)
+PREFERENCE: dict[TimelineKind, int] = {
+    kind: i for family in (ELECTION, (LogKind.ISR_SHRINK, LogKind.ISR_EXPAND, EventKind.ISR_SHRANK,
+                                      EventKind.ISR_EXPANDED),
+                           CONTROLLER, REGISTERED, FENCED, (LogKind.TRUNCATE,))
+    for i, kind in enumerate(family)}
 SOURCE_ORDER = ("faults", "observer", "controller log", "broker log")
 
 
-def _ours(partition: Any, topic: str) -> bool:
-    return partition is None or not topic or bool(re.fullmatch(rf"{re.escape(topic)}-\d+", str(partition)))
+def _ours(partition: str | None, topic: str) -> bool:
+    return partition is None or not topic or bool(re.fullmatch(rf"{re.escape(topic)}-\d+", partition))
 
 
-def fault_events(faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for f in faults:
-        action, node = str(f.get("action", "?")), f.get("node")
-        groups = f.get("groups")
-        what = f"{action} {node}" if node else action
-        if groups:
-            what += " " + " | ".join(",".join(map(str, g)) for g in groups)
-        detail = str(f.get("detail") or "")
-        out.append({"ts": int(f["ts"]), "kind": "fault", "partition": None,
-                    "broker": broker_id_of(node), "severity": "error" if action in DISRUPTIVE else "info",
-                    "detail": f"fault: {what}" + (f" ({detail})" if detail and detail != what else ""),
-                    "source": "faults", "action": action, "node": node, "note": detail})
-    return out
-
-
-def merge(observer: list[dict[str, Any]] | None, faults: list[dict[str, Any]] | None,
-          logs: list[dict[str, Any]], topic: str, start: int | None = None,
-          end: int | None = None) -> list[dict[str, Any]]:
+def merge(observer: Sequence[TimelineEvent] | None, faults: Sequence[TimelineEvent] | None,
+          logs: Sequence[TimelineEvent], topic: str, start: int | None = None,
+          end: int | None = None) -> list[TimelineEvent]:
     """Everything in [start, end], in time order, restricted to the run's topic (cluster-wide
     events stay): a lab's journal and logs also hold earlier runs."""
-    events = [{**e, "source": e.get("source", "observer")} for e in observer or []
-              if _ours(e.get("partition"), topic)]
-    events += fault_events(faults or [])
-    events += [e for e in logs if _ours(e.get("partition"), topic)]
-    for e in events:
-        e["ts"] = int(e["ts"])
-    events = [e for e in events if (start is None or e["ts"] >= start) and (end is None or e["ts"] <= end)]
-    return fold(events)
+    events = [e for e in observer or [] if _ours(e.partition, topic)]
+    events += faults or []
+    events += [e for e in logs if _ours(e.partition, topic)]
+    return fold([e for e in events
+                 if (start is None or e.ts >= start) and (end is None or e.ts <= end)])
 
 
-def _label(e: dict[str, Any]) -> str:
+def _label(e: TimelineEvent) -> str:
     """Who saw it, in words: the controller's lines are told apart from a broker's own."""
-    if e.get("source") == "broker-log":
-        return "controller log" if e["kind"] in {"log_leader_and_isr", "log_controller_elected",
-                                                 "log_broker_fenced"} \
+    if e.source is Source.BROKER_LOG:
+        return "controller log" if isinstance(e.kind, LogKind) and e.kind.by_controller \
             else "broker log"
-    return str(e.get("source"))
+    return e.source.value
 
 
-def _fact(e: dict[str, Any]) -> tuple[Any, ...] | None:
+def _fact(e: TimelineEvent) -> tuple[object, ...] | None:
     """What an event says, as a key shared by every sighting of the same fact (None: unique)."""
-    kind, partition = e.get("kind"), e.get("partition")
-    if _leader(e) is not None and e.get("epoch") is not None:
-        return ("election", partition, int(e["epoch"]))
+    kind, partition = e.kind, e.partition
+    if _leader(e) is not None and e.epoch is not None:
+        return ("election", partition, e.epoch)
     if kind in ISR:
-        isr = e.get("new_isr", e.get("isr"))
-        grew = kind in {"log_isr_expand", "isr_expanded"}
-        return ("isr", partition, grew, tuple(sorted(isr))) if isr is not None else None
-    if kind in CONTROLLER and e.get("broker") is not None and e.get("epoch") is not None:
-        return ("controller", int(e["broker"]), int(e["epoch"]))
-    if kind in REGISTERED and e.get("broker") is not None:
-        return ("registered", int(e["broker"]))
-    if kind in FENCED and e.get("broker") is not None:
-        return ("fenced", int(e["broker"]))
-    if kind == "log_truncate":  # the fetcher and the log itself both say it
-        return ("truncate", e.get("broker"), partition, e.get("offset"))
+        isr = e.new_isr
+        return ("isr", partition, kind in EXPANDED, tuple(sorted(isr))) if isr is not None else None
+    if kind in CONTROLLER and e.broker is not None and e.epoch is not None:
+        return ("controller", e.broker, e.epoch)
+    if kind in REGISTERED and e.broker is not None:
+        return ("registered", e.broker)
+    if kind in FENCED and e.broker is not None:
+        return ("fenced", e.broker)
+    if kind is LogKind.TRUNCATE:  # the fetcher and the log itself both say it
+        return ("truncate", e.broker, partition, e.offset)
     return None
 
 
-def fold(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def fold(events: Sequence[TimelineEvent]) -> list[TimelineEvent]:
     """Sightings of one fact within FOLD_MS of its first become one entry: the earliest ts, the
     best sighting's kind and detail, `sources` and `seen` (source -> first ts). Distinct facts
     (another epoch, another ISR) stay apart, and so does a sighting FOLD_MS later."""
-    out: list[dict[str, Any]] = []
-    open_groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    groups: list[list[dict[str, Any]]] = []
-    for e in sorted(events, key=lambda e: e["ts"]):
+    out: list[TimelineEvent] = []
+    open_groups: dict[tuple[object, ...], list[TimelineEvent]] = {}
+    groups: list[list[TimelineEvent]] = []
+    for e in sorted(events, key=lambda e: e.ts):
         key = _fact(e)
         if key is None:
             out.append(e)
             continue
         group = open_groups.get(key)
-        if group is None or e["ts"] - group[0]["ts"] > FOLD_MS:
+        if group is None or e.ts - group[0].ts > FOLD_MS:
             group = open_groups[key] = []
             groups.append(group)
         group.append(e)
     out += [_one(g) if len(g) > 1 else g[0] for g in groups]
-    out.sort(key=lambda e: (e["ts"], e.get("source") != "faults"))
+    out.sort(key=lambda e: (e.ts, e.source is not Source.FAULTS))
     return out
 
 
-def _one(group: list[dict[str, Any]]) -> dict[str, Any]:
-    best = min(group, key=lambda e: PREFERENCE[e["kind"]])
+def _one(group: list[TimelineEvent]) -> TimelineEvent:
+    best = min(group, key=lambda e: PREFERENCE[e.kind])
     seen: dict[str, int] = {}
     for e in group:  # in time order, so the first ts per source
-        seen.setdefault(_label(e), e["ts"])
-    entry = {**best, "ts": group[0]["ts"], "sources": sorted(seen, key=SOURCE_ORDER.index),
-             "seen": seen}
+        seen.setdefault(_label(e), e.ts)
+    entry = replace(best, ts=group[0].ts, sources=tuple(sorted(seen, key=SOURCE_ORDER.index)),
+                    seen=tuple(seen.items()))
     for e in group:
-        if e["kind"] != "log_follower_start":  # a follower's offset is its own, not the leader's
-            for field in ("old", "new", "old_isr", "new_isr", "offset"):
-                if entry.get(field) is None and e.get(field) is not None:
-                    entry[field] = e[field]
-    if best["kind"] in ELECTION:
-        entry["detail"] = _election_detail(entry)
+        if e.kind is not LogKind.FOLLOWER_START:  # a follower's offset is its own, not the leader's
+            entry = replace(entry, old=_first(entry.old, e.old), new=_first(entry.new, e.new),
+                            old_isr=_first(entry.old_isr, e.old_isr),
+                            new_isr=_first(entry.new_isr, e.new_isr),
+                            offset=_first(entry.offset, e.offset))
+    if best.kind in ELECTION:
+        entry = replace(entry, detail=_election_detail(entry))
     return entry
 
 
-def _leader(e: dict[str, Any]) -> int | None:
+def _first(known: T | None, other: T | None) -> T | None:
+    return known if known is not None else other
+
+
+def _leader(e: TimelineEvent) -> int | None:
     """The leader an election sighting names (None: not an election, or no leader)."""
-    kind = e.get("kind")
-    if kind not in ELECTION:
+    if e.kind not in ELECTION:
         return None
-    leader = e.get({"leader_changed": "new", "partition_online": "new",
-                    "log_follower_start": "leader"}.get(str(kind), "broker"))
-    return int(leader) if leader is not None and int(leader) >= 0 else None
+    if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE):
+        leader = e.new
+    else:
+        leader = e.leader if e.kind is LogKind.FOLLOWER_START else e.broker
+    return leader if leader is not None and leader >= 0 else None
 
 
-def _election_detail(e: dict[str, Any]) -> str:
+def _election_detail(e: TimelineEvent) -> str:
     leader = _leader(e)
-    text = f"{e.get('partition')}: broker {leader} leads at epoch {e['epoch']}"
-    if e.get("offset") is not None:
-        text += f" from offset {int(e['offset']):,}"
-    if e.get("old") is not None and e["old"] != leader:
-        text += f" (was broker {e['old']})"
+    text = f"{e.partition}: broker {leader} leads at epoch {e.epoch}"
+    if e.offset is not None:
+        text += f" from offset {e.offset:,}"
+    if e.old is not None and e.old != leader:
+        text += f" (was broker {e.old})"
     return text
 
 
-def main_fault(faults: list[dict[str, Any]] | None, start: int | None,
-               end: int | None) -> dict[str, Any] | None:
+def main_fault(faults: Sequence[TimelineEvent] | None, start: int | None,
+               end: int | None) -> TimelineEvent | None:
     """The first disruptive fault inside the run (a lab journal holds earlier runs too)."""
-    for f in sorted(faults or [], key=lambda f: f["ts"]):
-        if f.get("action") not in DISRUPTIVE:
+    for f in sorted(faults or [], key=lambda f: f.ts):
+        if not hurts(str(f.action)):
             continue
-        if (start is None or f["ts"] >= start - 5000) and (end is None or f["ts"] <= end):
-            return {**f, "node": f.get("node") or isolated_node(f.get("groups"))}
+        if (start is None or f.ts >= start - 5000) and (end is None or f.ts <= end):
+            return replace(f, node=f.node or isolated_node(f.groups))
     return None
 
 
-def isolated_node(groups: list[list[str]] | None) -> str | None:
+def isolated_node(groups: Sequence[Sequence[str]] | None) -> str | None:
     """A partition that puts one node alone (`lab isolate X --from all`) is a fault against X."""
     alone = [g[0] for g in groups or [] if len(g) == 1]
     return alone[0] if len(alone) == 1 else None
 
 
-def epoch_leaders(events: list[dict[str, Any]]) -> dict[tuple[str, int], tuple[int, int]]:
+def epoch_leaders(events: Sequence[TimelineEvent]) -> dict[tuple[str, int], tuple[int, int]]:
     """(partition, leader epoch) -> (broker, first ts seen). A broker's own 'starts at leader
     epoch' line beats the controller's state-change line, which beats the observer's view."""
-    rank = {"log_leader_start": 0, "log_leader_and_isr": 1, "leader_changed": 2, "partition_online": 2}
     best: dict[tuple[str, int], tuple[int, int, int]] = {}
     for e in events:
-        kind = e.get("kind")
-        if kind not in rank or e.get("partition") is None or e.get("epoch") is None:
+        rank = LEADER_RANK.get(e.kind)
+        if rank is None or e.partition is None or e.epoch is None:
             continue
-        broker = e.get("new") if kind in {"leader_changed", "partition_online"} else e.get("broker")
-        if broker is None or int(broker) < 0:
+        broker = e.new if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE) \
+            else e.broker
+        if broker is None or broker < 0:
             continue
-        key = (str(e["partition"]), int(e["epoch"]))
-        ts = int(e["ts"])
+        key = (e.partition, e.epoch)
         old = best.get(key)
-        if old is None or rank[kind] < old[0]:
-            best[key] = (rank[kind], int(broker), min(ts, old[2]) if old else ts)
+        if old is None or rank < old[0]:
+            best[key] = (rank, broker, min(e.ts, old[2]) if old else e.ts)
         else:
-            best[key] = (old[0], old[1], min(ts, old[2]))
+            best[key] = (old[0], old[1], min(e.ts, old[2]))
     return {k: (v[1], v[2]) for k, v in best.items()}
 
 
-def no_leader_windows(events: list[dict[str, Any]], end_ts: int | None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Window:
+    """A partition without something (a leader) from `start` to `end` (epoch ms)."""
+
+    partition: str
+    start: int
+    end: int
+    reason: str
+
+    @property
+    def ms(self) -> int:
+        return self.end - self.start
+
+    def to_json(self) -> JsonObject:
+        """As report.json's `unavailable` lists it."""
+        return {"partition": self.partition, "start": self.start, "end": self.end,
+                "ms": self.ms, "reason": self.reason}
+
+
+def no_leader_windows(events: Sequence[TimelineEvent], end_ts: int | None) -> list[Window]:
     """The observer's partition_offline until that partition has a leader again. The end is the
     observer's own sighting when it has one (its polling lag then cancels out), else the first."""
     open_at: dict[str, int] = {}
     out = []
     for e in events:
-        partition = e.get("partition")
+        partition = e.partition
         if partition is None:
             continue
-        if e["kind"] == "partition_offline" and e.get("source") == "observer":
-            open_at.setdefault(partition, e["ts"])
-        elif partition in open_at and _leader(e) is not None and e["kind"] != "log_follower_start":
+        if e.kind is EventKind.PARTITION_OFFLINE and e.source is Source.OBSERVER:
+            open_at.setdefault(partition, e.ts)
+        elif partition in open_at and _leader(e) is not None \
+                and e.kind is not LogKind.FOLLOWER_START:
             start = open_at.pop(partition)
-            end = max(start, int(e.get("seen", {}).get("observer", e["ts"])))
-            out.append({"partition": partition, "start": start, "end": end,
-                        "ms": end - start, "reason": "no leader"})
+            end = max(start, dict(e.seen).get(Source.OBSERVER.value, e.ts))
+            out.append(Window(partition, start, end, "no leader"))
     for partition, start in open_at.items():
         if end_ts is not None and end_ts > start:
-            out.append({"partition": partition, "start": start, "end": end_ts,
-                        "ms": end_ts - start, "reason": "no leader (until the end of the run)"})
-    return sorted(out, key=lambda w: w["start"])
+            out.append(Window(partition, start, end_ts, "no leader (until the end of the run)"))
+    return sorted(out, key=lambda w: w.start)
 
 
-def report_entries(events: list[dict[str, Any]], fault_ts: int | None,
-                   cap: int = TIMELINE_CAP) -> tuple[list[dict[str, Any]], int]:
+def report_entries(events: Sequence[TimelineEvent], fault_ts: int | None,
+                   cap: int = TIMELINE_CAP) -> tuple[list[JsonObject], int]:
     """The report's timeline: compact entries with deltas from the fault; the rest counted."""
-    keep = ("ts", "kind", "partition", "broker", "severity", "detail", "source", "sources", "seen",
-            "epoch", "offset", "old", "new", "action", "node")
     out = []
     for e in events[:cap]:
-        entry = {k: e[k] for k in keep if k in e}
-        entry["delta_ms"] = e["ts"] - fault_ts if fault_ts is not None else None
+        entry = e.to_json()
+        entry["delta_ms"] = e.ts - fault_ts if fault_ts is not None else None
         out.append(entry)
     return out, max(0, len(events) - cap)
 
 
-SHRANK = ("log_isr_shrink", "isr_shrank")
-EXPANDED = ("log_isr_expand", "isr_expanded")
-
-
-def _moved(e: dict[str, Any]) -> set[int]:
+def _moved(e: TimelineEvent) -> set[int]:
     """The replicas an ISR entry removed or added."""
-    old, new = e.get("old_isr"), e.get("new_isr", e.get("isr"))
-    if old is not None and new is not None:
-        return set(map(int, old)) ^ set(map(int, new))
-    return {int(e["replica"])} if e.get("replica") is not None else set()
+    if e.old_isr is not None and e.new_isr is not None:
+        return set(e.old_isr) ^ set(e.new_isr)
+    return {e.replica} if e.replica is not None else set()
 
 
-def slow_links(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SlowLink:
+    """A slowed broker's link: when slowed (`shape`: how), when the broker left an ISR, when
+    the link was restored and when the broker rejoined (None: not seen)."""
+
+    node: str
+    broker: int
+    slowed_ts: int
+    shape: str
+    left_isr_ts: int | None = None
+    unslowed_ts: int | None = None
+    rejoined_ts: int | None = None
+
+    @property
+    def left_isr_ms(self) -> int | None:
+        """From the link slowed to the broker leaving an ISR."""
+        return None if self.left_isr_ts is None else self.left_isr_ts - self.slowed_ts
+
+    def to_json(self) -> JsonObject:
+        """As report.json's `slow_links` lists it."""
+        return {"node": self.node, "broker": self.broker, "slowed_ts": self.slowed_ts,
+                "left_isr_ts": self.left_isr_ts, "left_isr_ms": self.left_isr_ms,
+                "unslowed_ts": self.unslowed_ts, "rejoined_ts": self.rejoined_ts,
+                "shape": self.shape}
+
+
+class _SlowLinks:
+    """The lines of slow_links as its events come: each broker's newest line is open."""
+
+    def __init__(self) -> None:
+        self.lines: list[SlowLink] = []
+        self.latest: dict[int, int] = {}  # broker -> the index of its newest line
+
+    def slowing(self, broker: int) -> SlowLink | None:
+        """The broker's line while its link is slowed, else None."""
+        at = self.latest.get(broker)
+        return self.lines[at] if at is not None and self.lines[at].unslowed_ts is None else None
+
+    def line(self, broker: int) -> SlowLink:
+        return self.lines[self.latest[broker]]
+
+    def put(self, broker: int, line: SlowLink) -> None:
+        """`line` replaces the broker's newest one."""
+        self.lines[self.latest[broker]] = line
+
+    def slow(self, e: TimelineEvent, broker: int) -> None:
+        """Slowed again without a repair keeps its line (the new shape); else a new line."""
+        shape = (e.note or "").partition(": ")[2]
+        line = self.slowing(broker)
+        if line is not None:
+            self.put(broker, replace(line, shape=shape))
+        else:
+            self.latest[broker] = len(self.lines)
+            self.lines.append(SlowLink(str(e.node), broker, e.ts, shape))
+
+    def unslow(self, e: TimelineEvent) -> None:
+        for broker in self.latest:
+            if e.node in (None, self.line(broker).node):
+                self.put(broker, replace(self.line(broker), unslowed_ts=e.ts))
+
+    def shrank(self, e: TimelineEvent) -> TimelineEvent:
+        """The shrink, saying so when it dropped a slowed broker (whose line it times)."""
+        hit = [b for b in sorted(_moved(e)) if self.slowing(b) is not None]
+        if not hit:
+            return e
+        for broker in hit:
+            if self.line(broker).left_isr_ts is None:
+                self.put(broker, replace(self.line(broker), left_isr_ts=e.ts))
+        return replace(e, slowed=tuple(hit), detail=e.detail + " (slowed link: " + ", ".join(
+            f"broker {b} for {(e.ts - self.line(b).slowed_ts) / 1000:.1f} s" for b in hit) + ")")
+
+    def expanded(self, e: TimelineEvent) -> None:
+        for broker in _moved(e) & set(self.latest):
+            line = self.line(broker)
+            if line.left_isr_ts is not None and line.rejoined_ts is None:
+                self.put(broker, replace(line, rejoined_ts=e.ts))
+
+
+def slow_links(events: Sequence[TimelineEvent]) -> tuple[list[TimelineEvent], list[SlowLink]]:
     """Tie the ISR to the slowed links: each shrink that dropped a broker whose link was slowed
     says so in its detail, and each slowed broker gets one line: when its link was slowed,
     when it left an ISR (and how long that took), when the link was restored and when it
-    rejoined. Events are changed in place; the lines are returned (time order)."""
-    slowed: dict[int, dict[str, Any]] = {}  # broker -> its open line
-    lines: list[dict[str, Any]] = []
+    rejoined. Returns the events (those shrinks' words added) and the lines (time order)."""
+    links = _SlowLinks()
+    out = []
     for e in events:
-        if e.get("kind") == "fault" and e.get("action") in ("slow", "unslow"):
-            broker = broker_id_of(e.get("node"))
-            if e["action"] == "slow" and broker is not None:
-                line = slowed.get(broker)
-                if line is not None and line["unslowed_ts"] is not None:
-                    line = None  # slowed again after a repair: a new line
-                line = line or {"node": e["node"], "broker": broker,
-                                              "slowed_ts": e["ts"], "left_isr_ts": None,
-                                              "left_isr_ms": None, "unslowed_ts": None,
-                                              "rejoined_ts": None}
-                line["shape"] = str(e.get("note") or "").partition(": ")[2]
-                if slowed.get(broker) is not line:
-                    lines.append(line)
-                slowed[broker] = line
-            elif e["action"] == "unslow":
-                for line in slowed.values():
-                    if e.get("node") in (None, line["node"]):
-                        line["unslowed_ts"] = e["ts"]
-        elif e.get("kind") in SHRANK:
-            hit = [b for b in sorted(_moved(e) & set(slowed))
-                   if slowed[b]["unslowed_ts"] is None]
-            if hit:
-                e["slowed"] = hit
-                e["detail"] += " (slowed link: " + ", ".join(
-                    f"broker {b} for {(e['ts'] - slowed[b]['slowed_ts']) / 1000:.1f} s"
-                    for b in hit) + ")"
-            for broker in hit:
-                line = slowed[broker]
-                if line["left_isr_ts"] is None:
-                    line["left_isr_ts"] = e["ts"]
-                    line["left_isr_ms"] = e["ts"] - line["slowed_ts"]
-        elif e.get("kind") in EXPANDED:
-            for broker in _moved(e) & set(slowed):
-                line = slowed[broker]
-                if line["left_isr_ts"] is not None and line["rejoined_ts"] is None:
-                    line["rejoined_ts"] = e["ts"]
-    return lines
+        if e.kind is JournalKind.FAULT and e.action == FaultKind.SLOW:
+            broker = broker_id_of(e.node)
+            if broker is not None:
+                links.slow(e, broker)
+        elif e.kind is JournalKind.FAULT and e.action == FaultKind.UNSLOW:
+            links.unslow(e)
+        elif e.kind in SHRANK:
+            out.append(links.shrank(e))
+            continue
+        elif e.kind in EXPANDED:
+            links.expanded(e)
+        out.append(e)
+    return out, links.lines
 
 
-def smallest_isr(events: list[dict[str, Any]]) -> int | None:
+def smallest_isr(events: Sequence[TimelineEvent]) -> int | None:
     """The fewest in-sync replicas any ISR change of the run left (None: no change seen)."""
-    sizes = [len(isr) for e in events if e.get("kind") in (*SHRANK, *EXPANDED)
-             if (isr := e.get("new_isr", e.get("isr"))) is not None]
-    return min(sizes, default=None)
+    return min((len(e.new_isr) for e in events if e.kind in ISR and e.new_isr is not None),
+               default=None)

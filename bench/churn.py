@@ -24,7 +24,8 @@ from kinspect.model import (
     TopicInfo,
 )
 from kinspect.model.events import EventKind, Severity
-from kinspect.tui.feed import Feed, Mailbox, Post, SnapshotArrived
+from kinspect.tui.feed import Feed, Mailbox, Post
+from kinspect.tui.messages import SnapshotArrived
 
 USER_TOPIC, INTERNAL = "bench-10k", 50
 IDLE_EVERY_S, FAILOVER_EVERY_S = 1.0, 0.25

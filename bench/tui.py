@@ -28,7 +28,8 @@ from bench.lab import bench_lab, describe, percentile
 from bench.observer import BIG_PARTITIONS, _create_big_topic
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
-from kinspect.tui.feed import LiveFeed, SnapshotArrived
+from kinspect.tui.feed import LiveFeed
+from kinspect.tui.messages import SnapshotArrived
 from kinspect.tui.partition_view import PartitionView
 
 SYNTHETIC_PARTITIONS = 10_000

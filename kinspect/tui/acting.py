@@ -111,7 +111,7 @@ class ActingApp(App[None]):
             self.post_message(Said(line, title=title, timeout=4))
         return say
 
-    @work(thread=True, group="faults")
+    @work(thread=True, group="faults", exit_on_error=False)
     def apply_fault(self, fault: Fault) -> None:
         """The console carries it out; the line it answers is a toast."""
         self._answer(lambda: [Said(self.lab_console.apply(fault))])
@@ -205,12 +205,12 @@ class ActingApp(App[None]):
         if request is not None:
             self.start_load(request)
 
-    @work(thread=True, group="load")
+    @work(thread=True, group="load", exit_on_error=False)
     def start_load(self, request: LoadRequest) -> None:
         self._answer(lambda: [LoadStarted(self.lab_console.start_load(request))],
                      "load did not start: ")
 
-    @work(thread=True, group="load")
+    @work(thread=True, group="load", exit_on_error=False)
     def stop_load(self, run_dir: Path) -> None:
         self._answer(lambda: [Said(self.lab_console.stop_load(run_dir))])
 
@@ -235,12 +235,12 @@ class ActingApp(App[None]):
         if request is not None:
             self.start_consumers(request, run_dir)
 
-    @work(thread=True, group="consumers")
+    @work(thread=True, group="consumers", exit_on_error=False)
     def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> None:
         self._answer(lambda: [Said(self.lab_console.start_consumers(request, run_dir))],
                      "consumers did not start: ")
 
-    @work(thread=True, group="consumers")
+    @work(thread=True, group="consumers", exit_on_error=False)
     def stop_consumers(self, run_dir: Path) -> None:
         self._answer(lambda: [Said(self.lab_console.stop_consumers(run_dir))])
 
@@ -252,7 +252,7 @@ class ActingApp(App[None]):
             return
         self.run_postmortem(self.load_dir, self.lab)
 
-    @work(thread=True, exclusive=True, group="postmortem")
+    @work(thread=True, exclusive=True, group="postmortem", exit_on_error=False)
     def run_postmortem(self, run_dir: Path | None, lab: LabState) -> None:
         """verify (read the final log back) → evidence → Spark job → report screen; a failure
         is one line and leaves the run dir untouched."""
@@ -278,7 +278,7 @@ class ActingApp(App[None]):
             return
         self.pick_scenario()
 
-    @work(thread=True, group="catalog")
+    @work(thread=True, group="catalog", exit_on_error=False)
     def pick_scenario(self) -> None:
         from kinspect.scenarios.catalog import builtin
 
@@ -295,7 +295,7 @@ class ActingApp(App[None]):
                       "broken as the scenario says; watch it here.",
                       lambda: self.run_scenario(name))
 
-    @work(thread=True, group="scenario")
+    @work(thread=True, group="scenario", exit_on_error=False)
     def run_scenario(self, name: str) -> None:
         """The run plays out on the main screen (the feed keeps observing); its progress lines
         are toasts, then its verdict and its report."""

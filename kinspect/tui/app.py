@@ -23,7 +23,9 @@ from textual.events import Key, Resize
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
+from textual.worker import Worker, WorkerState
 
+from kinspect.errors import error_line
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot
@@ -33,9 +35,18 @@ from kinspect.target import ClusterTarget
 from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
-from kinspect.tui.feed import Feed, FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
+from kinspect.tui.feed import Feed
 from kinspect.tui.load_panel import LoadPanel
-from kinspect.tui.messages import LoadStarted, ReportReady, Said
+from kinspect.tui.messages import (
+    EngineChanged,
+    FeedFailed,
+    LabArrived,
+    LoadStarted,
+    ProblemsChanged,
+    ReportReady,
+    Said,
+    SnapshotArrived,
+)
 from kinspect.tui.modals import HelpScreen
 from kinspect.tui.partition_view import PartitionPanel, PartitionView
 from kinspect.tui.render import (
@@ -46,7 +57,7 @@ from kinspect.tui.render import (
     warnings_text,
 )
 from kinspect.tui.report_screen import ReportScreen
-from kinspect.tui.spark_keeper import EngineChanged, EngineKeeper
+from kinspect.tui.spark_keeper import EngineKeeper
 from kinspect.tui.warnings_screen import WarningsScreen
 from kinspect.tui.widgets import BrokerTable, EventLog
 
@@ -77,6 +88,7 @@ class KinspectApp(ActingApp):
         self.load: LoadStatus | None = None
         self.load_dir: Path | None = None  # the run started here (l), for m
         self.problems: tuple[str, ...] = ()
+        self.stopped: tuple[str, ...] = ()  # the feed or engine worker that died: its line
         self.lag_trend = LagTrend()
         self._told: set[str] = set()  # problems already toasted: each distinct one once
         self._next_draw = 0.0
@@ -138,11 +150,11 @@ class KinspectApp(ActingApp):
         topic = self.load.settings.get("topic") if self.load else None
         return (str(topic),) if topic else ()
 
-    @work(thread=True, exclusive=True, group="feed")
+    @work(thread=True, exclusive=True, group="feed", exit_on_error=False)
     def start_feed(self) -> None:
         self.feed.start(self.post_message)
 
-    @work(thread=True, exclusive=True, group="engine")
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def keep_engine(self) -> None:
         if self.engine is not None:
             self.engine.run(self.post_message)
@@ -151,6 +163,18 @@ class KinspectApp(ActingApp):
         self.feed.stop()
         if self.engine is not None:
             self.engine.stop()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised (each runs with exit_on_error=False): its name and reason in a
+        toast, and the app and its keys go on. The feed and the engine keeper last as long as
+        the screen, so their end also stays in the header: nothing else would say it."""
+        if event.state != WorkerState.ERROR:
+            return
+        line = worker_failure(event.worker)
+        self.notify(line, title="a worker failed", severity="error", timeout=30)
+        if event.worker.group in LASTING_WORKERS:
+            self.stopped = (*self.stopped, line)
+            self._render_header()
 
     @on(EngineChanged)
     def engine_changed(self, message: EngineChanged) -> None:
@@ -251,8 +275,8 @@ class KinspectApp(ActingApp):
             return
         title = self.feed.title + ("  read-only" if self.read_only_reason else "")
         self.main.query_one("#header", Static).update(
-            header_text(self.snapshot, int(self.clock() * 1000), title, self.problems,
-                        self.engine_state))
+            header_text(self.snapshot, int(self.clock() * 1000), title,
+                        self.problems + self.stopped, self.engine_state))
 
     def _render_side(self) -> None:
         self.main.query_one(LoadPanel).show(self.load)
@@ -333,6 +357,15 @@ def quiet_gc() -> None:
     frozen out of it; the snapshots themselves have no cycles and go by reference count."""
     gc.freeze()
     gc.set_threshold(700, 10, 1000)
+
+
+LASTING_WORKERS = frozenset({"feed", "engine"})  # run as long as the screen: not one-off actions
+
+
+def worker_failure(worker: Worker[Any]) -> str:
+    """`start_feed stopped: RuntimeError: …`: which worker, and why in one line."""
+    reason = error_line(worker.error) if worker.error is not None else "no reason given"
+    return f"{worker.name} stopped: {reason}"
 
 
 EVENT_BURST = 50  # the panel shows a dozen lines; writing 200 cost ~90 ms a draw at 10,000

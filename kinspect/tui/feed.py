@@ -26,21 +26,11 @@ from kinspect.load.load_process import LoadStatus, load_status
 from kinspect.load.trend import RateTrend
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.paths import kinspect_home
+from kinspect.tui.messages import FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
 
 if TYPE_CHECKING:
     from kinspect.sources.observer import Observer
     from kinspect.tui.session_recording import SessionRecording
-
-
-class SnapshotArrived(Message):
-    def __init__(self, snapshot: ClusterSnapshot, events: list[Event],
-                 mailbox: Mailbox | None = None) -> None:
-        super().__init__()
-        self.snapshot, self.events, self.mailbox = snapshot, events, mailbox
-
-    def latest(self) -> tuple[ClusterSnapshot, list[Event]] | None:
-        """The newest snapshot and every event since the last one shown (None: already shown)."""
-        return self.mailbox.take() if self.mailbox else (self.snapshot, self.events)
 
 
 class Mailbox:
@@ -67,29 +57,6 @@ class Mailbox:
         with self._lock:
             pending, self._pending = self._pending, None
         return pending
-
-
-class LabArrived(Message):
-    """The lab as it is now, new fault journal entries, and the load's counters."""
-
-    def __init__(self, lab: LabState | None, faults: list[dict[str, Any]],
-                 load: LoadStatus | None) -> None:
-        super().__init__()
-        self.lab, self.faults, self.load = lab, faults, load
-
-
-class FeedFailed(Message):
-    def __init__(self, reason: str) -> None:
-        super().__init__()
-        self.reason = reason
-
-
-class ProblemsChanged(Message):
-    """What is failing now, one line each (empty: all is well again)."""
-
-    def __init__(self, problems: tuple[str, ...]) -> None:
-        super().__init__()
-        self.problems = problems
 
 
 Post = Callable[[Message], object]
@@ -174,24 +141,14 @@ class LiveFeed(Feed):
         return replace(status, live=self._tail.judge(observer.latest), trend=self._trend.frozen())
 
     def start(self, post: Post) -> None:
-        from kinspect.errors import KinspectError, error_line
-        from kinspect.lab import journal, running_lab
+        from kinspect.errors import KinspectError
         from kinspect.sources.observer import Observer, now_ms
 
         observer = Observer(self.bootstrap, self.zookeeper, expected_brokers=self.expected,
                             admin_config=self.admin_config, zk_auth=self.zk_auth,
                             controllers=self.controllers)
-
+        post = self._record(observer, post)
         mailbox = Mailbox()
-        if self.record:  # the recorder sees every snapshot and everything posted
-            from kinspect.tui.session_recording import SessionRecording
-
-            self.recording = SessionRecording.open(self.session_dir, self.title, post)
-            if self.recording is not None:
-                observer.subscribe(self.recording.snapshot)
-                post = self.recording.post
-                if self._load_dir is not None:
-                    self.recording.attach_run(self._load_dir)
 
         def deliver(snapshot: ClusterSnapshot, events: list[Event]) -> None:
             if mailbox.put(snapshot, events):
@@ -201,36 +158,77 @@ class LiveFeed(Feed):
         try:
             observer.start()
         except KinspectError as exc:
-            observer.stop()
-            if self.recording is not None:
-                self.recording.close()
             post(FeedFailed(str(exc)))
-            return
-        since = now_ms()
-        lab: LabState | None = None
+        else:
+            self._poll(observer, post, LabPoll(self.lab_backed, now_ms()))
+        finally:  # also after a bug: the observer's threads and sockets are not left behind
+            self._close(observer)
+
+    def _record(self, observer: Observer, post: Post) -> Post:
+        """The recorder sees every snapshot and everything posted: the post to use from now."""
+        if not self.record:
+            return post
+        from kinspect.tui.session_recording import SessionRecording
+
+        self.recording = SessionRecording.open(self.session_dir, self.title, post)
+        if self.recording is None:
+            return post
+        observer.subscribe(self.recording.snapshot)
+        if self._load_dir is not None:
+            self.recording.attach_run(self._load_dir)
+        return self.recording.post
+
+    def _poll(self, observer: Observer, post: Post, lab: LabPoll) -> None:
+        """Once a second until stopped. A look that fails is a problem on screen (the header,
+        a toast the first time) and the next second looks again: one bad read is not the end
+        of the feed, nor a silent one."""
+        from kinspect.errors import error_line
+
         problems: tuple[str, ...] = ()
-        try:
-            while not self._stop.wait(1.0):
-                lab_problem = None
-                if self.lab_backed:
-                    try:
-                        lab = running_lab()
-                    except Exception as exc:  # the engine or the state file: say so, keep the last
-                        lab_problem = f"reading the lab: {error_line(exc)}"
-                faults = journal.read(since_ms=since) if self.lab_backed else []
-                if faults:
-                    since = int(faults[-1]["ts"]) + 1
-                post(LabArrived(lab, faults, self._load(observer, faults)))
-                now = tuple(observer.problems()) + ((lab_problem,) if lab_problem else ())
-                if now != problems:
-                    problems = now
-                    post(ProblemsChanged(problems))
-        finally:
-            observer.stop()  # here, in the feed's thread: it joins threads and closes sockets
-            if self.recording is not None:  # after the observer: its last snapshot is kept
-                self.recording.close()
+        while not self._stop.wait(POLL_S):
+            try:
+                failed = lab.look(post, lambda faults: self._load(observer, faults))
+                now = tuple(observer.problems()) + failed
+            except Exception as exc:  # anything of one look: said, and the loop goes on
+                now = (f"polling the cluster: {error_line(exc)}",)
+            if now != problems:
+                problems = now
+                post(ProblemsChanged(problems))
+
+    def _close(self, observer: Observer) -> None:
+        observer.stop()  # here, in the feed's thread: it joins threads and closes sockets
+        if self.recording is not None:  # after the observer: its last snapshot is kept
+            self.recording.close()
 
     def stop(self) -> None:
         """Called from the event loop (on unmount): only asks; the feed's thread stops the rest."""
         self._stop.set()
 
+
+POLL_S = 1.0  # the lab, the fault journal and the load: looked at once a second
+
+
+class LabPoll:
+    """The lab's side of one look: its state, new fault journal entries, the load's counters."""
+
+    def __init__(self, lab_backed: bool, since_ms: int) -> None:
+        self.lab_backed, self.since = lab_backed, since_ms
+        self.lab: LabState | None = None
+
+    def look(self, post: Post, load: Callable[[list[dict[str, Any]]], LoadStatus | None],
+             ) -> tuple[str, ...]:
+        """Post what is there now; a lab that cannot be read is said and the last one kept."""
+        from kinspect.errors import error_line
+        from kinspect.lab import journal, running_lab
+
+        failed: tuple[str, ...] = ()
+        if self.lab_backed:
+            try:
+                self.lab = running_lab()
+            except Exception as exc:  # the engine or the state file: say so, keep the last
+                failed = (f"reading the lab: {error_line(exc)}",)
+        faults = journal.read(since_ms=self.since) if self.lab_backed else []
+        if faults:
+            self.since = int(faults[-1]["ts"]) + 1
+        post(LabArrived(self.lab, faults, load(faults)))
+        return failed

@@ -1,11 +1,20 @@
-"""What the app's workers answer with: they post these, and only the handlers touch the app."""
+"""Every message of the TUI: the feeds and workers post these, and only the handlers touch the app.
+
+One module so the vocabulary between the threads and the screen is read in one place; the
+feeds (feed.py, replay_feed.py), the engine keeper and the acting workers import from here.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from textual.message import Message
+
+from kinspect.lab.state import LabState
+from kinspect.load.load_process import LoadStatus
+from kinspect.model import ClusterSnapshot, Event
+from kinspect.tui.render import clock_text
 
 Severity = Literal["information", "warning", "error"]
 
@@ -41,3 +50,84 @@ class CatalogReady(Message):
     def __init__(self, choices: list[tuple[str, str, str]]) -> None:
         super().__init__()
         self.choices = choices
+
+
+# ----- the feeds (feed.py, replay_feed.py) ------------------------------------------------
+
+
+class Pending(Protocol):
+    """Where a burst of snapshots waits for the UI (feed.Mailbox): taken once, by the handler."""
+
+    def take(self) -> tuple[ClusterSnapshot, list[Event]] | None: ...
+
+
+class SnapshotArrived(Message):
+    def __init__(self, snapshot: ClusterSnapshot, events: list[Event],
+                 mailbox: Pending | None = None) -> None:
+        super().__init__()
+        self.snapshot, self.events, self.mailbox = snapshot, events, mailbox
+
+    def latest(self) -> tuple[ClusterSnapshot, list[Event]] | None:
+        """The newest snapshot and every event since the last one shown (None: already shown)."""
+        return self.mailbox.take() if self.mailbox else (self.snapshot, self.events)
+
+
+class LabArrived(Message):
+    """The lab as it is now, new fault journal entries, and the load's counters."""
+
+    def __init__(self, lab: LabState | None, faults: list[dict[str, Any]],
+                 load: LoadStatus | None) -> None:
+        super().__init__()
+        self.lab, self.faults, self.load = lab, faults, load
+
+
+class FeedFailed(Message):
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class ProblemsChanged(Message):
+    """What is failing now, one line each (empty: all is well again)."""
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        super().__init__()
+        self.problems = problems
+
+
+class ReplayStatus(Message):
+    """Where the player is: recorded time, position in the recording, speed, paused."""
+
+    def __init__(self, at_ms: int, start_ms: int, end_ms: int, speed: float,
+                 paused: bool) -> None:
+        super().__init__()
+        self.at_ms, self.start_ms, self.end_ms = at_ms, start_ms, end_ms
+        self.speed, self.paused = speed, paused
+
+    def text(self) -> str:
+        def mmss(ms: int) -> str:
+            return f"{ms // 60_000}:{ms // 1000 % 60:02d}"
+
+        state = "PAUSED" if self.paused else "playing"
+        return (f"REPLAY {clock_text(self.at_ms)}  {mmss(self.at_ms - self.start_ms)} / "
+                f"{mmss(self.end_ms - self.start_ms)}  {self.speed:g}x  {state}   "
+                "space pause  . , step  ] [ ±10 s  + - speed")
+
+
+class ReplayJumped(Message):
+    """The player jumped (seek, step back, start): the event log is rewritten from history."""
+
+    def __init__(self, history: list[Any]) -> None:
+        super().__init__()
+        self.history = history
+
+
+# ----- the warm Spark engine (spark_keeper.py) ----------------------------------------------
+
+
+class EngineChanged(Message):
+    """The warm engine's state: starting, ready, busy, failed, or off (none answers)."""
+
+    def __init__(self, state: str, detail: str = "") -> None:
+        super().__init__()
+        self.state, self.detail = state, detail

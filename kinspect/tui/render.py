@@ -238,17 +238,7 @@ def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
     if p.views_disagree:  # in KRaft: a broker leading against the newest decision
         text.append(f"stale leader {p.broker_leader} " if kraft else
                     f"ZK≠broker {p.broker_leader} ", "bold magenta")
-    under, at, urp = p.under_min_isr, p.at_min_isr, p.under_replicated
-    if under is True:
-        text.append("<min-ISR ", "bold red")
-    elif at is True:
-        text.append("at-min-ISR ", "yellow")
-    elif isinstance(under, Unknown) and p.isr_short:  # the reason is in the warnings panel
-        text.append("min-ISR? ", UNKNOWN_STYLE)
-    if urp is True:
-        text.append("URP ", "yellow")
-    elif isinstance(urp, Unknown):
-        text.append("URP? ", UNKNOWN_STYLE)
+    _isr_flags(p, text)
     if p.moving:
         text.append_text(moving_text(p)).append(" ", PAD_STYLE)
     if isinstance(p.elr, EligibleLeaders) and (p.elr.eligible or p.elr.last_known):
@@ -260,6 +250,21 @@ def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
     if not p.offline and not p.preferred_leader:
         text.append("not-preferred", "dim")
     return text
+
+
+def _isr_flags(p: PartitionInfo, text: Text) -> None:
+    """Short of the minimum ISR, at it, under-replicated: each known, or `?` when unknown."""
+    under, at, urp = p.under_min_isr, p.at_min_isr, p.under_replicated
+    if under is True:
+        text.append("<min-ISR ", "bold red")
+    elif at is True:
+        text.append("at-min-ISR ", "yellow")
+    elif isinstance(under, Unknown) and p.isr_short:  # the reason is in the warnings panel
+        text.append("min-ISR? ", UNKNOWN_STYLE)
+    if urp is True:
+        text.append("URP ", "yellow")
+    elif isinstance(urp, Unknown):
+        text.append("URP? ", UNKNOWN_STYLE)
 
 
 def throttle_words(throttle: Throttle) -> str:

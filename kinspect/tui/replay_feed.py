@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding
-from textual.message import Message
 from textual.widgets import RichLog, Static
 
 from kinspect.errors import KinspectError
@@ -29,47 +28,20 @@ from kinspect.load.trend import trend_from_json
 from kinspect.sources.playback import Cursor, Frame, Recording, open_recording
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import ReadOnlyConsole
-from kinspect.tui.feed import (
-    Feed,
+from kinspect.tui.feed import Feed, Mailbox, Post
+from kinspect.tui.messages import (
     LabArrived,
-    Mailbox,
-    Post,
     ProblemsChanged,
+    ReplayJumped,
+    ReplayStatus,
     SnapshotArrived,
 )
-from kinspect.tui.render import clock_text, event_line, fault_line
+from kinspect.tui.render import event_line, fault_line
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 SEEK_S = 10
 TICK_S = 0.1
 READ_ONLY = "a replay: it shows what was recorded and acts on nothing"
-
-
-class ReplayStatus(Message):
-    """Where the player is: recorded time, position in the recording, speed, paused."""
-
-    def __init__(self, at_ms: int, start_ms: int, end_ms: int, speed: float,
-                 paused: bool) -> None:
-        super().__init__()
-        self.at_ms, self.start_ms, self.end_ms = at_ms, start_ms, end_ms
-        self.speed, self.paused = speed, paused
-
-    def text(self) -> str:
-        def mmss(ms: int) -> str:
-            return f"{ms // 60_000}:{ms // 1000 % 60:02d}"
-
-        state = "PAUSED" if self.paused else "playing"
-        return (f"REPLAY {clock_text(self.at_ms)}  {mmss(self.at_ms - self.start_ms)} / "
-                f"{mmss(self.end_ms - self.start_ms)}  {self.speed:g}x  {state}   "
-                "space pause  . , step  ] [ ±10 s  + - speed")
-
-
-class ReplayJumped(Message):
-    """The player jumped (seek, step back, start): the event log is rewritten from history."""
-
-    def __init__(self, history: list[Any]) -> None:
-        super().__init__()
-        self.history = history
 
 
 def lab_from(data: dict[str, Any] | None) -> LabState | None:
@@ -315,7 +287,8 @@ def open_replay(app: App[Any], run_dir: Path, at_ms: int) -> None:
         at = min(max(at_ms, rec.start_ms), rec.end_ms)
         app.call_from_thread(_play, app, run_dir, at)
 
-    app.run_worker(check, thread=True, group="replay", exclusive=True)
+    app.run_worker(check, name="open_replay", thread=True, group="replay", exclusive=True,
+                   exit_on_error=False)
 
 
 def _play(app: App[Any], run_dir: Path, at_ms: int) -> None:

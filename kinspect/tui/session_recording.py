@@ -19,8 +19,8 @@ from kinspect.load.load_process import LoadStatus
 from kinspect.load.trend import trend_to_json
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.sources.recording import RECORDING_DIR, Recorder
-from kinspect.tui.feed import LabArrived, Post, ProblemsChanged
-from kinspect.tui.messages import Said
+from kinspect.tui.feed import Post
+from kinspect.tui.messages import LabArrived, ProblemsChanged, Said
 
 
 def load_json(load: LoadStatus | None) -> dict[str, Any] | None:

@@ -17,16 +17,9 @@ from collections.abc import Callable
 from textual.message import Message
 
 from kinspect.postmortem.spark.spark_client import engine_status, start_engine
+from kinspect.tui.messages import EngineChanged
 
 POLL_S = 1.0
-
-
-class EngineChanged(Message):
-    """The warm engine's state: starting, ready, busy, failed, or off (none answers)."""
-
-    def __init__(self, state: str, detail: str = "") -> None:
-        super().__init__()
-        self.state, self.detail = state, detail
 
 
 class EngineKeeper:

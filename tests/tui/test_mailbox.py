@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kinspect.model import Event
-from kinspect.tui.feed import Mailbox, SnapshotArrived
+from kinspect.tui.feed import Mailbox
+from kinspect.tui.messages import SnapshotArrived
 from tests.helpers.model_fixtures import T0, demo_snapshot
 
 

@@ -17,7 +17,8 @@ from kinspect.lab.topics import create_topics
 from kinspect.model import ClusterSnapshot
 from kinspect.sources.observer import now_ms
 from kinspect.sources.playback import open_recording
-from kinspect.tui.feed import LiveFeed, SnapshotArrived
+from kinspect.tui.feed import LiveFeed
+from kinspect.tui.messages import SnapshotArrived
 from kinspect.tui.replay_feed import ReplayApp, ReplayFeed
 from tests.helpers import kinspect, partition_state
 from tests.helpers.waiting import until

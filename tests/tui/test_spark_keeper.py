@@ -10,7 +10,8 @@ import pytest
 
 from kinspect.postmortem.spark.spark_client import EngineStatus
 from kinspect.tui import spark_keeper
-from kinspect.tui.spark_keeper import EngineChanged, EngineKeeper
+from kinspect.tui.messages import EngineChanged
+from kinspect.tui.spark_keeper import EngineKeeper
 
 
 class StandInProcess:

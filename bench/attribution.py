@@ -50,7 +50,7 @@ def judge(run_dir: Path, row: dict[str, Any], spark: Any) -> dict[str, Any]:
     epochs = {a["leader_epoch"] for a in report["attribution"] if a["broker"] == victim}
     confirmed = sum(1 for i in lost if held.get(i) in epochs)
     return {"lost": report["acked_lost"], "measured": _share(report, victim),
-            "inferred": _share(inferred, victim),
+            "inferred": _share(inferred.to_json(), victim),
             "methods": sorted({a["method"] for a in report["attribution"]}),
             "segments_confirm": confirmed / len(lost) if lost else 1.0, "oracle_lost": len(lost)}
 

@@ -194,12 +194,12 @@ def _bench(run_dir: Path, messages: int, master: str, conf: dict[str, str]) -> i
     started = time.monotonic()
     duck = duckdb_counts(run_dir)
     duck_s = time.monotonic() - started
-    spark = {k: int(report[k]) for k in KEYS}
+    spark = {k: int(getattr(report, k)) for k in KEYS}
     same = spark == duck
     print("| engine | rows (ledger / final log) | seconds | ratio |")
     print("|---|---|---:|---:|")
-    rows = f"{report['inputs']['ledger_rows']:,} / {report['in_log']:,}"
-    print(f"| {report['engine']} ({master}, end to end incl. Spark start) | {rows} | {spark_s:.1f} | "
+    rows = f"{report.inputs.ledger_rows:,} / {report.in_log:,}"
+    print(f"| {report.engine} ({master}, end to end incl. Spark start) | {rows} | {spark_s:.1f} | "
           f"{spark_s / duck_s:.1f}x |")
     print(f"| duckdb (2 threads) | {rows} | {duck_s:.1f} | 1.0x |")
     print(f"\ncounts: {json.dumps(spark)}")

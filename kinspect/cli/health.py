@@ -17,8 +17,8 @@ from typing import Any
 from kinspect.checks import option
 from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
-from kinspect.model import ClusterSnapshot, EligibleLeaders
-from kinspect.model.assessment import classify, copying, elr_explained, stalled_between, verdict_of
+from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
+from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalled_between
 from kinspect.model.serialize import unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -27,7 +27,7 @@ from kinspect.target import ClusterTarget
 # 1 s by default): measured here, a copy throttled to 100 KB/s grew every 10-12 s. Watching
 # less than that would call a healthy throttled copy stalled.
 WATCH_MOVES_S = 15.0
-EXIT = {"healthy": 0, "warning": 1, "critical": 2, "unknown": 3, "unreachable": 3}
+EXIT = EXIT_CODES  # by verdict: Nagios' OK, WARNING, CRITICAL, UNKNOWN
 
 
 def register(commands: Any) -> None:
@@ -79,11 +79,6 @@ def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float 
         watcher.stop()
 
 
-def _listed(label: str, names: tuple[str, ...]) -> str:
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return f"{len(names)} partition{'s' * (len(names) != 1)} {label}: {shown}"
-
-
 def _reassignments(snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
     """Each partition being moved, with how far each replica being added trails the leader."""
     out = []
@@ -107,59 +102,26 @@ def _elr(snapshot: ClusterSnapshot) -> dict[str, Any]:
     return out
 
 
-def assess(snapshot: ClusterSnapshot, zk_error: str | None,
-           max_lag: int | None = None, stalled: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The verdict and its reasons, as data (pure). Consumer lag is listed; it is judged
-    only against `max_lag` when one is given (health is about ISR health first). A check that
-    could not be made is listed under `unchecked`; see model/assessment.py for the verdict."""
-    if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
-        return {"verdict": "unreachable", "problems": [
-            f"no broker answered{': ' + snapshot.admin_error if snapshot.admin_error else ''}"
-            + (f"; {zk_error}" if zk_error else "")]}
-    report = classify(snapshot, judge_lag=max_lag is not None)
-    critical: list[str] = []
-    warnings: list[str] = []
-    if zk_error:
-        critical.append(f"{zk_error}: no controller election or ISR change can happen")
-    if snapshot.admin_state != "ok":
-        critical.append(f"no broker answered the AdminClient ({snapshot.admin_error or 'timeout'})")
-    for label, names, bucket in (("offline", report.offline, critical),
-                                 ("unavailable", tuple(n for n in report.unavailable
-                                                       if n not in report.offline), critical),
-                                 ("under min ISR", report.under_min_isr, critical),
-                                 ("at min ISR", report.at_min_isr, warnings),
-                                 ("under-replicated", report.under_replicated, warnings),
-                                 ("in a reassignment that made no progress for a minute",
-                                  report.stalled, warnings),
-                                 ("in a reassignment that made no progress while health "
-                                  "watched it", tuple(n for n in stalled
-                                                      if n not in report.stalled), warnings)):
-        if names:
-            bucket.append(_listed(label, names))
+def _quorum(snapshot: ClusterSnapshot) -> dict[str, Any] | None:
+    q = snapshot.quorum
+    return None if q is None else {"leader_id": q.leader_id, "leader_epoch": q.leader_epoch,
+                                   "voters": [v.id for v in q.voters]}
+
+
+def report_json(report: HealthReport, snapshot: ClusterSnapshot, zk_error: str | None = None
+                ) -> dict[str, Any]:
+    """`health --json`'s object without the cluster: the report, and what the snapshot shows
+    around it (the controller, the brokers, the moves, the groups)."""
+    if not report.reachable:
+        return {"verdict": report.verdict, "problems": list(report.problems)}
     controller = snapshot.controller
-    if not report.controller_ok and not zk_error:
-        critical.append("no controller: no leader can be elected")
-    elif (controller.id is not None and controller.broker_reported_id is not None
-          and controller.broker_reported_id != controller.id and snapshot.sees_zookeeper):
-        warnings.append(f"the brokers report controller {controller.broker_reported_id}, "
-                        f"ZooKeeper says {controller.id}")
-    warnings += list(report.risky_settings)
-    if max_lag is not None:
-        warnings += [f"consumer group {g.group_id} lags {g.lag:,} records (over {max_lag:,})"
-                     for g in snapshot.groups if g.lag is not None and g.lag > max_lag]
-    groups = [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag}
-              for g in snapshot.groups]
-    verdict, seen = verdict_of(bool(critical), bool(warnings), report.unchecked)
     return {
-        "verdict": verdict, "seen": seen, "problems": critical + warnings,
+        "verdict": report.verdict, "seen": report.seen, "problems": list(report.problems),
         "unchecked": [unchecked_to_json(u) for u in report.unchecked], "mode": snapshot.mode,
         "controller": {"id": controller.id, "epoch": controller.epoch,
                        "broker_reported_id": controller.broker_reported_id},
         "zookeeper": snapshot.zookeeper_state or ("unreachable" if zk_error else "not watched"),
-        "quorum": ({"leader_id": snapshot.quorum.leader_id,
-                    "leader_epoch": snapshot.quorum.leader_epoch,
-                    "voters": [v.id for v in snapshot.quorum.voters]}
-                   if snapshot.quorum is not None else None),
+        "quorum": _quorum(snapshot),
         "brokers": {"registered": list(report.brokers_registered),
                     "expected": list(report.brokers_expected),
                     "answering": [b.id for b in snapshot.brokers if b.address]},
@@ -169,39 +131,51 @@ def assess(snapshot: ClusterSnapshot, zk_error: str | None,
         "unavailable": list(report.unavailable), "reassignments": _reassignments(snapshot),
         "elr": _elr(snapshot),
         "risky_settings": list(report.risky_settings), "limitations": list(snapshot.limitations),
-        "groups": groups,
+        "groups": [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag}
+                   for g in snapshot.groups],
     }
+
+
+def health_json(snapshot: ClusterSnapshot, zk_error: str | None = None,
+                max_lag: int | None = None, stalled: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The model's assessment of one snapshot, as `health --json` writes it (pure)."""
+    return report_json(assess(snapshot, zk_error, max_lag, stalled), snapshot, zk_error)
+
+
+def _text(result: dict[str, Any]) -> list[str]:
+    """The JSON object, for a human: the verdict, the problems, then the details."""
+    lines = [f"{result['verdict'].upper()}: {result['cluster']}"]
+    lines += [f"  - {problem}" for problem in result["problems"]]
+    for group in result.get("groups", []):
+        lag = "?" if group["lag"] is None else f"{group['lag']:,}"
+        lines.append(f"  group {group['group']}: {group['state']}, {group['members']} "
+                     f"members, lag {lag}")
+    if result["verdict"] == Verdict.UNKNOWN:
+        lines.append(f"  (what it could see is {result['seen']}; it could not check:)")
+    lines += [f"  ? {missing['text']}" for missing in result.get("unchecked", [])]
+    lines += [f"  {name}: {elr['explained']}" for name, elr in result.get("elr", {}).items()]
+    lines += [_moving(moving) for moving in result.get("reassignments", [])]
+    lines += [f"  (cannot see: {note})" for note in result.get("limitations", [])]
+    return lines
+
+
+def _moving(moving: dict[str, Any]) -> str:
+    behind = ", ".join(f"{b} {'?' if lag is None else f'{lag:,} behind'}"
+                       for b, lag in moving["behind"].items())
+    return (f"  reassigning {moving['partition']}: adding "
+            f"{','.join(map(str, moving['adding'])) or '-'}, removing "
+            f"{','.join(map(str, moving['removing'])) or '-'}"
+            + (f" ({behind})" if behind else ""))
 
 
 def cmd_health(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args)
     snapshot, zk_error, stalled = observe_once(cluster, args.timeout, args.watch_moves)
-    result = {"cluster": redact(cluster.label),
-              **assess(snapshot, zk_error, args.max_lag, stalled)}
-    result["exit_code"] = EXIT[result["verdict"]]
+    report = assess(snapshot, zk_error, args.max_lag, stalled)
+    result = {"cluster": redact(cluster.label), **report_json(report, snapshot, zk_error),
+              "exit_code": report.exit_code}
     if args.json:
         print(redact(json.dumps(result)))
     else:
-        print(redact(f"{result['verdict'].upper()}: {result['cluster']}"))
-        for problem in result["problems"]:
-            print(redact(f"  - {problem}"))
-        for group in result.get("groups", []):
-            lag = "?" if group["lag"] is None else f"{group['lag']:,}"
-            print(redact(f"  group {group['group']}: {group['state']}, {group['members']} "
-                         f"members, lag {lag}"))
-        if result["verdict"] == "unknown":
-            print(f"  (what it could see is {result['seen']}; it could not check:)")
-        for missing in result.get("unchecked", []):
-            print(redact(f"  ? {missing['text']}"))
-        for name, elr in result.get("elr", {}).items():
-            print(f"  {name}: {elr['explained']}")
-        for moving in result.get("reassignments", []):
-            behind = ", ".join(f"{b} {'?' if lag is None else f'{lag:,} behind'}"
-                               for b, lag in moving["behind"].items())
-            print(f"  reassigning {moving['partition']}: adding "
-                  f"{','.join(map(str, moving['adding'])) or '-'}, removing "
-                  f"{','.join(map(str, moving['removing'])) or '-'}"
-                  + (f" ({behind})" if behind else ""))
-        for note in result.get("limitations", []):
-            print(f"  (cannot see: {note})")
-    return int(result["exit_code"])
+        print("\n".join(redact(line) for line in _text(result)))
+    return report.exit_code

@@ -8,12 +8,15 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import existing_dir
 from kinspect.cli.common import progress
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
+
+if TYPE_CHECKING:
+    from kinspect.postmortem.story.values import Report
 
 # What Spark takes as a master and as a memory size; anything else fails only after the JVM
 # started, so it is refused here.
@@ -85,7 +88,7 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
     with Display(live=False if args.verbose else None) as display, _shared_paths(args.master):
         report = _postmortem(args, conf, display.line)
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps(report.to_json()))
     else:
         print(summary(report))
     return 0
@@ -107,7 +110,7 @@ def _shared_paths(master: str) -> Iterator[None]:
 
 
 def _postmortem(args: argparse.Namespace, conf: dict[str, str],
-                say: Callable[[str], None] = progress) -> dict[str, Any]:
+                say: Callable[[str], None] = progress) -> Report:
     """On the warm engine when one runs with the same master (and no session settings asked
     for), else on a session of its own: the same job either way."""
     from kinspect.postmortem import run_postmortem

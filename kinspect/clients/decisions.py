@@ -46,7 +46,7 @@ class Decisions(Protocol):
 
     def partition(self, topic: str, partition: int) -> PartitionStateZ | None: ...
 
-    def leaders(self, topic: str) -> dict[int, int]: ...
+    def leaders(self, topic: str) -> dict[int, int | None]: ...
 
     def replicas(self, topic: str) -> dict[int, tuple[int, ...]]: ...
 
@@ -62,7 +62,7 @@ class ZooKeeperDecisions:
     def partition(self, topic: str, partition: int) -> PartitionStateZ | None:
         return znodes.read_partition_state(self.zk, topic, partition)
 
-    def leaders(self, topic: str) -> dict[int, int]:
+    def leaders(self, topic: str) -> dict[int, int | None]:
         return znodes.read_leaders(self.zk, topic)
 
     def replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
@@ -101,7 +101,7 @@ class KRaftDecisions:
         return PartitionStateZ(leader=claim.leader, leader_epoch=claim.leader_epoch,
                                isr=claim.isr, controller_epoch=-1)
 
-    def leaders(self, topic: str) -> dict[int, int]:
+    def leaders(self, topic: str) -> dict[int, int | None]:
         return {p: c.leader for (t, p), c in self.newest().items() if t == topic}
 
     def replicas(self, topic: str) -> dict[int, tuple[int, ...]]:

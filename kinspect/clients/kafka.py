@@ -31,17 +31,17 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kinspect.errors import KinspectError
 
-AUTH_FAILED = "authentication failed"
+AUTH_FAILED: Final = "authentication failed"
 AUTH_HINT = "check sasl.username, sasl.password and sasl.mechanism of the profile or -X"
 TLS_FAILED = "TLS handshake failed"
-TLS_STATE = "TLS failed"  # the AdminClient's state (the header's "admin TLS failed")
+TLS_STATE: Final = "TLS failed"  # the AdminClient's state (the header's "admin TLS failed")
 PROTOCOL_MISMATCH = "wrong security.protocol"
 PROTOCOL_TRIES = 3  # a listener that closed this many connections at once is the wrong one
 _ADDRESS = re.compile(r"^(?:[a-z_]+://)?(?P<address>[^/ ]+:\d+)(?:/\S*)?: ")

@@ -25,7 +25,7 @@ from kafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int6
 
 from kinspect.clients.wire import BrokerLink, connection_settings
 from kinspect.errors import KinspectError
-from kinspect.model.views import ControllerAnswer, QuorumAnswer, QuorumReplica
+from kinspect.model.views import ControllerAnswer, Mode, QuorumAnswer, QuorumReplica
 
 __all__ = ["DescribeQuorumRequest", "DescribeQuorumResponse", "NotKRaft", "QuorumAnswer",
            "QuorumError", "QuorumPoll", "QuorumProbe", "QuorumReplica", "ask_quorum",
@@ -202,7 +202,7 @@ def describe_quorum(addresses: Iterable[str], config: Mapping[str, Any] | None =
 class QuorumPoll:
     """One poll of the quorum. Failures are said here, never raised."""
 
-    mode: str | None  # kraft | zookeeper, as the brokers' ApiVersions say; None: none reached
+    mode: Mode | None  # kraft | zookeeper, as the brokers' ApiVersions say; None: none reached
     answer: QuorumAnswer | None  # the newest answer (highest epoch) of this poll, or a recent one
     error: str | None  # why this poll got no answer
     controllers: tuple[ControllerAnswer, ...] = ()
@@ -256,12 +256,13 @@ class QuorumProbe:
         return link
 
     def _ask_brokers(self, brokers: Mapping[int, str], timeout_s: float
-                     ) -> tuple[str | None, QuorumAnswer | None, str | None]:
+                     ) -> tuple[Mode | None, QuorumAnswer | None, str | None]:
         addresses = [brokers[b] for b in sorted(brokers)]
         self._order = [a for a in self._order if a in addresses] + \
             [a for a in addresses if a not in self._order]
         deadline = time.monotonic() + timeout_s
-        mode, error = None, None
+        mode: Mode | None = None
+        error: str | None = None
         for address in list(self._order):
             left = deadline - time.monotonic()
             if left < 0.05:

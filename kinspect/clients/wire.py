@@ -48,7 +48,7 @@ TopicPartition = tuple[str, int]
 class BrokerClaim:
     """One partition as one broker's metadata cache describes it."""
 
-    leader: int
+    leader: int | None  # None: no leader (the wire's -1)
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader_epoch: int = NO_EPOCH  # -1: not said (Metadata before v7)
@@ -226,7 +226,8 @@ def claims_from(response: Any) -> MetadataAnswer:
             partition, leader = part[1], part[2]
             epoch, replicas, isr = (part[3], part[4], part[5]) if with_epoch \
                 else (NO_EPOCH, part[3], part[4])
-            partitions[(topic, partition)] = BrokerClaim(leader, tuple(replicas), tuple(isr), epoch)
+            partitions[(topic, partition)] = BrokerClaim(leader if leader >= 0 else None,
+                                                         tuple(replicas), tuple(isr), epoch)
     return MetadataAnswer(None, response.controller_id, brokers, partitions)
 
 

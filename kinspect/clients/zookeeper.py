@@ -70,8 +70,9 @@ def parse_partition_state(data: bytes | None, mtime_ms: int | None = None) -> Pa
     info = json_object(data)
     if info is None:
         return None
+    leader = int(info.get("leader", -1))
     return PartitionStateZ(
-        leader=int(info.get("leader", -1)),
+        leader=leader if leader >= 0 else None,
         leader_epoch=int(info.get("leader_epoch", -1)),
         isr=tuple(int(r) for r in info.get("isr", [])),
         controller_epoch=int(info.get("controller_epoch", -1)),
@@ -92,12 +93,12 @@ def read_partition_state(zk: KazooClient, topic: str, partition: int) -> Partiti
     return parse_partition_state(data, int(stat.mtime) if stat is not None else None)
 
 
-def read_leaders(zk: KazooClient, topic: str) -> dict[int, int]:
-    """Partition → leader (-1: none) for every partition of the topic ZooKeeper knows."""
+def read_leaders(zk: KazooClient, topic: str) -> dict[int, int | None]:
+    """Partition → leader (None: none) for every partition of the topic ZooKeeper knows."""
     path = f"/brokers/topics/{topic}/partitions"
     if not zk.exists(path):
         return {}
-    leaders: dict[int, int] = {}
+    leaders: dict[int, int | None] = {}
     for child in zk.get_children(path):
         state = read_partition_state(zk, topic, int(child))
         if state is not None:

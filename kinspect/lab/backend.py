@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kinspect.errors import KinspectError
 from kinspect.lab import authorizer, dist, journal, presets, sasl, shaping, tls, topology
@@ -30,7 +30,16 @@ from kinspect.lab.readiness import (
 )
 from kinspect.lab.replicas import keep_replicas
 from kinspect.lab.shaping import Kit
-from kinspect.lab.state import LabState, NodeRecord, NodeState, lab_lock, load_state, save_state
+from kinspect.lab.state import (
+    LabState,
+    Network,
+    NodeRecord,
+    NodeState,
+    Role,
+    lab_lock,
+    load_state,
+    save_state,
+)
 from kinspect.lab.topology import isolate_groups, node_names, parse_groups
 
 Progress = Callable[[str], None]
@@ -51,7 +60,7 @@ class UpOptions:
     brokers: int = 3
     preset: str = "demo"
     overrides: dict[str, str] = field(default_factory=dict)
-    network: str = "auto"  # auto | netns | loopback
+    network: Literal["auto", "netns", "loopback"] = "auto"
     base_port: int = 39090
     timeout_s: float = 120.0
     sasl: str | None = None  # "plain" or "scram-sha-256": add a SASL_PLAINTEXT listener
@@ -163,7 +172,8 @@ class LabBackend(ABC):
         """Choose names, addresses and settings; nothing is made yet."""
 
     def _new_state(self, options: UpOptions, nodes: list[NodeRecord], kafka_version: str,
-                   network: str, slot: int | None, host_address: str, lab_id: str | None = None,
+                   network: Network, slot: int | None, host_address: str,
+                   lab_id: str | None = None,
                    **extra: Any) -> LabState:
         """The state of a lab about to be made, from what `up` was asked for."""
         authorizer.clear_users(self.root)
@@ -503,7 +513,7 @@ def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]],
     for index, name in enumerate(node_names(brokers, controllers)):
         host, port = address(index, name)
         broker_id = topology.broker_id_of(name)
-        role = ("broker" if broker_id is not None else
+        role: Role = ("broker" if broker_id is not None else
                 "zookeeper" if controllers is None else "controller")
         nodes.append(NodeRecord(
             name=name, role=role, host=host, port=port, broker_id=broker_id,

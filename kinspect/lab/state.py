@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kinspect.errors import KinspectError
 from kinspect.lab.topology import blocked_pairs
@@ -36,6 +36,10 @@ class NodeState(StrEnum):
         return self in {NodeState.RUNNING, NodeState.PAUSED}
 
 
+Role = Literal["zookeeper", "broker", "controller"]  # a controller: a dedicated KRaft voter
+Network = Literal["netns", "loopback", "docker"]  # how the lab's nodes are wired
+
+
 @dataclass
 class NodeRecord:
     """One node of the lab: ZooKeeper (zk1), a broker (kafka1..N) or a KRaft controller
@@ -43,7 +47,7 @@ class NodeRecord:
     controller listener is at `controller_port`."""
 
     name: str
-    role: str  # "zookeeper" | "broker" | "controller"
+    role: Role
     host: str
     port: int
     broker_id: int | None = None
@@ -79,7 +83,7 @@ class LabState:
     lab_id: str
     backend: str
     preset: str
-    network: str  # "netns" | "loopback" | "docker"
+    network: Network
     kafka_version: str
     broker_config: dict[str, str]
     overrides: dict[str, str]

@@ -101,7 +101,7 @@ def _knows(address: str, topics: list[str]) -> bool:
     claims = ask_metadata(address, timeout=2.0).partitions
     for topic in topics:
         leaders = [claim.leader for (name, _), claim in claims.items() if name == topic]
-        if not leaders or min(leaders) < 0:
+        if not leaders or None in leaders:
             return False
     return True
 

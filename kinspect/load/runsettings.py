@@ -21,6 +21,13 @@ from kinspect.profiles import MASK, is_secret, reference_of, resolve_reference
 SECRETS_NOTE = "secrets_note"  # in settings.json beside the fields: which values are masked
 
 
+def optional(value: object, what: str, low: float, high: float, integer: bool = False,
+             low_open: bool = False) -> None:
+    """`checks.number` for a setting that may be None (not set)."""
+    if value is not None:
+        number(value, what, low, high, integer=integer, low_open=low_open)
+
+
 @dataclass(frozen=True)
 class LoadSettings:
     """Defaults follow the source material's producer: 100,000 messages at 10,000/s, acks=1."""
@@ -49,37 +56,39 @@ class LoadSettings:
 
     def validate(self) -> None:
         """Every field in range and of its type (a run dir's settings may have been edited)."""
-        if not isinstance(self.topic, str) or not isinstance(self.bootstrap, str):
-            raise KinspectError("topic and bootstrap must be strings")
-        if self.acks not in {"0", "1", "all", "-1"}:
-            raise KinspectError(f"--acks must be 0, 1 or all, not {self.acks!r}")
+        self._check_types()
         if self.count is not None and self.duration_s is not None:
             raise KinspectError("give --count or --duration, not both")
-        if self.count is not None:
-            number(self.count, "--count", 1, 1_000_000_000, integer=True)
-        if self.duration_s is not None:
-            number(self.duration_s, "--duration", 0, 7 * 86400, low_open=True)
-        if self.rate is not None:
-            number(self.rate, "--rate", 0, 10_000_000, low_open=True)
-        number(self.producers, "--producers", 1, 64, integer=True)
-        number(self.size, "--size", 16, 1_000_000, integer=True)
-        for name, low, high in (("retries", 0, 2_147_483_647), ("delivery_timeout_ms", 1, 2_147_483_647),
-                                ("max_in_flight", 1, 1_000_000), ("linger_ms", 0, 900_000)):
-            value = getattr(self, name)
-            if value is not None:
-                number(value, "--" + name.replace("_", "-"), low, high, integer=True)
-        if not isinstance(self.idempotent, bool):
-            raise KinspectError(f"idempotent must be true or false, not {self.idempotent!r}")
-        if not isinstance(self.extra, dict):
-            raise KinspectError("extra must be a table of librdkafka properties")
-        if self.crash_at_s is not None:
-            number(self.crash_at_s, "--crash-at", 0, 7 * 86400, low_open=True)
-        if self.buffer_full not in ("wait", "refuse"):
-            raise KinspectError(f"--buffer-full must be wait or refuse, not {self.buffer_full!r}")
+        self._check_ranges()
         if self.idempotent and self.acks not in {"all", "-1"}:
             raise KinspectError("--idempotent needs --acks all (Kafka's rule)")
         if self.idempotent and self.max_in_flight is not None and self.max_in_flight > 5:
             raise KinspectError("--idempotent allows --max-in-flight 5 at most (Kafka's rule)")
+
+    def _check_types(self) -> None:
+        """The strings, booleans, tables and words (a number's type: `_check_ranges`)."""
+        if not isinstance(self.topic, str) or not isinstance(self.bootstrap, str):
+            raise KinspectError("topic and bootstrap must be strings")
+        if self.acks not in {"0", "1", "all", "-1"}:
+            raise KinspectError(f"--acks must be 0, 1 or all, not {self.acks!r}")
+        if not isinstance(self.idempotent, bool):
+            raise KinspectError(f"idempotent must be true or false, not {self.idempotent!r}")
+        if not isinstance(self.extra, dict):
+            raise KinspectError("extra must be a table of librdkafka properties")
+        if self.buffer_full not in ("wait", "refuse"):
+            raise KinspectError(f"--buffer-full must be wait or refuse, not {self.buffer_full!r}")
+
+    def _check_ranges(self) -> None:
+        """Each number in its range; None (not set) is always allowed where it may be."""
+        optional(self.count, "--count", 1, 1_000_000_000, integer=True)
+        optional(self.duration_s, "--duration", 0, 7 * 86400, low_open=True)
+        optional(self.rate, "--rate", 0, 10_000_000, low_open=True)
+        number(self.producers, "--producers", 1, 64, integer=True)
+        number(self.size, "--size", 16, 1_000_000, integer=True)
+        for name, low, high in (("retries", 0, 2_147_483_647), ("delivery_timeout_ms", 1, 2_147_483_647),
+                                ("max_in_flight", 1, 1_000_000), ("linger_ms", 0, 900_000)):
+            optional(getattr(self, name), "--" + name.replace("_", "-"), low, high, integer=True)
+        optional(self.crash_at_s, "--crash-at", 0, 7 * 86400, low_open=True)
 
     def to_producer_config(self) -> dict[str, Any]:
         # librdkafka's own log is quiet: every connection error of a fault experiment would

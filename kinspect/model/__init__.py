@@ -1,6 +1,6 @@
 """The pure model: immutable snapshots and events. No I/O, no threads, no Textual."""
 
-from kinspect.model.assessment import HealthReport, classify
+from kinspect.model.assessment import HealthReport, Unchecked, Verdict, assess
 from kinspect.model.build import build_snapshot
 from kinspect.model.events import Event, EventKind, HwStallTracker, diff
 from kinspect.model.facts import Fact, Unknown, known
@@ -10,6 +10,7 @@ from kinspect.model.serialize import (
     snapshot_from_json,
     snapshot_to_json,
 )
+from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
@@ -73,11 +74,14 @@ __all__ = [
     "Reassignment",
     "ReplicaEnd",
     "ReplicaLog",
+    "Severity",
     "TopicInfo",
+    "Unchecked",
     "Unknown",
+    "Verdict",
     "ZkView",
+    "assess",
     "build_snapshot",
-    "classify",
     "diff",
     "known",
     "quorum_from_json",

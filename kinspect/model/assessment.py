@@ -1,4 +1,8 @@
-"""The ISR-health verdict for scripts: healthy, warning, critical, or unknown (pure).
+"""The health verdict: healthy, warning, critical, unknown or unreachable (pure).
+
+One assessment for every reader: `kinspect health` renders it, `snapshot --json` lists its
+unmade checks, the TUI header shows it. `assess` first takes Kafka's own lists (TopicCommand's
+definitions), then says what they mean: each problem a line, critical or a warning.
 
 A verdict is never better than what was seen. Each check a refused or unsupported request kept
 kinspect from making is an `Unchecked`, with the severity its failure would have had: when one
@@ -10,25 +14,49 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Literal
 
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.severity import Severity
 from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
 from kinspect.model.views import EligibleLeaders
 
-RANK = {"healthy": 0, "warning": 1, "critical": 2}
-SEVERITY_VERDICT = {"info": "healthy", "warn": "warning", "critical": "critical"}
 # A reassignment whose replicas being added have not moved for this long is flagged.
 STALLED_AFTER_MS = 60_000
+
+
+class Verdict(StrEnum):
+    """The cluster's health; its exit code is Nagios' (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)."""
+
+    HEALTHY = "healthy"
+    WARNING = "warning"
+    CRITICAL = "critical"
+    UNKNOWN = "unknown"  # a check that was not made could have made it worse than what was seen
+    UNREACHABLE = "unreachable"  # nothing answered: nothing was seen
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self]
+
+
+EXIT_CODES = {Verdict.HEALTHY: 0, Verdict.WARNING: 1, Verdict.CRITICAL: 2, Verdict.UNKNOWN: 3,
+              Verdict.UNREACHABLE: 3}
+RANK = {Verdict.HEALTHY: 0, Verdict.WARNING: 1, Verdict.CRITICAL: 2}
+SEVERITY_VERDICT = {Severity.INFO: Verdict.HEALTHY, Severity.WARN: Verdict.WARNING,
+                    Severity.ERROR: Verdict.CRITICAL, Severity.CRITICAL: Verdict.CRITICAL}
+
+Check = Literal["under_min_isr", "at_min_isr", "under_replicated", "settings", "hidden_topics",
+                "controller", "group_lag"]
 
 
 @dataclass(frozen=True)
 class Unchecked:
     """A check that could not be made: which, what its failure would mean, why, and where."""
 
-    check: str  # under_min_isr | at_min_isr | under_replicated | settings | hidden_topics |
-    #             controller | group_lag
-    severity: str  # critical | warn | info (not judged: said, never a verdict of its own)
+    check: Check
+    severity: Severity  # info: said, never a verdict of its own (lag, when it is not judged)
     reason: str
     subjects: tuple[str, ...] = ()  # the partitions, topics or brokers it could not judge
 
@@ -44,28 +72,57 @@ class Unchecked:
         return f"{CHECK_NAMES.get(self.check, self.check)} unknown{where} ({self.reason})"
 
 
-CHECK_NAMES = {"under_min_isr": "under min ISR", "at_min_isr": "at min ISR",
-               "under_replicated": "under-replicated", "settings": "risky settings",
-               "hidden_topics": "topics hidden from this user", "controller": "the controller",
-               "group_lag": "consumer groups' lag"}
+CHECK_NAMES: dict[Check, str] = {
+    "under_min_isr": "under min ISR", "at_min_isr": "at min ISR",
+    "under_replicated": "under-replicated", "settings": "risky settings",
+    "hidden_topics": "topics hidden from this user", "controller": "the controller",
+    "group_lag": "consumer groups' lag"}
 
 
 @dataclass(frozen=True)
 class HealthReport:
-    verdict: str  # healthy | warning | critical | unknown
-    seen: str  # healthy | warning | critical: the verdict of what could be checked
-    offline: tuple[str, ...]
-    under_min_isr: tuple[str, ...]
-    at_min_isr: tuple[str, ...]
-    under_replicated: tuple[str, ...]
-    unavailable: tuple[str, ...]
-    reassigning: tuple[str, ...]
-    stalled: tuple[str, ...]
-    controller_ok: bool
-    brokers_registered: tuple[int, ...]
-    brokers_expected: tuple[int, ...]
-    risky_settings: tuple[str, ...]
-    unchecked: tuple[Unchecked, ...]
+    """The cluster's health: what is wrong (`critical`, `warnings`: one line each), what could
+    not be checked (`unchecked`), Kafka's partition lists behind them, and the verdict."""
+
+    critical: tuple[str, ...] = ()  # problems that page: writes refused, no leader, ...
+    warnings: tuple[str, ...] = ()  # one more failure away from trouble
+    unchecked: tuple[Unchecked, ...] = ()
+    reachable: bool = True  # False: no broker answered and ZooKeeper is not watched
+    offline: tuple[str, ...] = ()
+    under_min_isr: tuple[str, ...] = ()
+    at_min_isr: tuple[str, ...] = ()
+    under_replicated: tuple[str, ...] = ()
+    unavailable: tuple[str, ...] = ()
+    reassigning: tuple[str, ...] = ()
+    stalled: tuple[str, ...] = ()  # no progress for STALLED_AFTER_MS, as the observer saw it
+    controller_ok: bool = True
+    brokers_registered: tuple[int, ...] = ()
+    brokers_expected: tuple[int, ...] = ()
+    risky_settings: tuple[str, ...] = ()
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """Every problem, the critical ones first."""
+        return self.critical + self.warnings
+
+    @property
+    def seen(self) -> Verdict:
+        """The verdict of what could be checked (UNREACHABLE: nothing could)."""
+        return self._verdicts[1]
+
+    @property
+    def verdict(self) -> Verdict:
+        return self._verdicts[0]
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    @property
+    def _verdicts(self) -> tuple[Verdict, Verdict]:
+        if not self.reachable:
+            return Verdict.UNREACHABLE, Verdict.UNREACHABLE
+        return verdict_of(bool(self.critical), bool(self.warnings), self.unchecked)
 
 
 def _flagged(parts: Iterable[PartitionInfo], flag: Callable[[PartitionInfo], Fact[bool]]
@@ -73,7 +130,7 @@ def _flagged(parts: Iterable[PartitionInfo], flag: Callable[[PartitionInfo], Fac
     return tuple(p.name for p in parts if flag(p) is True)
 
 
-def _unknown(parts: Iterable[PartitionInfo], check: str, severity: str,
+def _unknown(parts: Iterable[PartitionInfo], check: Check, severity: Severity,
              flag: Callable[[PartitionInfo], Fact[bool]]) -> list[Unchecked]:
     """One Unchecked per distinct reason, naming the partitions it left unjudged."""
     by_reason: dict[str, list[str]] = defaultdict(list)
@@ -84,66 +141,133 @@ def _unknown(parts: Iterable[PartitionInfo], check: str, severity: str,
     return [Unchecked(check, severity, reason, tuple(names)) for reason, names in by_reason.items()]
 
 
+def _hidden(s: ClusterSnapshot) -> list[Unchecked]:
+    if isinstance(s.hidden_topics, Unknown):
+        return [Unchecked("hidden_topics", Severity.CRITICAL, "cannot tell whether some topics "
+                          f"are hidden from this user: {s.hidden_topics.reason}")]
+    if s.hidden_topics:
+        return [Unchecked("hidden_topics", Severity.CRITICAL, "no Describe permission on them: "
+                          "the brokers hold them, the metadata does not list them",
+                          s.hidden_topics)]
+    return []
+
+
+def _by_reason(check: Check, severity: Severity, unknown: Iterable[tuple[str, Unknown]]
+               ) -> list[Unchecked]:
+    """One Unchecked per distinct reason, naming the subjects (topics, groups) it left unjudged."""
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for subject, why in unknown:
+        by_reason[why.reason].append(subject)
+    return [Unchecked(check, severity, reason, tuple(names)) for reason, names in by_reason.items()]
+
+
 def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, ...]:
     """Every check a refused, failed or unsupported request left unmade (the groups' lag
     counts as one only when lag is judged: health --max-lag)."""
     parts = s.partitions()
-    out = _unknown(parts, "under_min_isr", "critical", lambda p: p.under_min_isr)
+    out = _unknown(parts, "under_min_isr", Severity.CRITICAL, lambda p: p.under_min_isr)
     out += _unknown([p for p in parts if not isinstance(p.min_isr, Unknown)], "at_min_isr",
-                    "warn", lambda p: p.at_min_isr)
-    out += _unknown(parts, "under_replicated", "warn", lambda p: p.under_replicated)
-    settings: dict[str, list[str]] = defaultdict(list)
-    for t in s.topics:
-        if isinstance(t.config, Unknown):
-            settings[t.config.reason].append(t.name)
-    out += [Unchecked("settings", "warn", reason, tuple(names)) for reason, names in settings.items()]
-    if isinstance(s.hidden_topics, Unknown):
-        out.append(Unchecked("hidden_topics", "critical", "cannot tell whether some topics are "
-                             f"hidden from this user: {s.hidden_topics.reason}"))
-    elif s.hidden_topics:
-        out.append(Unchecked("hidden_topics", "critical", "no Describe permission on them: "
-                             "the brokers hold them, the metadata does not list them",
-                             s.hidden_topics))
+                    Severity.WARN, lambda p: p.at_min_isr)
+    out += _unknown(parts, "under_replicated", Severity.WARN, lambda p: p.under_replicated)
+    out += _by_reason("settings", Severity.WARN,
+                      ((t.name, t.config) for t in s.topics if isinstance(t.config, Unknown)))
+    out += _hidden(s)
     if s.controller_unknown is not None:
-        out.append(Unchecked("controller", "critical", s.controller_unknown.reason))
-    lags: dict[str, list[str]] = defaultdict(list)
-    for group, why in s.groups_unknown:
-        lags[why.reason].append(group)
-    out += [Unchecked("group_lag", "warn" if judge_lag else "info", reason, tuple(groups))
-            for reason, groups in lags.items()]
+        out.append(Unchecked("controller", Severity.CRITICAL, s.controller_unknown.reason))
+    out += _by_reason("group_lag", Severity.WARN if judge_lag else Severity.INFO,
+                      s.groups_unknown)
     return tuple(out)
 
 
-def verdict_of(critical: bool, warning: bool, missing: Iterable[Unchecked]) -> tuple[str, str]:
+def verdict_of(critical: bool, warning: bool, missing: Iterable[Unchecked]
+               ) -> tuple[Verdict, Verdict]:
     """(verdict, seen): the verdict is "unknown" when a check that was not made could have
     made it worse than what was seen."""
-    seen = "critical" if critical else "warning" if warning else "healthy"
+    seen = Verdict.CRITICAL if critical else Verdict.WARNING if warning else Verdict.HEALTHY
     worst = max((RANK[SEVERITY_VERDICT[u.severity]] for u in missing), default=0)
-    return ("unknown" if worst > RANK[seen] else seen), seen
+    return (Verdict.UNKNOWN if worst > RANK[seen] else seen), seen
 
 
-def classify(s: ClusterSnapshot, judge_lag: bool = False) -> HealthReport:
-    """Kafka's own lists (TopicCommand's definitions) and the checks left unmade."""
+def kafka_lists(s: ClusterSnapshot) -> HealthReport:
+    """Kafka's own lists (TopicCommand's definitions), the brokers and the risky settings:
+    the findings, before `assess` says what they mean."""
     parts = s.partitions()
-    offline = _flagged(parts, lambda p: p.offline)
-    under_min = _flagged(parts, lambda p: p.under_min_isr)
-    at_min = _flagged(parts, lambda p: p.at_min_isr)
-    under_rep = _flagged(parts, lambda p: p.under_replicated)
-    unavailable = _flagged(parts, lambda p: p.unavailable)
-    reassigning = _flagged(parts, lambda p: p.moving)
-    stalled = _flagged(parts, lambda p: p.stalled_ms is not None
-                       and p.stalled_ms >= STALLED_AFTER_MS)
-    controller_ok = s.controller.id is not None or s.controller_unknown is not None
-    risky = tuple(w.message for w in s.warnings if w.kind not in {"no_controller"})
-    missing = unchecked(s, judge_lag)
-    critical = bool(offline or under_min or unavailable or not controller_ok)
-    warning = bool(under_rep or at_min or risky or stalled)
-    verdict, seen = verdict_of(critical, warning, missing)
-    return HealthReport(verdict, seen, offline, under_min, at_min, under_rep, unavailable,
-                        reassigning, stalled, controller_ok,
-                        # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
-                        tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
-                        tuple(b.id for b in s.brokers if b.expected), risky, missing)
+    return HealthReport(
+        offline=_flagged(parts, lambda p: p.offline),
+        under_min_isr=_flagged(parts, lambda p: p.under_min_isr),
+        at_min_isr=_flagged(parts, lambda p: p.at_min_isr),
+        under_replicated=_flagged(parts, lambda p: p.under_replicated),
+        unavailable=_flagged(parts, lambda p: p.unavailable),
+        reassigning=_flagged(parts, lambda p: p.moving),
+        stalled=_flagged(parts, lambda p: p.stalled_ms is not None
+                         and p.stalled_ms >= STALLED_AFTER_MS),
+        controller_ok=s.controller.id is not None or s.controller_unknown is not None,
+        # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
+        brokers_registered=tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
+        brokers_expected=tuple(b.id for b in s.brokers if b.expected),
+        risky_settings=tuple(w.message for w in s.warnings if w.kind != "no_controller"))
+
+
+def _listed(label: str, names: tuple[str, ...]) -> list[str]:
+    """`3 partitions offline: a-0, b-1, c-2` (none: no line)."""
+    if not names:
+        return []
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return [f"{len(names)} partition{'s' * (len(names) != 1)} {label}: {shown}"]
+
+
+def _critical(s: ClusterSnapshot, found: HealthReport, zk_error: str | None) -> tuple[str, ...]:
+    """What pages: nothing elects a leader, no broker answers, writes refused or no leader."""
+    out = []
+    if zk_error:
+        out.append(f"{zk_error}: no controller election or ISR change can happen")
+    if s.admin_state != "ok":
+        out.append(f"no broker answered the AdminClient ({s.admin_error or 'timeout'})")
+    out += _listed("offline", found.offline)
+    out += _listed("unavailable", tuple(n for n in found.unavailable if n not in found.offline))
+    out += _listed("under min ISR", found.under_min_isr)
+    if not found.controller_ok and not zk_error:
+        out.append("no controller: no leader can be elected")
+    return tuple(out)
+
+
+def _warnings(s: ClusterSnapshot, found: HealthReport, max_lag: int | None,
+              watched: tuple[str, ...]) -> tuple[str, ...]:
+    """One more failure away from trouble; a group's lag only when judged (`max_lag`)."""
+    out = _listed("at min ISR", found.at_min_isr) + _listed("under-replicated",
+                                                            found.under_replicated)
+    out += _listed("in a reassignment that made no progress for a minute", found.stalled)
+    out += _listed("in a reassignment that made no progress while health watched it",
+                   tuple(n for n in watched if n not in found.stalled))
+    c = s.controller
+    if s.sees_zookeeper and None not in (c.id, c.broker_reported_id) \
+            and c.broker_reported_id != c.id:
+        out.append(f"the brokers report controller {c.broker_reported_id}, ZooKeeper says {c.id}")
+    out += found.risky_settings
+    if max_lag is not None:
+        out += [f"consumer group {g.group_id} lags {g.lag:,} records (over {max_lag:,})"
+                for g in s.groups if g.lag is not None and g.lag > max_lag]
+    return tuple(out)
+
+
+def _no_answer(s: ClusterSnapshot, zk_error: str | None) -> str:
+    return (f"no broker answered{': ' + s.admin_error if s.admin_error else ''}"
+            + (f"; {zk_error}" if zk_error else ""))
+
+
+def assess(s: ClusterSnapshot, zk_error: str | None = None, max_lag: int | None = None,
+           watched: tuple[str, ...] = ()) -> HealthReport:
+    """The cluster's health from one snapshot. `zk_error`: ZooKeeper was to be watched and did
+    not answer (critical: no election can happen). A group's lag is judged only against
+    `max_lag` (health is about ISR health first). `watched`: the partitions whose reassignment
+    did not grow while `kinspect health` watched it (`stalled_between`)."""
+    missing = unchecked(s, judge_lag=max_lag is not None)
+    if s.admin_state != "ok" and not s.sees_zookeeper:
+        return HealthReport(critical=(_no_answer(s, zk_error),), unchecked=missing,
+                            reachable=False, controller_ok=False)
+    found = kafka_lists(s)
+    return replace(found, critical=_critical(s, found, zk_error),
+                   warnings=_warnings(s, found, max_lag, watched), unchecked=missing)
 
 
 def _ids(values: tuple[int, ...]) -> str:

@@ -30,6 +30,7 @@ from kinspect.model.views import (
     ConfigValue,
     EligibleLeaders,
     EpochEnd,
+    Mode,
     PartitionDecision,
     PartitionStateZ,
     QuorumAnswer,
@@ -149,10 +150,10 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
             zk.partitions.get(key) if zk else broker.decided.get(key) if broker else None)
         decided_replicas = state.replicas if isinstance(state, PartitionDecision) else ()
         replicas = assigned.get(pid) or decided_replicas or (meta.replicas if meta else ())
-        b_leader = (meta.leader if meta.leader >= 0 else None) if meta else None
+        b_leader = meta.leader if meta else None
         b_isr = meta.isr if meta else None
         if state is not None:
-            leader = state.leader if state.leader >= 0 else None
+            leader = state.leader
             epoch: int | None = state.leader_epoch
             isr = state.isr
             since = state.mtime_ms if isinstance(state, PartitionStateZ) else state.seen_ms
@@ -221,7 +222,7 @@ def quorum_info(answer: QuorumAnswer, broker: BrokerView) -> QuorumInfo:
                       broker.controllers)
 
 
-def _mode(zk: ZkView | None, broker: BrokerView | None) -> str:
+def _mode(zk: ZkView | None, broker: BrokerView | None) -> Mode:
     return "zookeeper" if zk is not None else broker.mode if broker is not None else "unknown"
 
 

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from kinspect.model.facts import Unknown
+from kinspect.model.severity import Severity as Severity  # noqa: PLC0414 (re-exported)
 from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
 
 
@@ -30,12 +31,6 @@ class EventKind(StrEnum):
     HW_STALLED = "hw_stalled"
     REASSIGNMENT_STARTED = "reassignment_started"
     REASSIGNMENT_DONE = "reassignment_done"
-
-
-class Severity(StrEnum):
-    INFO = "info"
-    WARN = "warn"
-    ERROR = "error"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kinspect.model.assessment import Unchecked, assess
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
@@ -120,7 +122,7 @@ def quorum_from_json(d: dict[str, Any]) -> QuorumInfo:
                                              c["error"]) for c in d.get("controllers", [])))
 
 
-def unchecked_to_json(u: Any) -> dict[str, Any]:
+def unchecked_to_json(u: Unchecked) -> dict[str, Any]:
     return {"check": u.check, "severity": u.severity, "reason": u.reason,
             "subjects": list(u.subjects), "text": u.text}
 
@@ -128,11 +130,9 @@ def unchecked_to_json(u: Any) -> dict[str, Any]:
 def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
     """The snapshot; `mode` always, `quorum` only in KRaft (null there when it did not answer),
     each broker's `fenced` only in KRaft."""
-    from kinspect.model.assessment import unchecked
-
     out = _snapshot_json(s)
     out["mode"] = s.mode
-    out["unchecked"] = [unchecked_to_json(u) for u in unchecked(s)]
+    out["unchecked"] = [unchecked_to_json(u) for u in assess(s).unchecked]
     if s.kraft:
         out["quorum"] = quorum_to_json(s.quorum) if s.quorum is not None else None
         for row, broker in zip(out["brokers"], s.brokers, strict=True):
@@ -215,7 +215,7 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
         groups_unknown=tuple((g, Unknown(why)) for g, why in d.get("groups_unknown", {}).items()),
         topics=tuple(topics),
         warnings=tuple(ClusterWarning(w["kind"], w["message"], w.get("topic"), w.get("broker"),
-                                      w.get("severity", "warn")) for w in d["warnings"]),
+                                      Severity(w.get("severity", "warn"))) for w in d["warnings"]),
         limitations=tuple(d.get("limitations", [])),
         groups=tuple(GroupInfo(g["group"], g["state"], g["members"], tuple(
             GroupPartition(p["topic"], p["partition"], p["committed"], p["high_watermark"])

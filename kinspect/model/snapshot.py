@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from kinspect.model.facts import Fact, Unknown
-from kinspect.model.views import ConfigValue, ControllerAnswer, EligibleLeaders, Reassignment
+from kinspect.model.severity import Severity
+from kinspect.model.views import (
+    AdminState,
+    ConfigValue,
+    ControllerAnswer,
+    EligibleLeaders,
+    Mode,
+    Reassignment,
+    SessionState,
+)
+
+# A partition's state, worst first; `unknown`: the ISR is short and whether it is under
+# min.insync.replicas was not told.
+PartitionState = Literal["offline", "under_min_isr", "unknown", "warn", "moving", "ok"]
+# What a cluster warning is about (model/warnings.py says each).
+WarningKind = Literal["no_controller", "stale_quorum_leader", "broker_missing", "broker_fenced",
+                      "replication_factor_1", "min_isr_ge_rf", "min_isr_below_2",
+                      "unclean_election_enabled"]
 
 
 @dataclass(frozen=True)
@@ -213,9 +231,8 @@ class PartitionInfo:
         return tuple(r for r in self.replica_logs if r.diverged > 0)
 
     @property
-    def severity(self) -> str:
-        """offline | under_min_isr | unknown (the ISR is short and whether it is under
-        min.insync.replicas was not told) | warn | moving | ok."""
+    def severity(self) -> PartitionState:
+        """How bad this partition is (PartitionState), to sort and colour it by."""
         if self.offline:
             return "offline"
         under = self.under_min_isr
@@ -245,11 +262,11 @@ class TopicInfo:
 
 @dataclass(frozen=True)
 class ClusterWarning:
-    kind: str
+    kind: WarningKind
     message: str
     topic: str | None = None
     broker: int | None = None
-    severity: str = "warn"  # warn | critical
+    severity: Severity = Severity.WARN  # or CRITICAL
 
 
 @dataclass(frozen=True)
@@ -285,8 +302,8 @@ class GroupInfo:
 class ClusterSnapshot:
     taken_at: int
     controller: ControllerInfo
-    zookeeper_state: str | None  # None when ZooKeeper is not watched
-    admin_state: str
+    zookeeper_state: SessionState | None  # None when ZooKeeper is not watched
+    admin_state: AdminState | Literal["absent"]  # absent: no AdminClient view at all
     admin_error: str | None
     brokers: tuple[BrokerInfo, ...]
     topics: tuple[TopicInfo, ...]
@@ -294,7 +311,7 @@ class ClusterSnapshot:
     limitations: tuple[str, ...]
     groups: tuple[GroupInfo, ...] = ()
     replica_logs_at: int | None = None  # when the poll that asked each broker its log ends began
-    mode: str = "unknown"  # zookeeper | kraft | unknown
+    mode: Mode = "unknown"
     quorum: QuorumInfo | None = None  # KRaft only (None there: the quorum did not answer)
     # topics the brokers hold (their log dirs) that this user may not describe
     hidden_topics: Fact[tuple[str, ...]] = ()

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from kinspect.model.facts import Fact, Unknown
 
 NOT_ASKED = Unknown("not asked")
+
+Mode = Literal["zookeeper", "kraft", "unknown"]  # how the cluster keeps its metadata
+SessionState = Literal["connected", "suspended", "lost", "unknown"]  # a ZooKeeper session's
+# The AdminClient's last poll: unknown before one; a refused login or TLS handshake said so.
+AdminState = Literal["ok", "error", "unknown", "authentication failed", "TLS failed"]
+ControllerState = Literal["leader", "follower", "error", "unreachable"]  # one asked directly
 
 
 @dataclass(frozen=True)
 class PartitionStateZ:
     """/brokers/topics/T/partitions/P/state: what the controller decided."""
 
-    leader: int  # -1 = none
+    leader: int | None  # None: no leader (ZooKeeper's -1, converted where it is read)
     leader_epoch: int
     isr: tuple[int, ...]
     controller_epoch: int
@@ -22,7 +29,7 @@ class PartitionStateZ:
 
 @dataclass(frozen=True)
 class ZkView:
-    session_state: str  # connected | suspended | lost | unknown
+    session_state: SessionState
     controller_id: int | None
     controller_epoch: int | None
     brokers: dict[int, str] = field(default_factory=dict)
@@ -36,7 +43,7 @@ class ZkView:
 class PartitionMeta:
     """A partition as broker metadata describes it."""
 
-    leader: int
+    leader: int | None  # None: no leader
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
 
@@ -47,7 +54,7 @@ class PartitionDecision:
     leader epoch) any broker's own metadata holds. There is no ZooKeeper to read it from, and
     the broker that heard the newest decision is the one that knows it."""
 
-    leader: int  # -1 = none
+    leader: int | None  # None: no leader
     leader_epoch: int
     isr: tuple[int, ...]
     replicas: tuple[int, ...]
@@ -84,7 +91,7 @@ class ControllerAnswer:
 
     node_id: int
     address: str
-    state: str  # leader | follower | unreachable
+    state: ControllerState
     leader_epoch: int | None = None  # when it answered as leader
     error: str | None = None
 
@@ -134,7 +141,7 @@ class GroupView:
 
 @dataclass(frozen=True)
 class BrokerView:
-    state: str  # ok | error | unknown
+    state: AdminState
     error: str | None
     brokers: dict[int, str]
     controller_id: int | None
@@ -147,10 +154,10 @@ class BrokerView:
     # in the current leader's log (asked epoch → answer). Empty when brokers were not asked.
     replica_ends: dict[tuple[str, int], dict[int, ReplicaEnd]] = field(default_factory=dict)
     epoch_ends: dict[tuple[str, int], dict[int, EpochEnd]] = field(default_factory=dict)
-    # KRaft: the mode the brokers' ApiVersions tell (zookeeper | kraft | unknown), the quorum
+    # KRaft: the mode the brokers' ApiVersions tell, the quorum
     # (None: no answer, `quorum_error` says why), the controllers asked directly, and each
     # partition's decision (empty unless KRaft: ZooKeeper holds them otherwise).
-    mode: str = "unknown"
+    mode: Mode = "unknown"
     quorum: QuorumAnswer | None = None
     quorum_error: str | None = None
     quorum_unknown: Unknown | None = None  # DescribeQuorum refused: who leads is not known

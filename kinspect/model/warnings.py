@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kinspect.model.severity import Severity
 from kinspect.model.snapshot import ClusterSnapshot, ClusterWarning
 
 
@@ -9,7 +10,7 @@ def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
     out: list[ClusterWarning] = []
     if s.sees_zookeeper and s.zookeeper_state == "connected" and s.controller.id is None:
         out.append(ClusterWarning("no_controller", "no controller: no leader can be elected",
-                                  severity="critical"))
+                                  severity=Severity.CRITICAL))
     if s.kraft:
         out += _kraft_warnings(s)
     for b in s.brokers:
@@ -40,10 +41,9 @@ def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
         if t.setting("unclean.leader.election.enable") == "true":
             out.append(ClusterWarning("unclean_election_enabled", f"{t.name}: unclean leader "
                                       "election is on: committed data can vanish", topic=t.name))
-    order = {"critical": 0, "warn": 1}
     first = {"no_controller": 0, "stale_quorum_leader": 0, "broker_missing": 1,
              "broker_fenced": 1, "replication_factor_1": 2}
-    return tuple(sorted(out, key=lambda w: (order[w.severity], first.get(w.kind, 3),
+    return tuple(sorted(out, key=lambda w: (-w.severity.rank, first.get(w.kind, 3),
                                             w.topic != "__consumer_offsets", w.topic or "")))
 
 
@@ -55,11 +55,11 @@ def _kraft_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
         return []  # not seen: an unmade check (health.unchecked), not a finding
     if quorum is None:
         return [ClusterWarning("no_controller", "no active controller known: the KRaft quorum "
-                               "does not answer DescribeQuorum", severity="critical")]
+                               "does not answer DescribeQuorum", severity=Severity.CRITICAL)]
     out = []
     if quorum.leader_id is None:
         out.append(ClusterWarning("no_controller", "the KRaft quorum has no leader: no leader "
-                                  "can be elected", severity="critical"))
+                                  "can be elected", severity=Severity.CRITICAL))
     for stale in quorum.stale_leaders:
         out.append(ClusterWarning("stale_quorum_leader", f"controller {stale.node_id} still "
                                   f"answers as quorum leader at epoch {stale.leader_epoch} (the "

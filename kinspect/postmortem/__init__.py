@@ -12,5 +12,6 @@ timeline.png). Four concerns, one sub-package each, and the orchestration here:
 """
 
 from kinspect.postmortem.run import run_postmortem
+from kinspect.postmortem.story.values import Report
 
-__all__ = ["run_postmortem"]
+__all__ = ["Report", "run_postmortem"]

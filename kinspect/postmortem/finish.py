@@ -33,6 +33,7 @@ from kinspect.load.rundir import (
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.verify import Count, PartitionRead, verify
 from kinspect.postmortem.evidence.keep import collect_lab_evidence
+from kinspect.postmortem.story.values import Report
 
 Say = Callable[[str], None]
 AGREE_WAIT_S = 30.0  # a healed zombie learns it is no longer leader within a few seconds
@@ -101,7 +102,7 @@ def consumers_of(run_dir: Path) -> ConsumeSettings | None:
 
 def finish_run(run_dir: Path, bootstrap: str, config: dict[str, str] | None = None,
                lab: LabState | None = None, say: Say | None = None, spark: Any = None,
-               chart: bool = True) -> dict[str, Any]:
+               chart: bool = True) -> Report:
     """verify → evidence → the PySpark post-mortem; returns the report. The post-mortem runs
     on `spark`, else on the warm engine when one runs (the TUI starts it), else cold."""
     from kinspect.postmortem import run_postmortem
@@ -152,7 +153,7 @@ def wait_for_agreement(lab: LabState, topic: str, timeout_s: float, say: Say) ->
         return None  # no ZooKeeper to compare with: nothing to wait for
 
 
-def _disputed(leaders: dict[int, int], lab: LabState, topic: str, ask: Any,
+def _disputed(leaders: dict[int, int | None], lab: LabState, topic: str, ask: Any,
               judge: str = "ZooKeeper") -> str | None:
     for broker in lab.brokers:
         if broker.state != "running":

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import writable_dir
 from kinspect.errors import KinspectError
@@ -14,10 +15,21 @@ from kinspect.load.run_timeline import read_live_loss
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.model.events import TimelineEvent
 from kinspect.postmortem.evidence.brokerlogs import read_broker_logs
-from kinspect.postmortem.evidence.inputs import evidence_window, load_inputs, run_window
+from kinspect.postmortem.evidence.inputs import RunInputs, evidence_window, load_inputs, run_window
 from kinspect.postmortem.matching.leadership import leaderships
 from kinspect.postmortem.story import report as rep
 from kinspect.postmortem.story import timeline as tl
+from kinspect.postmortem.story.values import (
+    ConsumerSide,
+    Counts,
+    InputsSummary,
+    Report,
+    RunWindow,
+    Unavailable,
+)
+
+if TYPE_CHECKING:
+    from kinspect.postmortem.matching.results import LostEpoch, PartDuplicates, QueryResults
 
 __all__ = ["run_postmortem"]
 
@@ -25,7 +37,7 @@ __all__ = ["run_postmortem"]
 def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[2]",
                    verbose: bool = False, progress: Callable[[str], None] | None = None,
                    spark: Any = None, chart: bool = True, memory: str = "2g",
-                   conf: dict[str, str] | None = None) -> dict[str, Any]:
+                   conf: dict[str, str] | None = None) -> Report:
     """Run the job and write report.json, report.md and timeline.png; return the report.
 
     `spark` lets tests share one session; a session started here is stopped here.
@@ -73,29 +85,26 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     except Exception as exc:  # Py4J and Spark errors: one line, the rest with --verbose
         raise KinspectError(f"the Spark job failed: {_first_line(exc)}"
                             + ("" if verbose else " (rerun with --verbose for Spark's log)")) from None
-    engine, groups, epochs, ranges, log_stats, gaps, bounds, per_second, notes = results
-    report = _assemble(inputs, groups, epochs, ranges, log_stats, gaps, bounds, fault, log_events,
-                       engine)
-    report["notes"] += notes
-    _add_consumer_side(report, consumer_side)
-    report["out"] = str(out)
-    report["seconds"] = round(time.monotonic() - started, 2)
-    _write(report, out, per_second, inputs.topic if chart else None)
-    say(f"done in {report['seconds']:.1f} s: {out}")
+    report, events = _assemble(inputs, results, fault, log_events)
+    report.check_lost(results.lost_total)
+    report = replace(_with_consumer_side(report, consumer_side), out=str(out),
+                     seconds=round(time.monotonic() - started, 2),
+                     per_second=tuple(results.timing.per_second))
+    _write(report, events, out, inputs.topic if chart else None)
+    say(f"done in {report.seconds:.1f} s: {out}")
     return report
 
 
-def _write(report: dict[str, Any], out: Path, per_second: list[Any], chart_topic: str | None,
+def _write(report: Report, events: list[TimelineEvent], out: Path, chart_topic: str | None,
            ) -> None:
     """report.json and report.md, and the chart (unless `chart_topic` is None)."""
-    events = report.pop("_events")
-    report["per_second"] = per_second  # the TUI draws the same series as timeline.png
     rep.write(report, out)
     if chart_topic is not None:
         from kinspect.postmortem.story.chart import draw
 
-        draw(per_second, events, report["attribution"], out / "timeline.png",
-             f"{chart_topic}, acks={report['acks']}: faults, leaders, acknowledgements")
+        draw([s.to_json() for s in report.per_second], events,
+             [a.to_json() for a in report.attribution], out / "timeline.png",
+             f"{chart_topic}, acks={report.acks}: faults, leaders, acknowledgements")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -103,7 +112,7 @@ def _first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def _held_table(inputs: Any, out: Path, say: Callable[[str], None]) -> Path | None:
+def _held_table(inputs: RunInputs, out: Path, say: Callable[[str], None]) -> Path | None:
     """The kept replica snapshots as a Parquet table for Spark (None when none were kept)."""
     if not inputs.replica_snapshots or not inputs.run_id:  # only a run's own ids are matched
         return None
@@ -120,8 +129,9 @@ def _held_table(inputs: Any, out: Path, say: Callable[[str], None]) -> Path | No
     return path
 
 
-def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[str], None],
-                 history: list[tuple[Any, ...]], held_table: Callable[[], Path | None]) -> Any:
+def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Callable[[str], None],
+                 history: list[tuple[Any, ...]], held_table: Callable[[], Path | None],
+                 ) -> QueryResults:
     """Every Spark query: one aggregate per side for the match (match.py), then the lost ids'
     attribution and the ledger's timing. Each side is read from Parquet by each query that
     needs it: a columnar re-read costs less than building a cache of it."""
@@ -130,6 +140,7 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
 
     from kinspect.postmortem.matching import queries
     from kinspect.postmortem.matching.match import match
+    from kinspect.postmortem.matching.results import AckTiming, QueryResults
     from kinspect.postmortem.spark import job
     from kinspect.postmortem.spark.side_by_side import run_jobs, small
 
@@ -143,7 +154,7 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
     found = match(spark, inputs, ledger, every_run, say, together)
     kept = []  # unpersisted at the end, whatever happens
 
-    def attribution() -> list[dict[str, Any]]:
+    def attribution() -> list[LostEpoch]:
         if found.lost is None:
             return []
         lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
@@ -153,32 +164,34 @@ def _run_queries(spark: Any, inputs: Any, fault_ts: int | None, say: Callable[[s
         return queries.lost_by_epoch(queries.attribute(lost, every_run, held, history,
                                                        found.lost_total))
 
-    def timing() -> Any:
+    def timing() -> AckTiming:
         return queries.ack_timing(ledger, fault_ts, found.lost_words)
 
-    def duplicates() -> list[dict[str, Any]]:
+    def duplicates() -> list[PartDuplicates]:
         return found.duplicates(every_run, inputs.run_id)
 
     labels = (f"acked but lost: {found.lost_total:,}; who acknowledged them…"
               if found.lost is not None else "", "acknowledgements over time…",
               "copies in the final log…" if len(found.suspects) else "")
     try:
-        epochs, (bounds, per_second, gaps), dups = run_jobs(
-            together, attribution, timing, duplicates, say=say, labels=labels)
+        epochs, acks, dups = run_jobs(together, attribution, timing, duplicates, say=say,
+                                      labels=labels)
     finally:
         for frame in kept:
             frame.unpersist()
-    return (f"pyspark {pyspark.__version__}", found.groups(epochs, dups), epochs,
-            found.lost_ranges, found.log_stats, gaps, bounds, per_second, found.notes)
+    return QueryResults(f"pyspark {pyspark.__version__}", found.groups(epochs, dups), epochs,
+                        found.lost_ranges, found.log_stats, acks, found.notes, found.lost_total)
 
 
-def _add_consumer_side(report: dict[str, Any], side: dict[str, Any] | None) -> None:
-    if side is not None:
-        report["consumers"] = side
-        report["explanation"] += (" " + side["explanation"]) if side["explanation"] else ""
+def _with_consumer_side(report: Report, side: ConsumerSide | None) -> Report:
+    if side is None:
+        return report
+    return replace(report, consumers=side, explanation=report.explanation
+                   + ((" " + side.explanation) if side.explanation else ""))
 
 
-def _consumer_side(spark: Any, inputs: Any, say: Callable[[str], None]) -> dict[str, Any] | None:
+def _consumer_side(spark: Any, inputs: RunInputs, say: Callable[[str], None],
+                   ) -> ConsumerSide | None:
     """The consumer group's counts and story, when consumers ran in this run dir."""
     from kinspect.load.consumers.consumer_ledger import read_consumer_ledger
     from kinspect.postmortem.matching.consumers import consumer_counts, consumer_inputs
@@ -191,27 +204,12 @@ def _consumer_side(spark: Any, inputs: Any, say: Callable[[str], None]) -> dict[
     say(f"consumer group {side.settings.group}: matching its processing with the final log…")
     counts = consumer_counts(spark, inputs.run_dir, side, job.final_log_frame(spark, inputs))
     ledger = read_consumer_ledger(inputs.run_dir)
-    lost = consumer_story.lost_ranges(counts["never"], ledger)
+    lost = consumer_story.lost_ranges(counts.never, ledger)
     return consumer_story.summary(side, counts, lost, ledger)
 
 
-def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, Any]],
-              ranges: list[dict[str, Any]], log_stats: list[dict[str, Any]], gaps: list[dict[str, Any]],
-              bounds: dict[str, Any], fault: TimelineEvent | None, log_events: list[TimelineEvent],
-              engine: str) -> dict[str, Any]:
-    first_ack, last_ack = bounds["first_ack_ts"], bounds["last_ack_ts"]
-    start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
-    events = tl.merge(inputs.timeline, inputs.faults, log_events, inputs.topic, start, end)
-    leaders = tl.epoch_leaders(events)
-    events, links = tl.slow_links(events)
-    slow = [line.to_json() for line in links]
-    total = rep.totals(groups)
-    partitions = rep.partition_rows(groups, epochs, log_stats, inputs.final_log_partitions)
-    lost_ranges, more = rep.ranges_by_producer(ranges)
-    unavailable = [{"partition": f"{inputs.topic}-{g['pp']}", "start": g["start"], "end": g["end"],
-                    "ms": g["end"] - g["start"], "reason": "no successful acknowledgement"} for g in gaps]
-    no_leader: list[dict[str, Any]] = [w.to_json() for w in tl.no_leader_windows(events, last_ack)]
-    entries, timeline_more = tl.report_entries(events, fault.ts if fault else None)
+def _notes(inputs: RunInputs) -> list[str]:
+    """What the run dir lacked, and what acks=0 means."""
     notes = list(inputs.verify_warnings)
     if inputs.timeline is None:
         notes.append("no timeline was recorded (run `kinspect watch --run-dir` during the load)")
@@ -221,48 +219,67 @@ def _assemble(inputs: Any, groups: list[dict[str, Any]], epochs: list[dict[str, 
         notes.append("no broker logs (broker-logs/<node>/*.log) in the run dir")
     if inputs.acks == "0":
         notes.append("acks=0: 'acked' means handed to the network; no broker confirmed anything")
-    report: dict[str, Any] = {
-        "engine": engine, "run_dir": str(inputs.run_dir), "run_id": inputs.run_id,
-        "topic": inputs.topic, "acks": inputs.acks,
-        "sent": total["sent"], "acked": total["acked"], "failed": total["failed"],
-        "unknown": total["unknown"], "in_log": sum(p["in_log"] for p in partitions),
-        "in_log_ids": total["in_log_ids"], "foreign_records": sum(p["foreign"] for p in partitions),
-        "other_runs_records": sum(p["other_runs"] for p in partitions),
-        "acked_lost": total["acked_lost"], "unacked_present": total["unacked_present"],
-        # what the live figure said when the producers were done (None: not observed)
-        "live_lost": (read_live_loss(inputs.run_dir) or {}).get("doomed"),
-        "unknown_present": total["unknown_present"], "not_in_ledger": total["not_in_ledger"],
-        # sent, never answered, and not in the log: lost inside the client (a dead generator)
-        "client_lost": total["unknown"] - total["unknown_present"],
-        "refused": inputs.refused,
-        "duplicates": total["duplicates"],
-        "duplicate_ids": total["duplicate_ids"], "reordered": sum(p["reordered"] for p in partitions),
-        "partitions": partitions, "lost_ranges": lost_ranges, "lost_ranges_more": more,
-        "attribution": rep.attribution(epochs),
-        "fault": fault.journal_json() if fault else None, "timeline": entries, "timeline_more": timeline_more,
-        "unavailable": sorted(unavailable + no_leader, key=lambda w: w["start"]),
-        # the longest single window without a successful ack (or leader) while sending
-        "unavailable_ms": max((w["ms"] for w in unavailable + no_leader), default=0),
-        "unavailable_total_ms": sum(w["ms"] for w in unavailable),
-        "no_leader_ms": sum(w["ms"] for w in no_leader),
-        "slow_links": slow,
-        # from a link slowed to its broker leaving an ISR (the first such broker)
-        "slowed_left_isr_ms": next((s["left_isr_ms"] for s in slow
-                                    if s["left_isr_ms"] is not None), None),
-        "isr_min": tl.smallest_isr(events),
-        "first_ack_after_fault_ms": _after(bounds["first_ack_after_fault_ts"], fault),
-        "first_kept_ack_after_fault_ms": _after(bounds["first_kept_ack_after_fault_ts"], fault),
-        "run": {"first_send_ts": run_window(inputs)[0], "first_ack_ts": first_ack,
-                "last_ack_ts": last_ack, "window": [start, end]},
-        "inputs": {"ledger_files": len(inputs.ledger_files), "ledger_rows": inputs.ledger_rows,
-                   "final_log_files": len(inputs.final_log_files), "timeline": inputs.timeline is not None,
-                   "faults": inputs.faults is not None, "broker_logs": sorted(inputs.broker_logs),
-                   "replica_snapshots": [p.name for p in inputs.replica_snapshots]},
-        "notes": notes,
-    }
-    report["explanation"] = rep.explain(report, events, leaders)
-    report["_events"] = events
-    return report
+    return notes
+
+
+def _inputs_summary(inputs: RunInputs) -> InputsSummary:
+    return InputsSummary(len(inputs.ledger_files), inputs.ledger_rows, len(inputs.final_log_files),
+                         inputs.timeline is not None, inputs.faults is not None,
+                         tuple(sorted(inputs.broker_logs)),
+                         tuple(p.name for p in inputs.replica_snapshots))
+
+
+def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | None,
+              log_events: list[TimelineEvent]) -> tuple[Report, list[TimelineEvent]]:
+    """The report from the queries' results and the events; and the events, for the chart."""
+    bounds = results.timing.bounds
+    start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
+    events = tl.merge(inputs.timeline, inputs.faults, log_events, inputs.topic, start, end)
+    leaders = tl.epoch_leaders(events)
+    events, links = tl.slow_links(events)
+    total = Counts.total(results.groups.values())
+    partitions = rep.partition_rows(results.groups, results.epochs, results.log_stats,
+                                    inputs.final_log_partitions)
+    lost_ranges, more = rep.ranges_by_producer(results.lost_ranges)
+    gaps = [Unavailable(f"{inputs.topic}-{g.pp}", g.start, g.end, "no successful acknowledgement")
+            for g in results.timing.gaps]
+    no_leader = [Unavailable(w.partition, w.start, w.end, w.reason)
+                 for w in tl.no_leader_windows(events, bounds.last_ack_ts)]
+    entries, timeline_more = tl.report_entries(events, fault.ts if fault else None)
+    report = Report(
+        engine=results.engine, run_dir=str(inputs.run_dir), run_id=inputs.run_id,
+        topic=inputs.topic, acks=inputs.acks, sent=total.sent, acked=total.acked,
+        failed=total.failed, unknown=total.unknown, in_log=sum(p.in_log for p in partitions),
+        in_log_ids=total.in_log_ids, foreign_records=sum(p.foreign for p in partitions),
+        other_runs_records=sum(p.other_runs for p in partitions), acked_lost=total.acked_lost,
+        unacked_present=total.unacked_present, live_lost=_live_lost(inputs.run_dir),
+        unknown_present=total.unknown_present, not_in_ledger=total.not_in_ledger,
+        client_lost=total.unknown - total.unknown_present, refused=inputs.refused,
+        duplicates=total.duplicates, duplicate_ids=total.duplicate_ids,
+        reordered=sum(p.reordered for p in partitions), partitions=tuple(partitions),
+        lost_ranges=lost_ranges, lost_ranges_more=more,
+        attribution=tuple(rep.attribution(results.epochs)),
+        fault=fault.journal_json() if fault else None, timeline=tuple(entries),
+        timeline_more=timeline_more,
+        unavailable=tuple(sorted(gaps + no_leader, key=lambda w: w.start)),
+        unavailable_ms=max((w.ms for w in gaps + no_leader), default=0),
+        unavailable_total_ms=sum(w.ms for w in gaps), no_leader_ms=sum(w.ms for w in no_leader),
+        slow_links=tuple(line.to_json() for line in links),
+        slowed_left_isr_ms=next((s.left_isr_ms for s in links if s.left_isr_ms is not None),
+                                None),
+        isr_min=tl.smallest_isr(events),
+        first_ack_after_fault_ms=_after(bounds.first_ack_after_fault_ts, fault),
+        first_kept_ack_after_fault_ms=_after(bounds.first_kept_ack_after_fault_ts, fault),
+        run=RunWindow(run_window(inputs)[0], bounds.first_ack_ts, bounds.last_ack_ts,
+                      (start, end)),
+        inputs=_inputs_summary(inputs), notes=(*_notes(inputs), *results.notes))
+    return replace(report, explanation=rep.explain(report, events, leaders)), events
+
+
+def _live_lost(run_dir: Path) -> int | None:
+    """What the live figure said when the producers were done (None: not observed)."""
+    doomed = (read_live_loss(run_dir) or {}).get("doomed")
+    return None if doomed is None else int(doomed)
 
 
 def _after(ts: int | None, fault: TimelineEvent | None) -> int | None:

@@ -33,9 +33,9 @@ def resolve(target: str, decided: Decisions, topic: str, remembered: dict[str, l
         return remembered[target[1:]]
     if target in ("leader", "follower", "followers"):
         state = decided.partition(topic, 0)
-        leader = state.leader if state else -1
+        leader = state.leader if state else None
         if target == "leader":
-            if leader < 0:
+            if leader is None:
                 raise KinspectError(f"{topic}-0 has no leader to hit")
             return [broker_node(leader)]
         followers = [broker_node(b) for b in decided.replicas(topic).get(0, ()) if b != leader]
@@ -49,6 +49,8 @@ def resolve(target: str, decided: Decisions, topic: str, remembered: dict[str, l
         offsets = decided.partition("__consumer_offsets", 0)
         if offsets is None:
             raise KinspectError("__consumer_offsets does not exist yet")
+        if offsets.leader is None:
+            raise KinspectError("__consumer_offsets-0 has no leader to hit")
         return [broker_node(offsets.leader)]
     if target == "all":
         return list(all_brokers)

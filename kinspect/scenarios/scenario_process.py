@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.load.rundir import POSTMORTEM_DIR, SCENARIO_FILE
+from kinspect.postmortem.story.values import Report
 from kinspect.scenarios.scenario_run import default_run_dir
 
 FOLLOW_POLL_S = 0.3
@@ -41,7 +42,7 @@ class ScenarioOutcome:
     name: str
     failure: str | None
     row: dict[str, Any] | None = None
-    report: dict[str, Any] | None = None
+    report: Report | None = None
     report_dir: Path | None = None
 
     @property
@@ -86,6 +87,6 @@ def follow(run: ScenarioProcess, on_line: Callable[[str], object]) -> ScenarioOu
         return ScenarioOutcome(run.name, last or f"exit code {run.proc.returncode}")
     report_dir = run.run_dir / POSTMORTEM_DIR
     report_path = report_dir / "report.json"
-    report = json.loads(report_path.read_text()) if report_path.exists() else None
+    report = Report.from_json(json.loads(report_path.read_text())) if report_path.exists() else None
     return ScenarioOutcome(run.name, None, json.loads(result.read_text()), report,
                            report_dir if report is not None else None)

@@ -30,7 +30,9 @@ from kinspect.load.run_timeline import recording_timeline
 from kinspect.load.rundir import SCENARIO_FILE, new_run_dir, new_run_id
 from kinspect.postmortem.finish import finish_run
 from kinspect.postmortem.story.report import blamed
+from kinspect.postmortem.story.values import ConsumerSide, Report
 from kinspect.scenarios import probes
+from kinspect.scenarios.measured import Measured, metric_value
 from kinspect.scenarios.plan import FaultPlan, PlanLog
 from kinspect.scenarios.spec import METRICS, Scenario
 
@@ -74,7 +76,7 @@ def heal_everything(lab: LabBackend, say: Say) -> None:
 def _full_isr(decided: Decisions, scenario: Scenario) -> bool:
     for p in range(scenario.partitions):
         state = decided.partition(scenario.topic, p)
-        if state is None or state.leader < 0 or len(state.isr) < scenario.replication_factor:
+        if state is None or state.leader is None or len(state.isr) < scenario.replication_factor:
             return False
     return True
 
@@ -82,55 +84,57 @@ def _full_isr(decided: Decisions, scenario: Scenario) -> bool:
 ELECTED = {"leader_changed", "partition_online", "log_leader_start", "log_leader_and_isr"}
 
 
-def failover_ms(report: dict[str, Any], fault_ts: int | None) -> int | None:
+def failover_ms(report: Report, fault_ts: int | None) -> int | None:
     """From the first fault to the first leader the observer saw elected after it (an election
     seen by several sources is one timeline entry; `seen` keeps the observer's own time)."""
     if fault_ts is None:
         return None
-    for entry in report.get("timeline", []):
-        seen = entry.get("seen") or {entry.get("source"): entry["ts"]}
-        observed = seen.get("observer")
+    for entry in report.timeline:
+        seen = entry.get("seen")
+        observed = (seen.get("observer") if isinstance(seen, dict) and seen
+                    else entry["ts"] if entry.get("source") == "observer" else None)
         if (entry.get("kind") in ELECTED and entry.get("new") not in (None, -1)
-                and observed is not None and observed > fault_ts):
+                and isinstance(observed, int) and observed > fault_ts):
             return int(observed - fault_ts)
     return None
 
 
-def result_row(scenario: Scenario, report: dict[str, Any], summary: dict[str, Any],
+def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
                log: PlanLog, probe: dict[str, int], plan_error: str | None) -> dict[str, Any]:
     """One run judged. A skipped step or a failed plan fails the expectation by itself: a run
     whose fault never happened demonstrates nothing, however its numbers look."""
+    measured = Measured(
+        faults_applied=len(log.disruptive()),
+        lost_blamed_on_target=lost_blamed_on_target(report, log),
+        generator_crashes=int((summary.get("crashed") or {}).get("generators", 0)),
+        consumed_during_fault=probe.get("consumed_during_fault"),
+        **group_metrics(report.consumers))
     row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
-    row.update({key: report.get(key) for key in METRICS})  # the post-mortem's; more below
-    row.update(group_metrics(report.get("consumers")))
-    row["generator_crashes"] = int((summary.get("crashed") or {}).get("generators", 0))
-    row["faults_applied"] = len(log.disruptive())
-    row["lost_blamed_on_target"] = lost_blamed_on_target(report, log)
+    row.update({name: metric_value(name, report, measured) for name in METRICS})
     row["blamed_broker"] = blamed_broker(report)
     row["failed_by_error"] = summary.get("failed_by_error", {})
     row["failover_ms"] = failover_ms(report, log.first_fault_ms)
-    row.update(probe)  # consumed_during_fault, when there was a probe
     problems = plan_problems(log, plan_error)
     row["expectation"] = scenario.expectation_text()
     row["expectation_failed"] = [*problems, *(str(c) for c in scenario.expect if not c.holds(row))]
     row["expectation_met"] = not row["expectation_failed"]
     row["faults"] = log.entries
     row["notes"] = problems
-    row["explanation"] = report.get("explanation", "")
+    row["explanation"] = report.explanation
     return row
 
 
-def group_metrics(side: dict[str, Any] | None) -> dict[str, Any]:
+def group_metrics(side: ConsumerSide | None) -> dict[str, int | None]:
     """The consumer group's numbers under the names [expect] uses (none without a group)."""
     if not side:
         return {}
-    output = side.get("output_counts") or {}
-    return {"never_processed": side["never_processed"], "consumer_crashes": side["crashes"],
-            "committed_unprocessed": side["committed_unprocessed"],
-            "processed_twice": side["processed_twice"],
-            "redelivered": side["redelivered_records"],
-            "aborted_visible": output.get("aborted_visible"),
-            "output_duplicates": side.get("extra_processings") if output else None}
+    output = side.output_counts
+    return {"never_processed": side.never_processed, "consumer_crashes": side.crashes,
+            "committed_unprocessed": side.committed_unprocessed,
+            "processed_twice": side.processed_twice,
+            "redelivered": side.redelivered_records,
+            "aborted_visible": output.aborted_visible if output else None,
+            "output_duplicates": side.extra_processings if output else None}
 
 
 def plan_problems(log: PlanLog, plan_error: str | None) -> list[str]:
@@ -139,24 +143,24 @@ def plan_problems(log: PlanLog, plan_error: str | None) -> list[str]:
     return skipped + ([f"fault plan failed: {plan_error}"] if plan_error else [])
 
 
-def blamed_broker(report: dict[str, Any]) -> int | None:
+def blamed_broker(report: Report) -> int | None:
     """The broker that acknowledged most of the lost messages, for display."""
     counts = blamed(report)
     return max(counts, key=lambda broker: counts[broker]) if counts else None
 
 
-def lost_blamed_on_target(report: dict[str, Any], log: PlanLog) -> float | None:
+def lost_blamed_on_target(report: Report, log: PlanLog) -> float | None:
     """The share of acked_lost acknowledged by a broker the first disruptive step hit: an
     isolation scenario's loss must come from the broker it cut off, not from anywhere.
     None when nothing was lost or the first fault hit no broker."""
-    lost = report.get("acked_lost")
+    lost = report.acked_lost
     disruptive = log.disruptive()
     hit = set(disruptive[0]["nodes"]) if disruptive else set()
     if not lost or not any(broker_id_of(node) is not None for node in hit):
         return None
     on_target = sum(count for broker, count in blamed(report).items()
                     if broker is not None and broker_node(broker) in hit)
-    return on_target / int(lost)
+    return on_target / lost
 
 
 def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:

@@ -315,19 +315,7 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     """A validated Scenario from a parsed TOML document."""
     _only(data, {"name", "title", "why", "source", "needs", "lab", "topic", "load", "consumer",
                  "group", "fault", "expect"}, "the top level", path)
-    for key in ("name", "title", "why"):
-        if not isinstance(data.get(key), str) or not data[key].strip():
-            raise _fail(path, f"{key} is required (a string)")
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", data["name"]):
-        raise _fail(path, f"name {data['name']!r} must be lower-case letters, digits, '.', '_' "
-                          "and '-' (it names the run dir)")
-    for key in ("load", "expect"):
-        if key not in data:
-            raise _fail(path, f"[{key}] is required ("
-                        + ("the load to run, e.g. acks and count)" if key == "load" else
-                           "what should happen, e.g. acked_lost = \"== 0\")"))
-    if not isinstance(data.get("source", ""), str):
-        raise _fail(path, "source must be a string")
+    _check_required(data, path)
     lab, topic, load = _table(data, "lab", path), _table(data, "topic", path), _table(data, "load", path)
     _only(lab, {"preset", "brokers", "broker_config"}, "[lab]", path)
     _only(topic, {"name", "partitions", "replication_factor", "config"}, "[topic]", path)
@@ -369,6 +357,23 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         needs=tuple(needs), path=path)
     _check_whole(scenario, path)
     return scenario
+
+
+def _check_required(data: Mapping[str, Any], path: Path) -> None:
+    """The keys every scenario needs (name, title, why, [load], [expect]), before the rest."""
+    for key in ("name", "title", "why"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise _fail(path, f"{key} is required (a string)")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", data["name"]):
+        raise _fail(path, f"name {data['name']!r} must be lower-case letters, digits, '.', '_' "
+                          "and '-' (it names the run dir)")
+    for key in ("load", "expect"):
+        if key not in data:
+            raise _fail(path, f"[{key}] is required ("
+                        + ("the load to run, e.g. acks and count)" if key == "load" else
+                           "what should happen, e.g. acked_lost = \"== 0\")"))
+    if not isinstance(data.get("source", ""), str):
+        raise _fail(path, "source must be a string")
 
 
 def _check_whole(scenario: Scenario, path: Path) -> None:

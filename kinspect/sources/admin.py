@@ -53,6 +53,7 @@ from kinspect.model import (
     ReplicaEnd,
     Unknown,
 )
+from kinspect.model.views import AdminState, Mode
 from kinspect.sources.claims import newest_claims
 from kinspect.sources.configs import describe_brokers, describe_topics
 
@@ -62,7 +63,7 @@ SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark)
 Key = tuple[str, int]
 Claims = dict[int, dict[Key, BrokerClaim]]
 # Who leads each partition at which epoch, as decided (ZooKeeper); None: take the brokers' word.
-Decided = Callable[[], Mapping[Key, tuple[int, int]] | None]
+Decided = Callable[[], Mapping[Key, tuple[int | None, int]] | None]  # leader (None: none), epoch
 
 
 def _result(future: Future[Any], timeout: float) -> Any:
@@ -148,7 +149,7 @@ class AdminSource:
         self.known_brokers: dict[int, str] = {}  # e.g. the lab's brokers, probed even if unlisted
         # zookeeper | kraft | unknown: "zookeeper" when the observer watches ZooKeeper (the
         # quorum is then never asked), else what the brokers' ApiVersions say, once known.
-        self.mode = "unknown"
+        self.mode: Mode = "unknown"
         self.zookeeper_watched = False
         self.probe_errors: dict[int, str] = {}  # broker -> why it did not answer directly
         self.controllers: dict[int, str] = {}  # KRaft node id -> controller listener, if known
@@ -202,8 +203,8 @@ class AdminSource:
             refused = self._auth.failure(self._admin)  # a refused login, said as such
             with self._lock:
                 old = self._view
-                state = (TLS_STATE if is_tls_message(refused) else AUTH_FAILED) if refused \
-                    else "error"
+                state: AdminState = (TLS_STATE if is_tls_message(refused) else AUTH_FAILED) \
+                    if refused else "error"
                 view = BrokerView(state=state,
                                   error=refused or reason or type(exc).__name__,
                                   brokers=old.brokers, controller_id=old.controller_id,
@@ -235,7 +236,8 @@ class AdminSource:
         for name, topic in metadata.topics.items():
             for pid, part in topic.partitions.items():
                 partitions[(name, pid)] = PartitionMeta(
-                    leader=part.leader, replicas=tuple(part.replicas), isr=tuple(part.isrs))
+                    leader=part.leader if part.leader >= 0 else None,  # librdkafka's -1: none
+                    replicas=tuple(part.replicas), isr=tuple(part.isrs))
         refresh = self._polls % CONFIG_EVERY_N_POLLS == 0 or set(self._configs) != set(metadata.topics)
         self._polls += 1
         probing = self.probe_brokers and self._link_settings is not None
@@ -427,7 +429,7 @@ class AdminSource:
             watched = self._watched
         asks: dict[int, dict[Key, set[int]]] = {}
         for key, (leader, epoch) in decided.items():
-            if leader < 0:
+            if leader is None:
                 continue
             lead = ends.get(key, {}).get(leader)
             current = max(epoch, lead.epoch if lead and lead.epoch is not None else -1)

@@ -74,7 +74,7 @@ class Observer:
         self.last_error: str | None = None
         self._build_lock = threading.Lock()
 
-    def _decided(self) -> dict[tuple[str, int], tuple[int, int]] | None:
+    def _decided(self) -> dict[tuple[str, int], tuple[int | None, int]] | None:
         """Leader and epoch of each partition as the controller decided (ZooKeeper). None
         without ZooKeeper: in KRaft the AdminSource takes each partition's newest claim of the
         poll under way (claims.newest_claims), fresher than any view kept here."""

@@ -118,7 +118,13 @@ def _shape(t: TopicInfo) -> tuple[Any, ...]:
 
 def snapshot_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
     """What `apply_delta(old, ·)` needs to give exactly `new`; unchanged parts are left out."""
-    d: Json = {"at": new.taken_at}
+    return {"at": new.taken_at, **_cluster_delta(old, new), **_lists_delta(old, new),
+            **_topics_delta(old, new)}
+
+
+def _cluster_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
+    """The controller, the sessions, what is hidden, the mode and quorum: when they changed."""
+    d: Json = {}
     if new.controller != old.controller:
         c = new.controller
         d["c"] = [c.id, c.epoch, c.broker_reported_id]
@@ -126,21 +132,34 @@ def snapshot_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
         d["zk"] = new.zookeeper_state
     if (new.admin_state, new.admin_error) != (old.admin_state, old.admin_error):
         d["ad"] = [new.admin_state, new.admin_error]
-    if new.brokers != old.brokers:
-        d["b"] = [[b.id, b.address, b.registered, b.expected, b.fenced,
-                   None if b.throttle is None else fact_to_json(b.throttle, throttle_to_json)]
-                  for b in new.brokers]
     if (new.hidden_topics, new.controller_unknown) != (old.hidden_topics, old.controller_unknown):
         d["u"] = [fact_to_json(new.hidden_topics, list),
                   None if new.controller_unknown is None else fact_to_json(new.controller_unknown)]
     if (new.mode, new.quorum) != (old.mode, old.quorum):  # KRaft: the quorum moves every poll
         d["q"] = [new.mode, quorum_to_json(new.quorum) if new.quorum is not None else None]
+    return d
+
+
+def _lists_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
+    """The brokers, warnings, limitations and groups, each whole when it changed."""
+    d: Json = {}
+    if new.brokers != old.brokers:
+        d["b"] = [[b.id, b.address, b.registered, b.expected, b.fenced,
+                   None if b.throttle is None else fact_to_json(b.throttle, throttle_to_json)]
+                  for b in new.brokers]
     if new.warnings != old.warnings:
         d["w"] = [[w.kind, w.message, w.topic, w.broker, w.severity] for w in new.warnings]
     if new.limitations != old.limitations:
         d["l"] = list(new.limitations)
     if new.groups != old.groups:
         d["g"] = _groups(new.groups)
+    return d
+
+
+def _topics_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
+    """The topic order when it changed; a topic whose shape changed whole (`T`), else the rows
+    of its partitions that changed (`p`)."""
+    d: Json = {}
     before = {t.name: t for t in old.topics}
     if [t.name for t in new.topics] != [t.name for t in old.topics]:
         d["o"] = [t.name for t in new.topics]
@@ -156,6 +175,11 @@ def snapshot_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
 
 
 def apply_delta(old: ClusterSnapshot, d: Json) -> ClusterSnapshot:
+    return replace(old, taken_at=d["at"], topics=_apply_topics(old, d), **_apply_cluster(d),
+                   **_apply_lists(d))
+
+
+def _apply_topics(old: ClusterSnapshot, d: Json) -> tuple[TopicInfo, ...]:
     topics = {t.name: t for t in old.topics}
     for row in d.get("T", []):
         topics[row[0]] = _topic_from_row(row)
@@ -166,33 +190,42 @@ def apply_delta(old: ClusterSnapshot, d: Json) -> ClusterSnapshot:
         for r in rows:
             parts[index[r[0]]] = partition_from_row(name, r)
         topics[name] = replace(t, partitions=tuple(parts))
-    order = d.get("o", [t.name for t in old.topics])
-    changes: Json = {"taken_at": d["at"], "topics": tuple(topics[n] for n in order)}
+    return tuple(topics[n] for n in d.get("o", [t.name for t in old.topics]))
+
+
+def _apply_cluster(d: Json) -> Json:
+    changes: Json = {}
     if "c" in d:
         changes["controller"] = ControllerInfo(*d["c"])
     if "zk" in d:
         changes["zookeeper_state"] = d["zk"]
     if "ad" in d:
         changes["admin_state"], changes["admin_error"] = d["ad"]
-    if "b" in d:
-        changes["brokers"] = tuple(BrokerInfo(b[0], b[1], b[2], b[3], b[4],
-                                              None if len(b) < 6 or b[5] is None
-                                              else fact_from_json(b[5], throttle_from_json))
-                                   for b in d["b"])
     if "u" in d:
         changes["hidden_topics"] = fact_from_json(d["u"][0], tuple)
         changes["controller_unknown"] = None if d["u"][1] is None else fact_from_json(d["u"][1])
     if "q" in d:
         changes["mode"] = d["q"][0]
         changes["quorum"] = quorum_from_json(d["q"][1]) if d["q"][1] is not None else None
+    return changes
+
+
+def _apply_lists(d: Json) -> Json:
+    changes: Json = {}
+    if "b" in d:
+        changes["brokers"] = tuple(BrokerInfo(b[0], b[1], b[2], b[3], b[4],
+                                              None if len(b) < 6 or b[5] is None
+                                              else fact_from_json(b[5], throttle_from_json))
+                                   for b in d["b"])
     if "w" in d:
-        changes["warnings"] = tuple(ClusterWarning(*w) for w in d["w"])
+        changes["warnings"] = tuple(ClusterWarning(kind, message, topic, broker, Severity(level))
+                                    for kind, message, topic, broker, level in d["w"])
     if "l" in d:
         changes["limitations"] = tuple(d["l"])
     if "g" in d:
         changes["groups"] = tuple(GroupInfo(g, s, m, tuple(GroupPartition(*p) for p in ps))
                                   for g, s, m, ps in d["g"])
-    return replace(old, **changes)
+    return changes
 
 
 def merge_deltas(deltas: Sequence[Json]) -> Json:

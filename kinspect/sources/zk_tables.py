@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from kinspect.clients.zk_bulk import Znode
 from kinspect.clients.zookeeper import json_object, parse_partition_state
 from kinspect.model import PartitionStateZ, Reassignment, ZkView
+from kinspect.model.views import SessionState
 
 Key = tuple[str, int]
 
@@ -41,7 +42,7 @@ class ZkTables:
     watched_topics: set[str] = field(default_factory=set)
     watched_partitions: set[Key] = field(default_factory=set)
 
-    def view(self, session: str) -> ZkView:
+    def view(self, session: SessionState) -> ZkView:
         return ZkView(session_state=session, controller_id=self.controller,
                       controller_epoch=self.controller_epoch, brokers=dict(self.brokers),
                       topics={t: dict(p) for t, p in self.assignments.items()},

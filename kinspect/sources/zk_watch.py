@@ -30,10 +30,11 @@ from kinspect.clients.zk_bulk import BulkReader, Znode, znode_of
 from kinspect.clients.zookeeper import close, quiet_kazoo
 from kinspect.errors import KinspectError
 from kinspect.model import ZkView
+from kinspect.model.views import SessionState
 from kinspect.sources.zk_tables import Key, ZkTables, state_path
 
-_STATES = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended",
-           KazooState.LOST: "lost"}
+_STATES: dict[KazooState, SessionState] = {
+    KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended", KazooState.LOST: "lost"}
 _BROKER = re.compile(r"^/brokers/ids/(\d+)$")
 _TOPIC = re.compile(r"^/brokers/topics/([^/]+)$")
 _STATE = re.compile(r"^/brokers/topics/([^/]+)/partitions/(\d+)/state$")
@@ -66,7 +67,7 @@ class ZooKeeperSource:
         self._link = _Link(self._new_client(), self)
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()
-        self._session = "unknown"
+        self._session: SessionState = "unknown"
         self._suspended_since: float | None = None
         self._loaded = False
         self._tables = ZkTables()

@@ -22,9 +22,9 @@ from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.lab.state import LabState, NodeState
 from kinspect.load.consumers.group_process import ConsumerRequest
 from kinspect.load.load_process import LoadRequest, LoadStatus
-from kinspect.model import ClusterSnapshot
+from kinspect.model import ClusterSnapshot, Severity
 from kinspect.tui.console import Console
-from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said, Severity
+from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said
 from kinspect.tui.modals import (
     ConfirmScreen,
     ConsumerForm,
@@ -100,7 +100,7 @@ class ActingApp(App[None]):
         try:
             messages = do()
         except Exception as exc:
-            self.post_message(Said(failed + error_line(exc), severity="error", timeout=timeout))
+            self.post_message(Said(failed + error_line(exc), severity=Severity.ERROR, timeout=timeout))
             return
         for message in messages:
             self.post_message(message)
@@ -262,7 +262,7 @@ class ActingApp(App[None]):
         run_dir = run_dir or latest_run()
         if run_dir is None:
             self.post_message(Said("no load run yet: start one with l, break something, then "
-                                   "press m", severity="warning"))
+                                   "press m", severity=Severity.WARN))
             return
         self._answer(lambda: [ReportReady(finish_run(
             run_dir, lab.bootstrap, lab=lab, say=self._progress("post-mortem")),
@@ -302,8 +302,8 @@ class ActingApp(App[None]):
         from kinspect.scenarios.scenario_process import ScenarioOutcome, follow
 
         def verdict(outcome: ScenarioOutcome) -> list[Message]:
-            severity: Severity = ("error" if outcome.failure else
-                                  "information" if outcome.held else "warning")
+            severity = (Severity.ERROR if outcome.failure else
+                        Severity.INFO if outcome.held else Severity.WARN)
             said: list[Message] = [Said(outcome.verdict(), severity=severity, timeout=15)]
             if outcome.report is not None and outcome.report_dir is not None:
                 said.append(ReportReady(outcome.report, outcome.report_dir))

@@ -20,6 +20,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Key, Resize
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
@@ -28,7 +29,7 @@ from textual.worker import Worker, WorkerState
 from kinspect.errors import error_line
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
-from kinspect.model import ClusterSnapshot
+from kinspect.model import ClusterSnapshot, Severity, Verdict, assess
 from kinspect.model.lag import LagTrend
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -88,6 +89,7 @@ class KinspectApp(ActingApp):
         self.load: LoadStatus | None = None
         self.load_dir: Path | None = None  # the run started here (l), for m
         self.problems: tuple[str, ...] = ()
+        self.health: Verdict | None = None  # the assessment of the newest snapshot
         self.stopped: tuple[str, ...] = ()  # the feed or engine worker that died: its line
         self.lag_trend = LagTrend()
         self._told: set[str] = set()  # problems already toasted: each distinct one once
@@ -209,6 +211,7 @@ class KinspectApp(ActingApp):
         snapshot, events = latest
         started = time.perf_counter()
         self.snapshot = snapshot
+        self.health = assess(snapshot).verdict  # `kinspect health`'s verdict, assessed once
         self.lag_trend.observe(snapshot)
         self.partitions.show(snapshot)
         groups = self.main.query_one("#consumer-groups", Static)
@@ -257,7 +260,7 @@ class KinspectApp(ActingApp):
 
     @on(Said)
     def said(self, message: Said) -> None:
-        self.notify(message.text, title=message.title, severity=message.severity,
+        self.notify(message.text, title=message.title, severity=TOAST_LEVEL[message.severity],
                     timeout=message.timeout)
 
     @on(LoadStarted)
@@ -276,7 +279,7 @@ class KinspectApp(ActingApp):
         title = self.feed.title + ("  read-only" if self.read_only_reason else "")
         self.main.query_one("#header", Static).update(
             header_text(self.snapshot, int(self.clock() * 1000), title,
-                        self.problems + self.stopped, self.engine_state))
+                        self.problems + self.stopped, self.engine_state, self.health))
 
     def _render_side(self) -> None:
         self.main.query_one(LoadPanel).show(self.load)
@@ -359,6 +362,9 @@ def quiet_gc() -> None:
     gc.set_threshold(700, 10, 1000)
 
 
+TOAST_LEVEL: dict[Severity, SeverityLevel] = {
+    Severity.INFO: "information", Severity.WARN: "warning", Severity.ERROR: "error",
+    Severity.CRITICAL: "error"}
 LASTING_WORKERS = frozenset({"feed", "engine"})  # run as long as the screen: not one-off actions
 
 

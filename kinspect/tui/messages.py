@@ -7,22 +7,23 @@ feeds (feed.py, replay_feed.py), the engine keeper and the acting workers import
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
 
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
-from kinspect.model import ClusterSnapshot, Event
+from kinspect.model import ClusterSnapshot, Event, Severity
 from kinspect.tui.render import clock_text
 
-Severity = Literal["information", "warning", "error"]
-
+if TYPE_CHECKING:
+    from kinspect.postmortem.story.values import Report
 
 class Said(Message):
-    """A line for the user (a toast): a fault done, a progress step, an error."""
+    """A line for the user (a toast): a fault done, a progress step, an error. Its severity is
+    the model's one vocabulary; the app turns it into Textual's toast level."""
 
-    def __init__(self, text: str, title: str = "", severity: Severity = "information",
+    def __init__(self, text: str, title: str = "", severity: Severity = Severity.INFO,
                  timeout: float = 5.0) -> None:
         super().__init__()
         self.text, self.title, self.severity, self.timeout = text, title, severity, timeout
@@ -39,7 +40,7 @@ class LoadStarted(Message):
 class ReportReady(Message):
     """A post-mortem's report to show."""
 
-    def __init__(self, report: dict[str, Any], report_dir: Path) -> None:
+    def __init__(self, report: Report, report_dir: Path) -> None:
         super().__init__()
         self.report, self.report_dir = report, report_dir
 

@@ -24,7 +24,7 @@ from kinspect.model import (
     ReplicaLog,
     Unknown,
 )
-from kinspect.model.assessment import STALLED_AFTER_MS, unchecked
+from kinspect.model.assessment import STALLED_AFTER_MS, Verdict, unchecked
 from kinspect.model.lag import LagTrend
 from kinspect.model.snapshot import Throttle
 
@@ -56,6 +56,9 @@ def sep(text: Text, mark: str = "│") -> Text:
 
 DIVERGED_STYLE = "bold magenta"
 ENGINE_STYLES = {"starting": "yellow", "ready": "green", "busy": "bold cyan", "failed": "red"}
+VERDICT_STYLES = {Verdict.HEALTHY: "green", Verdict.WARNING: "bold yellow",
+                  Verdict.CRITICAL: "bold white on red", Verdict.UNKNOWN: "bold magenta",
+                  Verdict.UNREACHABLE: "bold white on red"}
 
 
 def clock_text(ts_ms: int) -> str:
@@ -68,10 +71,12 @@ def _ids(values: tuple[int, ...]) -> str:
 
 
 def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
-                problems: tuple[str, ...] = (), engine: str = "") -> Text:
-    """One line: where we are, who controls it, how fresh the picture is, what is failing
-    (and, beside a lab, whether the warm Spark engine for m is ready). In KRaft the controller
-    is the quorum leader, and a second line shows the quorum."""
+                problems: tuple[str, ...] = (), engine: str = "",
+                health: Verdict | None = None) -> Text:
+    """One line: where we are, who controls it, the health verdict (`kinspect health`'s, from
+    the same assessment), how fresh the picture is, what is failing (and, beside a lab, whether
+    the warm Spark engine for m is ready). In KRaft the controller is the quorum leader, and a
+    second line shows the quorum."""
     text = Text.assemble(("kinspect ", "bold"), (title, "bold cyan"))
     if snapshot is None:
         text.append("  connecting…", "yellow")
@@ -84,6 +89,10 @@ def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
     sep(text)
     text.append("admin ")
     text.append(snapshot.admin_state, "green" if snapshot.admin_state == "ok" else "bold red")
+    if health is not None:
+        sep(text)
+        text.append("health ")
+        text.append(health.value, VERDICT_STYLES[health])
     sep(text)
     age = max(0, now_ms - snapshot.taken_at)
     if age > STALE_AFTER_MS:

@@ -19,6 +19,7 @@ from kinspect.tui.render import clock_text
 
 if TYPE_CHECKING:
     from kinspect.postmortem.story.lanes import Lanes
+    from kinspect.postmortem.story.values import Report
 
 NUMBERS = (("sent", "sent"), ("acked", "acknowledged"), ("failed", "failed"),
            ("unknown", "unknown"), ("in_log", "in the final log"),
@@ -27,16 +28,16 @@ NUMBERS = (("sent", "sent"), ("acked", "acknowledged"), ("failed", "failed"),
            ("other_runs_records", "other runs' records"))
 
 
-def numbers_text(report: Mapping[str, Any]) -> Text:
+def numbers_text(report: Report) -> Text:
     text = Text()
     for key, label in NUMBERS:
-        value = report.get(key)
+        value = getattr(report, key)
         style = "bold red" if key == "acked_lost" and value else ""
         text.append(f"{label:>22}  ", "dim").append(f"{value:,}\n" if isinstance(value, int)
                                                     else f"{value}\n", style)
     for key, label in (("unavailable_ms", "longest unavailability"),
                        ("first_ack_after_fault_ms", "first ack after fault")):
-        value = report.get(key)
+        value = getattr(report, key)
         text.append(f"{label:>22}  ", "dim").append("—\n" if value is None else f"{value:,} ms\n")
     return text
 
@@ -166,12 +167,12 @@ class LanesChart(Widget):
 
     DEFAULT_CSS = "LanesChart { height: auto; margin: 1 0; }"
 
-    def __init__(self, report: Mapping[str, Any]) -> None:
+    def __init__(self, report: Report) -> None:
         super().__init__()
         from kinspect.postmortem.story.lanes import build
 
-        self.lanes = build(report.get("per_second") or [], report.get("timeline") or [],
-                           report.get("attribution") or [])
+        self.lanes = build([s.to_json() for s in report.per_second], list(report.timeline),
+                           [a.to_json() for a in report.attribution])
 
     def render(self) -> Text:
         return lanes_text(self.lanes, self.content_size.width)
@@ -180,36 +181,46 @@ class LanesChart(Widget):
         return len(lanes_text(self.lanes, width).split())
 
 
+def _ts(entry: Mapping[str, object]) -> int:
+    ts = entry.get("ts")
+    return int(ts) if isinstance(ts, int | float) else 0
+
+
+def timeline_cells(entry: Mapping[str, object]) -> tuple[str, ...]:
+    """A report timeline entry (story/timeline.py report_entries) as the table's cells."""
+    delta, sources = entry.get("delta_ms"), entry.get("sources")
+    seen = [str(s) for s in sources] if isinstance(sources, list) and sources else \
+        [str(entry.get("source", ""))]
+    return (clock_text(_ts(entry)),
+            f"{delta / 1000:+.1f} s" if isinstance(delta, int | float) else "",
+            str(entry.get("kind", "")), str(entry.get("partition") or ""),
+            str(entry.get("detail", ""))[:80], ", ".join(seen))
+
+
 class ReportScreen(ModalScreen[None]):
     """Read-only view of report.json; the files themselves stay in the run dir."""
 
     BINDINGS = [Binding("escape,q", "dismiss(None)", "close")]
     # Enter on a timeline entry: the run's replay at that moment (kinspect/tui/replay_feed.py).
 
-    def __init__(self, report: Mapping[str, Any], out_dir: Path) -> None:
+    def __init__(self, report: Report, out_dir: Path) -> None:
         super().__init__()
         self.report, self.out_dir = report, out_dir
 
     def compose(self) -> ComposeResult:
         report = self.report
         with VerticalScroll(classes="dialog wide report"):
-            yield Label(Text(f"Post-mortem of run {report.get('run_id') or '(no id)'}: "
-                             f"{report.get('topic', '')}, acks={report.get('acks')}"
-                             f"  ({report.get('engine', '')})", "bold"))
+            yield Label(Text(f"Post-mortem of run {report.run_id or '(no id)'}: "
+                             f"{report.topic}, acks={report.acks or None}"
+                             f"  ({report.engine})", "bold"))
             yield Static(numbers_text(report))
-            yield Static(Text(str(report.get("explanation", "")), "italic"))
-            if report.get("per_second") or report.get("timeline"):
+            yield Static(Text(report.explanation, "italic"))
+            if report.per_second or report.timeline:
                 yield LanesChart(report)
             table: DataTable[str] = DataTable(classes="timeline", cursor_type="row")
             table.add_columns("time", "Δ fault", "kind", "partition", "detail", "seen by")
-            for i, entry in enumerate(report.get("timeline", [])[:200]):
-                delta = entry.get("delta_ms")
-                table.add_row(clock_text(int(entry.get("ts", 0))),
-                              "" if delta is None else f"{delta / 1000:+.1f} s",
-                              str(entry.get("kind", "")), str(entry.get("partition") or ""),
-                              str(entry.get("detail", ""))[:80],
-                              ", ".join(entry.get("sources") or [str(entry.get("source", ""))]),
-                              key=f"{i}:{int(entry.get('ts', 0))}")
+            for i, entry in enumerate(report.timeline[:200]):
+                table.add_row(*timeline_cells(entry), key=f"{i}:{_ts(entry)}")
             yield table
             yield Static(Text(f"report.md, report.json, timeline.png in {self.out_dir}; Enter on "
                               "an entry replays the run from there", "dim"))
@@ -218,5 +229,5 @@ class ReportScreen(ModalScreen[None]):
     def replay_entry(self, event: DataTable.RowSelected) -> None:
         from kinspect.tui.replay_feed import open_replay
 
-        run_dir = Path(str(self.report.get("run_dir") or self.out_dir.parent))
+        run_dir = Path(self.report.run_dir or self.out_dir.parent)
         open_replay(self.app, run_dir, int(str(event.row_key.value).split(":")[1]))

@@ -17,7 +17,7 @@ from textual.message import Message
 from kinspect.errors import error_line
 from kinspect.load.load_process import LoadStatus
 from kinspect.load.trend import trend_to_json
-from kinspect.model import ClusterSnapshot, Event
+from kinspect.model import ClusterSnapshot, Event, Severity
 from kinspect.sources.recording import RECORDING_DIR, Recorder
 from kinspect.tui.feed import Post
 from kinspect.tui.messages import LabArrived, ProblemsChanged, Said
@@ -46,7 +46,7 @@ class SessionRecording:
             return cls(Recorder(session_dir / RECORDING_DIR, title=title), post)
         except OSError as exc:
             post(Said(f"not recording this session: {error_line(exc)}", "recording",
-                      "error", timeout=15))
+                      Severity.ERROR, timeout=15))
             return None
 
     def snapshot(self, snapshot: ClusterSnapshot, events: list[Event]) -> None:
@@ -62,7 +62,7 @@ class SessionRecording:
             self.recorder.problems(message.problems)
         if self.recorder.error and not self._said:
             self._said = True
-            self._post(Said(self.recorder.error, "recording", "error", timeout=15))
+            self._post(Said(self.recorder.error, "recording", Severity.ERROR, timeout=15))
         return self._post(message)
 
     def attach_run(self, run_dir: Path | None) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kinspect.cli.health import assess
+from kinspect.cli.health import health_json
 from kinspect.errors import KinspectError
 from kinspect.profiles import MASK, load_profile, redact
 from tests.helpers import kinspect
@@ -99,15 +99,15 @@ def test_health_verdicts_from_a_recorded_snapshot() -> None:
     # __consumer_offsets with replication factor 1 under min.insync.replicas=2: it can never
     # take an acks=all write (critical), and its one broker is a single point of failure (risky).
     snapshot = demo_snapshot()
-    result = assess(snapshot, None)
+    result = health_json(snapshot, None)
     assert result["verdict"] == "critical" and result["under_min_isr"] == ["__consumer_offsets-0"]
     assert any("replication factor 1" in p for p in result["risky_settings"])
-    isolated = assess(demo_snapshot(isolated_leader=True), None)
+    isolated = health_json(demo_snapshot(isolated_leader=True), None)
     assert isolated["verdict"] in ("warning", "critical") and isolated["under_replicated"]
     assert "test1-0" in isolated["under_replicated"]  # the partition whose leader was cut off
     assert "test1-0" not in result["under_replicated"]
-    no_zk = assess(snapshot, "cannot reach ZooKeeper at zk1:2181")
+    no_zk = health_json(snapshot, "cannot reach ZooKeeper at zk1:2181")
     assert no_zk["verdict"] == "critical" and "ZooKeeper" in no_zk["problems"][0]
     gone = dataclasses.replace(snapshot, admin_state="error", admin_error="timed out",
                                zookeeper_state=None)
-    assert assess(gone, "cannot reach ZooKeeper")["verdict"] == "unreachable"
+    assert health_json(gone, "cannot reach ZooKeeper")["verdict"] == "unreachable"

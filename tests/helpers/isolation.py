@@ -6,6 +6,7 @@ from typing import Any
 
 from kinspect.model.events import TimelineEvent
 from kinspect.postmortem.story.timeline import report_entries
+from kinspect.postmortem.story.values import Report
 from tests.helpers.rundirs import T0
 
 F = T0  # the fault
@@ -53,16 +54,16 @@ ATTRIBUTION = [{"partition": 0, "leader_epoch": 0, "broker": 2, "count": 64_143,
                 "epoch_inferred": False}]
 
 
-def isolation_report() -> dict[str, Any]:
+def isolation_report() -> Report:
     """The report.json fields the TUI's report screen reads, for this run."""
     entries, _ = report_entries(isolation_events(), F)
-    return {"run_id": "7dae37cc", "run_dir": "/tmp/run", "topic": "test1", "acks": "1",
+    return Report.from_json({"run_id": "7dae37cc", "run_dir": "/tmp/run", "topic": "test1", "acks": "1",
             "engine": "pyspark", "sent": 100_000, "acked": 100_000, "failed": 0, "unknown": 0,
             "in_log": 35_857, "acked_lost": 64_143, "unacked_present": 0, "duplicates": 0,
             "reordered": 0, "other_runs_records": 0, "unavailable_ms": 0,
             "first_ack_after_fault_ms": 2,
             "explanation": "64,143 acknowledged messages were lost: broker 2 acknowledged them "
                            "at leader epoch 0 after it was cut off.",
-            "per_second": per_second(), "timeline": entries, "attribution": ATTRIBUTION}
+            "per_second": per_second(), "timeline": entries, "attribution": ATTRIBUTION})
 
 

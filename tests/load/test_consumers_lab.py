@@ -41,7 +41,7 @@ def produce_then_consume(lab: dict[str, Any], spark: Any, run_dir: Path, topic: 
     kinspect("verify", "--topic", topic, "--run-dir", str(run_dir), timeout=300)
     from kinspect.postmortem import run_postmortem
 
-    return run_postmortem(run_dir, spark=spark, chart=False)
+    return run_postmortem(run_dir, spark=spark, chart=False).to_json()
 
 
 def recount(lab: dict[str, Any], run_dir: Path, topic: str, group: str,

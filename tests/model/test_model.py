@@ -5,8 +5,8 @@ from __future__ import annotations
 from kinspect.model import (
     HwStallTracker,
     PartitionStateZ,
+    assess,
     build_snapshot,
-    classify,
     diff,
     snapshot_from_json,
     snapshot_to_json,
@@ -14,7 +14,7 @@ from kinspect.model import (
 from tests.helpers.model_fixtures import T0, broker_view, demo_snapshot, zk_view
 
 
-def one(isr: tuple[int, ...], leader: int = 3, min_isr: str = "2", epoch: int = 2):
+def one(isr: tuple[int, ...], leader: int | None = 3, min_isr: str = "2", epoch: int = 2):
     zk = zk_view(states={("test1", 0): PartitionStateZ(leader, epoch, isr, 3, T0 - 10_000)})
     snap = build_snapshot(zk, broker_view(zk, min_isr=min_isr), [1, 2, 3], T0)
     return snap, snap.partitions()[0]
@@ -24,7 +24,7 @@ def test_healthy_partition_has_no_flags() -> None:
     snap, p = one((3, 1, 2))
     assert (p.offline, p.under_replicated, p.under_min_isr, p.at_min_isr) == (False,) * 4
     assert p.preferred_leader and p.severity == "ok" and not p.views_disagree
-    assert classify(snap).verdict == "healthy"
+    assert assess(snap).verdict == "healthy"
 
 
 def test_isr_levels() -> None:
@@ -32,10 +32,10 @@ def test_isr_levels() -> None:
     assert p.under_replicated and p.at_min_isr and not p.under_min_isr and p.severity == "warn"
     snap, p = one((3,))
     assert p.under_min_isr and p.severity == "under_min_isr"
-    assert classify(snap).verdict == "critical"
-    snap, p = one((), leader=-1)
+    assert assess(snap).verdict == "critical"
+    snap, p = one((), leader=None)
     assert p.offline and p.leader is None and p.severity == "offline"
-    assert classify(snap).offline == ("test1-0",)
+    assert assess(snap).offline == ("test1-0",)
 
 
 def test_not_on_preferred_leader() -> None:
@@ -52,12 +52,12 @@ def test_warnings() -> None:
     assert ("min_isr_below_2", "test1") in [(w.kind, w.topic) for w in low.warnings]
     high, _ = one((3, 1, 2), min_isr="3")
     assert ("min_isr_ge_rf", "test1") in [(w.kind, w.topic) for w in high.warnings]
-    assert classify(high).verdict == "warning"
+    assert assess(high).verdict == "warning"
     zk = zk_view(brokers={1: "a:1", 2: "b:2"}, controller=None)
     snap = build_snapshot(zk, None, [1, 2, 3], T0)
     kinds = [w.kind for w in snap.warnings]
     assert kinds[:2] == ["no_controller", "broker_missing"]
-    assert classify(snap).verdict == "critical"
+    assert assess(snap).verdict == "critical"
 
 
 def test_zombie_leader_disagrees_only_after_metadata_grace() -> None:
@@ -90,7 +90,7 @@ def test_events_for_a_failover() -> None:
 
 def test_offline_online_and_zk_session_events() -> None:
     online, _ = one((3, 1, 2))
-    offline, _ = one((), leader=-1)
+    offline, _ = one((), leader=None)
     kinds = [e.kind for e in diff(online, offline)]
     assert "partition_offline" in kinds
     assert "partition_online" in [e.kind for e in diff(offline, online)]

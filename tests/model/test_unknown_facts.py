@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kinspect.cli.health import EXIT, assess
+from kinspect.cli.health import EXIT, health_json
 from kinspect.model import (
     PartitionStateZ,
     Reassignment,
@@ -19,7 +19,7 @@ from kinspect.model import (
     snapshot_from_json,
     snapshot_to_json,
 )
-from kinspect.model.assessment import classify, unchecked, verdict_of
+from kinspect.model.assessment import assess, unchecked, verdict_of
 from kinspect.sources.recording import apply_delta, snapshot_delta
 from kinspect.tui.partition_rows import summarize
 from kinspect.tui.render import partition_flags, topic_summary_text, warnings_text
@@ -53,8 +53,8 @@ def test_refused_configs_make_min_isr_unknown_never_the_default() -> None:
 
 
 def test_health_never_better_than_what_was_seen() -> None:
-    admin = assess(one_replica_left(False), None)
-    oncall = assess(one_replica_left(True), None)
+    admin = health_json(one_replica_left(False), None)
+    oncall = health_json(one_replica_left(True), None)
     assert admin["verdict"] == "critical" and EXIT[admin["verdict"]] == 2
     assert oncall["verdict"] == "unknown" and EXIT[oncall["verdict"]] == 3
     assert oncall["seen"] == "warning" and oncall["under_replicated"]
@@ -79,14 +79,14 @@ def test_verdict_of_keeps_a_seen_critical_and_a_warning_level_unknown() -> None:
 def test_kafka_definitions_at_min_isr_without_missing_replicas_and_offline_under_min() -> None:
     replicas = {"two": {0: (1, 2)}, "gone": {0: (3,)}}
     states = {("two", 0): PartitionStateZ(1, 1, (1, 2), 3, T0 - 60_000),
-              ("gone", 0): PartitionStateZ(-1, 2, (3,), 3, T0 - 60_000)}
+              ("gone", 0): PartitionStateZ(None, 2, (3,), 3, T0 - 60_000)}
     zk = zk_view(states=states, replicas=replicas)
     snap = build_snapshot(zk, broker_view(zk, min_isr="2"), [1, 2, 3], T0)
     two, gone = snap.partition("two", 0), snap.partition("gone", 0)
     assert two is not None and gone is not None
     assert two.at_min_isr is True and two.under_replicated is False  # as --at-min-isr-partitions
     assert gone.offline and gone.under_min_isr is True and gone.unavailable
-    report = classify(snap)
+    report = assess(snap)
     assert report.at_min_isr == ("two-0",) and report.under_min_isr == ("gone-0",)
 
 
@@ -100,7 +100,7 @@ def test_a_dead_leader_is_unavailable_and_a_replica_being_added_is_not_urp() -> 
     p = snap.partition("moved", 0)
     assert p is not None and p.moving and p.replication_factor == 3
     assert p.under_replicated is False and p.severity == "moving"
-    assert classify(snap).reassigning == ("moved-0",) and classify(snap).verdict == "healthy"
+    assert assess(snap).reassigning == ("moved-0",) and assess(snap).verdict == "healthy"
     assert "moving +4 -3" in partition_flags(p).plain
     # the leader's broker left the cluster's list of live brokers: Kafka's "unavailable"
     dead = dataclasses.replace(broker_view(zk), brokers={2: "b", 3: "c"})
@@ -117,13 +117,13 @@ def test_unknown_reassignments_leave_a_short_isr_unjudged() -> None:
     snap = build_snapshot(None, broker, [1, 2, 3], T0)  # no ZooKeeper: only the brokers tell
     p = snap.partitions()[0]
     assert p.under_replicated == refused and p.under_min_isr is False
-    report = assess(snap, None)
+    report = health_json(snap, None)
     assert report["verdict"] == "warning"  # a warning-level unknown cannot make it critical
     assert [u["check"] for u in report["unchecked"]] == ["under_replicated"]
     assert "URP?" in partition_flags(p).plain
     hidden = build_snapshot(None, dataclasses.replace(broker, hosted_topics=frozenset({"t", "x"})),
                             [1, 2, 3], T0)
-    assert hidden.hidden_topics == ("x",) and assess(hidden, None)["verdict"] == "unknown"
+    assert hidden.hidden_topics == ("x",) and health_json(hidden, None)["verdict"] == "unknown"
 
 
 def test_facts_survive_json_and_the_recording() -> None:
@@ -198,5 +198,5 @@ def test_health_names_a_reassignment_that_did_not_grow_while_it_watched() -> Non
     assert stalled_between(with_logs(1000), with_logs(1000)) == ("m-0",)
     assert stalled_between(with_logs(1000), with_logs(2500)) == ()  # a throttled copy grows
     assert stalled_between(with_logs(1000), with_logs(8000)) == ()  # caught up
-    report = assess(with_logs(1000), None, stalled=("m-0",))
+    report = health_json(with_logs(1000), None, stalled=("m-0",))
     assert any("no progress while health watched" in p for p in report["problems"])

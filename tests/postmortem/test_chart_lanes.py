@@ -53,7 +53,8 @@ def test_the_lost_window_and_the_dense_series() -> None:
 def test_the_reports_timeline_entries_give_the_same_lanes() -> None:
     """The TUI has only report.json: its capped, trimmed entries must draw the same picture."""
     report = isolation_report()
-    from_report = ln.build(report["per_second"], report["timeline"], report["attribution"])
+    from_report = ln.build([s.to_json() for s in report.per_second], list(report.timeline),
+                           [a.to_json() for a in report.attribution])
     assert (from_report.bands, from_report.bars, from_report.marks, from_report.lost) == (
         isolation_lanes().bands, isolation_lanes().bars, isolation_lanes().marks,
         isolation_lanes().lost)

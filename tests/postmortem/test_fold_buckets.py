@@ -4,11 +4,13 @@ Spark: hand-made 100 ms buckets with known bounds, seconds and gaps."""
 from __future__ import annotations
 
 import threading
+from dataclasses import asdict
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from kinspect.postmortem.matching.queries import _fold_buckets
+from kinspect.postmortem.matching import queries
 from kinspect.postmortem.spark.side_by_side import run_jobs
 
 T = 1_700_000_000_000  # a whole second: bucket T // 100
@@ -35,6 +37,14 @@ TABLE = buckets([
     # unknown rows have no ack time: never drawn
     (1, None, 0, 0, None, None, None, None),
 ])
+
+
+def _fold_buckets(table: pa.Table, after_fault: bool, gap_ms: int,
+                  ) -> tuple[dict[str, Any], list[dict[str, int]], list[dict[str, Any]]]:
+    """queries._fold_buckets's typed answer as plain values, to compare with literals."""
+    timing = queries._fold_buckets(table, after_fault, gap_ms)
+    return (asdict(timing.bounds), [s.to_json() for s in timing.per_second],
+            [asdict(g) for g in timing.gaps])
 
 
 def test_bounds_counts_seconds_and_gaps_come_from_the_buckets() -> None:

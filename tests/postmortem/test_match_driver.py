@@ -98,7 +98,7 @@ def test_the_driver_judges_every_id_as_python_does(seed: int) -> None:
         expected[(st, lp, max(held[i]))] += 1
     got = _unacked_present(idset(unacked), ledger_table(ledger), log_table(log),
                            idset(cand - set(best)))
-    assert Counter({(r["st"], r["lp"], r["logp"]): r["count"] for r in got}) == expected
+    assert Counter({(r.st, r.lp, r.logp): r.count for r in got}) == expected
 
     records = Counter((p, s, part) for p, s, part in log)
     suspects = np.unique([head(p, s) for (p, s, _), n in records.items() if n > 1])

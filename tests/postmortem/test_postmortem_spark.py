@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from kinspect.postmortem import run_postmortem
+from kinspect.postmortem.story.values import Report
 from tests.helpers.rundirs import EXPECTED_A, T0, clean_run, scenario_a, write_final_log
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -30,21 +31,21 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def report_a(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def report_a(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, list[str]]:
     run = scenario_a(tmp_path_factory.mktemp("pm") / "run")
     lines: list[str] = []
     report = run_postmortem(run, spark=spark, progress=lines.append)
-    report["_progress"] = lines
-    return report
+    return report, lines
 
 
-def test_exact_counts(report_a: dict[str, Any]) -> None:
-    assert {k: report_a[k] for k in EXPECTED_A} == EXPECTED_A
-    assert report_a["engine"].startswith("pyspark 4.")
+def test_exact_counts(report_a: tuple[Report, list[str]]) -> None:
+    report = report_a[0].to_json()
+    assert {k: report[k] for k in EXPECTED_A} == EXPECTED_A
+    assert report_a[0].engine.startswith("pyspark 4.")
 
 
-def test_per_partition(report_a: dict[str, Any]) -> None:
-    rows = {p["partition"]: p for p in report_a["partitions"]}
+def test_per_partition(report_a: tuple[Report, list[str]]) -> None:
+    rows = {p.partition: p.to_json() for p in report_a[0].partitions}
     assert sorted(rows) == [0, 1, 2]
     assert {k: rows[0][k] for k in ("acked", "failed", "unknown", "in_log", "acked_lost",
                                     "unacked_present", "duplicates", "reordered", "lost_by_epoch")} == {
@@ -59,47 +60,52 @@ def test_per_partition(report_a: dict[str, Any]) -> None:
     assert rows[2]["acked_lost"] == 5 and rows[2]["lost_by_epoch"] == {"7": 5}
 
 
-def test_attribution(report_a: dict[str, Any]) -> None:
-    assert [(a["partition"], a["leader_epoch"], a["broker"], a["count"]) for a in report_a["attribution"]] \
+def test_attribution(report_a: tuple[Report, list[str]]) -> None:
+    report = report_a[0]
+    assert [(a.partition, a.leader_epoch, a.broker, a.count) for a in report.attribution] \
         == [(2, 7, 3, 5), (0, 1, 1, 2), (0, 2, 2, 2)]
-    top = report_a["attribution"][0]
-    assert (top["first_ack_ts"], top["last_ack_ts"]) == (T0 + 7, T0 + 47)
-    assert report_a["explanation"].startswith("9 acknowledged messages were lost: broker 3")
+    top = report.attribution[0]
+    assert (top.first_ack_ts, top.last_ack_ts) == (T0 + 7, T0 + 47)
+    assert report.explanation.startswith("9 acknowledged messages were lost: broker 3")
 
 
-def test_timeline_and_unavailability(report_a: dict[str, Any]) -> None:
-    assert report_a["fault"]["ts"] == T0 + 98 and report_a["fault"]["node"] == "kafka1"
-    kinds = [e["kind"] for e in report_a["timeline"]]
+def test_timeline_and_unavailability(report_a: tuple[Report, list[str]]) -> None:
+    report = report_a[0]
+    assert report.fault is not None
+    assert report.fault["ts"] == T0 + 98 and report.fault["node"] == "kafka1"
+    kinds = [e["kind"] for e in report.timeline]
     assert "fault" in kinds and "leader_changed" in kinds and "log_leader_start" in kinds
-    fault = next(e for e in report_a["timeline"] if e["kind"] == "fault")
+    fault = next(e for e in report.timeline if e["kind"] == "fault")
     assert fault["delta_ms"] == 0
-    assert [(w["partition"], w["start"], w["end"]) for w in report_a["unavailable"]] == [
+    assert [(w.partition, w.start, w.end) for w in report.unavailable] == [
         ("t-1", T0 + 96, T0 + 5000), ("t-1", T0 + 200, T0 + 1200)]
 
 
-def test_outputs_written(report_a: dict[str, Any]) -> None:
-    out = Path(report_a["out"])
+def test_outputs_written(report_a: tuple[Report, list[str]]) -> None:
+    out = Path(report_a[0].out)
     saved = json.loads((out / "report.json").read_text())
+    assert saved["schema_version"] == 2 and Report.from_json(saved) == report_a[0]
     assert saved["acked_lost"] == 9 and saved["lost_ranges"] == EXPECTED_A["lost_ranges"]
     md = (out / "report.md").read_text()
     assert "9 acknowledged messages were lost" in md and "| acked lost | 9 |" in md
     assert "no final log" in md  # partition 2
     assert (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
-    assert any(line.startswith("reading ledger (36 rows") for line in report_a["_progress"])
+    assert any(line.startswith("reading ledger (36 rows") for line in report_a[1])
 
 
 def test_clean_run_zero_loss_and_no_timeline(spark: Any, tmp_path: Path) -> None:
     run = clean_run(tmp_path / "run")
     report = run_postmortem(run, out=tmp_path / "out", spark=spark, chart=False)
-    assert (report["sent"], report["acked"], report["in_log"], report["acked_lost"]) == (100, 100, 100, 0)
-    assert report["duplicates"] == report["reordered"] == report["unacked_present"] == 0
-    assert report["explanation"].startswith("No acknowledged message was lost: all 100 acknowledged")
-    assert report["timeline"] == [] and report["fault"] is None
-    assert any("no timeline was recorded" in n for n in report["notes"])
+    assert (report.sent, report.acked, report.in_log, report.acked_lost) == (100, 100, 100, 0)
+    assert report.duplicates == report.reordered == report.unacked_present == 0
+    assert report.explanation.startswith("No acknowledged message was lost: all 100 acknowledged")
+    assert report.timeline == () and report.fault is None
+    assert any("no timeline was recorded" in n for n in report.notes)
     assert "No timeline was recorded" in (tmp_path / "out" / "report.md").read_text()
 
 
-def test_a_final_log_without_prev_seq_is_judged_the_same(spark: Any, report_a: dict[str, Any],
+def test_a_final_log_without_prev_seq_is_judged_the_same(spark: Any,
+                                                         report_a: tuple[Report, list[str]],
                                                          tmp_path: Path) -> None:
     """A final log verified before prev_seq existed: the post-mortem sorts it itself and
     reaches the same report (reordering included)."""
@@ -111,8 +117,8 @@ def test_a_final_log_without_prev_seq_is_judged_the_same(spark: Any, report_a: d
         assert "prev_seq" in table.column_names
         pq.write_table(table.drop_columns(["prev_seq"]), part)
     report = run_postmortem(run, spark=spark, chart=False)
-    assert {k: report[k] for k in EXPECTED_A} == EXPECTED_A
-    assert report["partitions"] == report_a["partitions"]
+    assert {k: report.to_json()[k] for k in EXPECTED_A} == EXPECTED_A
+    assert report.partitions == report_a[0].partitions
 
 
 def test_unknown_tail_only_and_many_ranges(spark: Any, tmp_path: Path) -> None:
@@ -128,10 +134,10 @@ def test_unknown_tail_only_and_many_ranges(spark: Any, tmp_path: Path) -> None:
     writer.flush()
     write_final_log(run, 0, [(0, s, 3) for s in range(0, 120, 2)])
     report = run_postmortem(run, spark=spark, chart=False)
-    assert (report["sent"], report["unknown"], report["acked_lost"]) == (130, 10, 60)
-    assert len(report["lost_ranges"]["0"]) == 50 and report["lost_ranges_more"] == {"0": 10}
-    assert report["lost_ranges"]["0"][:2] == [[1, 1], [3, 3]]
-    assert report["attribution"][0]["broker"] is None  # nothing says who led epoch 3
+    assert (report.sent, report.unknown, report.acked_lost) == (130, 10, 60)
+    assert len(report.lost_ranges["0"]) == 50 and report.lost_ranges_more == {"0": 10}
+    assert report.lost_ranges["0"][:2] == ((1, 1), (3, 3))
+    assert report.attribution[0].broker is None  # nothing says who led epoch 3
 
 
 def test_cli_json_and_quiet_stderr(tmp_path: Path) -> None:
@@ -171,11 +177,11 @@ def test_a_zombie_leaders_acks_are_blamed_on_the_zombie(spark: Any, tmp_path: Pa
     from tests.helpers.rundirs import zombie_run
 
     report = run_postmortem(zombie_run(tmp_path / "run", with_segments), spark=spark, chart=False)
-    assert report["acked_lost"] == 100 and report["in_log"] == 100
+    assert report.acked_lost == 100 and report.in_log == 100
     method = "measured" if with_segments else "inferred"
-    assert [(a["broker"], a["leader_epoch"], a["count"], a["method"])
-            for a in report["attribution"]] == [(2, 0, 100, method)]
-    assert report["explanation"].startswith("100 acknowledged messages were lost: broker 2 "
+    assert [(a.broker, a.leader_epoch, a.count, a.method)
+            for a in report.attribution] == [(2, 0, 100, method)]
+    assert report.explanation.startswith("100 acknowledged messages were lost: broker 2 "
                                             "acknowledged them at leader epoch 0")
 
 

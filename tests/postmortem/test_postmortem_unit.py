@@ -14,6 +14,7 @@ from kinspect.postmortem.evidence import brokerlogs
 from kinspect.postmortem.evidence.inputs import load_inputs, read_jsonl, run_window
 from kinspect.postmortem.story import report as rep
 from kinspect.postmortem.story import timeline
+from kinspect.postmortem.story.values import Report
 from tests.helpers.rundirs import T0, clean_run, log_stamp, scenario_a
 
 STAMP = "[2026-11-23 10:01:26,123]"
@@ -154,11 +155,12 @@ def test_broker_log_beats_observer_for_epoch_owner() -> None:
     assert timeline.epoch_leaders(events) == {("t-0", 4): (2, 5)}
 
 
-def _report(**over: object) -> dict[str, object]:
+def _report(**over: object) -> Report:
+    """A report as report.json would give it (an older file's partial rows included)."""
     base: dict[str, object] = {"acks": "1", "acked": 0, "acked_lost": 0, "unacked_present": 0,
                                "duplicates": 0, "duplicate_ids": 0, "reordered": 0,
                                "first_ack_after_fault_ms": None, "topic": "test1", "attribution": []}
-    return {**base, **over}
+    return Report.from_json({**base, **over})
 
 
 def test_explanation_zero_loss_says_so() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from kinspect.errors import KinspectError
 from kinspect.lab.backend import LabBackend
+from kinspect.postmortem.story.values import Report
 from kinspect.scenarios.catalog import builtin
 from kinspect.scenarios.plan import FaultPlan, PlanLog
 from kinspect.scenarios.scenario_run import blamed_broker, lost_blamed_on_target, result_row
@@ -69,13 +70,13 @@ def scenario(text: str = ISOLATE) -> Scenario:
     return parse(tomllib.loads(text), Path("isolate-test.toml"))
 
 
-def lost_report(lost: int = 1000, attribution: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def lost_report(lost: int = 1000, attribution: list[dict[str, Any]] | None = None) -> Report:
     """A post-mortem report: `lost` acknowledged messages gone, all acknowledged by broker 2."""
     if attribution is None:
         attribution = [{"partition": 0, "leader_epoch": 0, "broker": 2, "count": lost,
                         "method": "inferred"}]
-    return {"acked": 100000, "in_log": 100000 - lost, "acked_lost": lost,
-            "attribution": attribution, "timeline": []}
+    return Report.from_json({"acked": 100000, "in_log": 100000 - lost, "acked_lost": lost,
+                             "attribution": attribution, "timeline": []})
 
 
 def isolated(node: str = "kafka2") -> PlanLog:
@@ -199,7 +200,7 @@ def test_blame_is_none_when_nothing_was_lost_or_no_broker_was_hit() -> None:
     assert lost_blamed_on_target(lost_report(0, []), isolated()) is None
     assert lost_blamed_on_target(lost_report(), isolated("zk1")) is None
     assert lost_blamed_on_target(lost_report(), PlanLog()) is None
-    assert lost_blamed_on_target({"attribution": []}, isolated()) is None  # not measured
+    assert lost_blamed_on_target(Report(), isolated()) is None  # not measured
     assert blamed_broker(lost_report(0, [])) is None
 
 

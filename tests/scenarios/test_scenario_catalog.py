@@ -165,15 +165,16 @@ def test_matrix_out_replaces_only_its_block(tmp_path: Path) -> None:
 
 
 def test_a_result_row_holds_only_what_was_measured_and_planned() -> None:
+    from kinspect.postmortem.story.values import Report
     from kinspect.scenarios.plan import PlanLog
     from kinspect.scenarios.scenario_run import failover_ms, result_row
 
     scenario = find("acks1-isolate-leader")  # acked_lost >= 1000, blamed on the isolated broker
-    report = {"acked": 5000, "in_log": 3000, "acked_lost": 2000, "explanation": "why",
+    report = Report.from_json({"acked": 5000, "in_log": 3000, "acked_lost": 2000, "explanation": "why",
               "attribution": [{"partition": 0, "leader_epoch": 0, "broker": 2, "count": 2000,
                                "method": "inferred"}],
               "timeline": [{"kind": "leader_changed", "ts": 1_500, "source": "observer",
-                            "new": 3}]}
+                            "new": 3}]})
     log = PlanLog(entries=[{"ts": 1_000, "do": "isolate", "nodes": ["kafka2"]},
                            {"ts": 16_000, "do": "heal", "nodes": ["kafka2"]}],
                   first_fault_ms=1_000)
@@ -181,7 +182,7 @@ def test_a_result_row_holds_only_what_was_measured_and_planned() -> None:
     assert row["expectation_met"] is True and row["expectation_failed"] == []
     assert row["acked_lost"] == 2000 and row["failover_ms"] == 500 == failover_ms(report, 1_000)
     assert result_row(scenario, report, {}, log, {}, "the plan failed")["expectation_met"] is False
-    unmeasured = result_row(scenario, {"acked": 100}, {}, log, {}, None)
+    unmeasured = result_row(scenario, Report.from_json({"acked": 100}), {}, log, {}, None)
     assert unmeasured["expectation_met"] is False
     assert unmeasured["expectation_failed"] == ["acked_lost >= 1000",
                                                 "lost_blamed_on_target >= 0.99"]

@@ -10,7 +10,7 @@ from kinspect.clients.wire import BrokerClaim
 from kinspect.model import (
     ControllerAnswer,
     EventKind,
-    classify,
+    assess,
     diff,
     snapshot_from_json,
     snapshot_to_json,
@@ -79,9 +79,9 @@ def test_a_broker_missing_from_the_metadata_is_fenced() -> None:
     assert "broker_fenced" in {w.kind for w in s.warnings}
     rows = {r.broker_id: r.cells[3].plain for r in broker_rows(s, None)}
     assert rows == {1: "yes", 2: "yes", 3: "FENCED"}
-    report = classify(s)
+    report = assess(s)
     assert (report.brokers_registered, report.controller_ok) == ((1, 2), True)
-    assert not classify(kraft_snapshot(kraft_view(error="no answer"))).controller_ok
+    assert not assess(kraft_snapshot(kraft_view(error="no answer"))).controller_ok
 
 
 def test_snapshot_json_says_the_mode_and_only_kraft_has_a_quorum() -> None:

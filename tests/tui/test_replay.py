@@ -96,6 +96,7 @@ def test_a_timeline_entry_opens_the_replay_at_its_moment(tmp_path: Path) -> None
     app cannot hand the terminal over, so it says the command instead)."""
     from textual.widgets import DataTable
 
+    from kinspect.postmortem.story.values import Report
     from kinspect.tui.report_screen import ReportScreen
     from tests.helpers.recorded import recorded_app
 
@@ -109,7 +110,7 @@ def test_a_timeline_entry_opens_the_replay_at_its_moment(tmp_path: Path) -> None
     async def scenario() -> None:
         app = recorded_app()
         async with app.run_test(size=(120, 40)) as pilot:
-            await app.push_screen(ReportScreen(report, run_dir / "postmortem"))
+            await app.push_screen(ReportScreen(Report.from_json(report), run_dir / "postmortem"))
             table = app.screen.query_one(".timeline", DataTable)
             table.focus()
             await pilot.press("down", "enter")

@@ -16,7 +16,7 @@ from typing import Any
 
 from kinspect.checks import number, topic_name
 from kinspect.errors import KinspectError
-from kinspect.load.runsettings import stored_extra
+from kinspect.load.runsettings import optional, stored_extra
 
 COMMIT_MODES = ("auto", "before", "after", "transaction")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
@@ -57,33 +57,11 @@ class ConsumeSettings:
 
     def validate(self) -> None:
         """Every field in range and of its type (a run dir's settings may have been edited)."""
-        for name in ("topic", "bootstrap", "group"):
-            if not isinstance(getattr(self, name), str):
-                raise KinspectError(f"{name} must be a string")
-        topic_name(self.topic, "--topic")
-        if not self.group or len(self.group) > 249:
-            raise KinspectError("--group must be a name of 1 to 249 characters")
-        if self.commit not in COMMIT_MODES:
-            raise KinspectError(f"--commit must be one of {', '.join(COMMIT_MODES)}, "
-                                f"not {self.commit!r}")
-        if self.isolation not in ISOLATION_LEVELS:
-            raise KinspectError(f"--isolation must be one of {', '.join(ISOLATION_LEVELS)}, "
-                                f"not {self.isolation!r}")
-        number(self.auto_commit_ms, "--auto-commit-ms", 1, 3_600_000, integer=True)
-        number(self.consumers, "--consumers", 1, 64, integer=True)
-        number(self.batch, "--batch", 1, 100_000, integer=True)
-        number(self.process_ms, "--process-ms", 0, 60_000)
-        number(self.fail_rate, "--fail-rate", 0, 1)
-        if self.crash_after is not None:
-            number(self.crash_after, "--crash-after", 1, 1_000_000_000, integer=True)
-        if self.crash_at_s is not None:
-            number(self.crash_at_s, "--crash-at", 0, 7 * 86400, low_open=True)
+        self._check_names()
+        self._check_modes()
+        self._check_ranges()
         if self.crash_after is not None and self.crash_at_s is not None:
             raise KinspectError("give --crash-after or --crash-at, not both")
-        for name, flag in (("duration_s", "--duration"), ("idle_stop_s", "--idle-stop")):
-            value = getattr(self, name)
-            if value is not None:
-                number(value, flag, 0, 7 * 86400, low_open=True)
         if not isinstance(self.restart, bool):
             raise KinspectError(f"restart must be true or false, not {self.restart!r}")
         if self.output is not None:
@@ -95,6 +73,34 @@ class ConsumeSettings:
                                 "transaction that writes the output)")
         if not isinstance(self.extra, dict):
             raise KinspectError("extra must be a table of librdkafka properties")
+
+    def _check_names(self) -> None:
+        for name in ("topic", "bootstrap", "group"):
+            if not isinstance(getattr(self, name), str):
+                raise KinspectError(f"{name} must be a string")
+        topic_name(self.topic, "--topic")
+        if not self.group or len(self.group) > 249:
+            raise KinspectError("--group must be a name of 1 to 249 characters")
+
+    def _check_modes(self) -> None:
+        if self.commit not in COMMIT_MODES:
+            raise KinspectError(f"--commit must be one of {', '.join(COMMIT_MODES)}, "
+                                f"not {self.commit!r}")
+        if self.isolation not in ISOLATION_LEVELS:
+            raise KinspectError(f"--isolation must be one of {', '.join(ISOLATION_LEVELS)}, "
+                                f"not {self.isolation!r}")
+
+    def _check_ranges(self) -> None:
+        """Each number in its range; None (not set) is always allowed where it may be."""
+        number(self.auto_commit_ms, "--auto-commit-ms", 1, 3_600_000, integer=True)
+        number(self.consumers, "--consumers", 1, 64, integer=True)
+        number(self.batch, "--batch", 1, 100_000, integer=True)
+        number(self.process_ms, "--process-ms", 0, 60_000)
+        number(self.fail_rate, "--fail-rate", 0, 1)
+        optional(self.crash_after, "--crash-after", 1, 1_000_000_000, integer=True)
+        optional(self.crash_at_s, "--crash-at", 0, 7 * 86400, low_open=True)
+        optional(self.duration_s, "--duration", 0, 7 * 86400, low_open=True)
+        optional(self.idle_stop_s, "--idle-stop", 0, 7 * 86400, low_open=True)
 
     @property
     def transactional(self) -> bool:

@@ -27,6 +27,7 @@ from kinspect.load.consumers.settings import (
     ConsumeSettings,
     consumer_dir,
 )
+from kinspect.postmortem.story.values import ConsumerPartition, OutputCounts
 
 DETAIL_LIMIT = 1_000_000  # never-processed offsets brought back for words, at most
 
@@ -36,6 +37,16 @@ class ConsumerInputs:
     settings: ConsumeSettings
     ranges: dict[int, tuple[int, int]]  # partition -> [first, end) the group answered for
     unconsumed: int  # records past the group's last commit at the end (its lag)
+
+
+@dataclass(frozen=True)
+class ConsumerCounts:
+    """What Spark counted of the group: per partition, the never-processed offsets
+    (partition, offset, failed tries, aborted tries) for words, and the output's counts."""
+
+    partitions: list[ConsumerPartition]
+    never: list[tuple[int, int, int, int]]
+    output: OutputCounts | None
 
 
 def consumer_inputs(run_dir: Path) -> ConsumerInputs | None:
@@ -65,7 +76,7 @@ def consumer_inputs(run_dir: Path) -> ConsumerInputs | None:
 
 
 def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
-                    final_log: Any) -> dict[str, Any]:
+                    final_log: Any) -> ConsumerCounts:
     """Per partition and in total: answered for, processed, never processed, processed more
     than once; the never-processed offsets (partition, offset, failed, aborted) for words."""
     from pyspark.sql import functions as F
@@ -113,12 +124,11 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
                  .limit(DETAIL_LIMIT).collect())
     finally:
         joined.unpersist()
-    partitions = sorted((r.asDict() for r in rows), key=lambda r: r["partition"])
-    out: dict[str, Any] = {"partitions": partitions,
-                           "never": [(r.partition, r.offset, r.failed, r.aborted) for r in never]}
-    if inputs.settings.output is not None:
-        out["output"] = _output_counts(spark, run_dir)
-    return out
+    partitions = sorted((ConsumerPartition(**{k: int(v or 0) for k, v in r.asDict().items()})
+                         for r in rows), key=lambda p: p.partition)
+    return ConsumerCounts(partitions,
+                          [(r.partition, r.offset, r.failed, r.aborted) for r in never],
+                          _output_counts(spark, run_dir) if inputs.settings.output is not None else None)
 
 
 def _output_frame(spark: Any, folder: Path) -> Any:
@@ -132,9 +142,8 @@ def _output_frame(spark: Any, folder: Path) -> Any:
             .parquet(str(folder)))
 
 
-def _output_counts(spark: Any, run_dir: Path) -> dict[str, int]:
+def _output_counts(spark: Any, run_dir: Path) -> OutputCounts:
     """The output topic as read_committed and read_uncommitted consumers see it."""
     committed = _output_frame(spark, run_dir / OUTPUT_COMMITTED_DIR).count()
     everything = _output_frame(spark, run_dir / OUTPUT_ALL_DIR).count()
-    return {"committed_records": committed, "all_records": everything,
-            "aborted_visible": everything - committed}
+    return OutputCounts(committed, everything)

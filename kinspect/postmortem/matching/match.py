@@ -31,14 +31,14 @@ from kinspect.postmortem.evidence.inputs import RunInputs
 from kinspect.postmortem.matching.idsets import IdSet, ranges
 from kinspect.postmortem.matching.queries import lost_in
 from kinspect.postmortem.matching.queries import small_side as _small
+from kinspect.postmortem.matching.results import LogStats, LostEpoch, LostRun, PartDuplicates, Unacked
 from kinspect.postmortem.spark.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN, is_ours, message_key
 from kinspect.postmortem.spark.side_by_side import run_jobs
+from kinspect.postmortem.story.values import Counts
 
 RANGE_CAP = 50  # lost ranges listed per producer; the rest are counted
 CANDIDATE = 3  # an id that may have been sent (sent_upto) and has no ledger row: unknown
 WORD_SHIFT = KEY_SHIFT - 6  # key >> 6 is producer << WORD_SHIFT | seq >> 6
-COUNTS = ("sent", "acked", "failed", "unknown", "in_log_ids", "acked_lost", "unacked_present",
-          "unknown_present", "not_in_ledger", "duplicates", "duplicate_ids")
 
 
 @dataclass
@@ -46,29 +46,29 @@ class Match:
     lost: Any  # DataFrame: key, pp, offset, ack_ts, epoch of every acked-but-lost id (or None)
     lost_words: Any  # DataFrame: lw, lm: the acked-but-lost ids in runs of 64 (see lost_in)
     lost_total: int
-    lost_ranges: list[dict[str, Any]]  # producer, lo, hi, ranges (all of this producer's runs)
+    lost_ranges: list[LostRun]
     notes: list[str]
-    unacked: list[dict[str, Any]]  # the log's unacknowledged ids by (st, lp, logp)
+    unacked: list[Unacked]  # the log's unacknowledged ids by (st, lp, logp)
     candidates_absent: int  # maybe sent, no ledger row, not in the log: partition -1
     per_part: dict[tuple[int, int], int]  # the ledger's rows per (partition, status)
-    log_stats: list[dict[str, Any]]  # per log partition: in_log, reordered, foreign, other_runs
+    log_stats: list[LogStats]  # per log partition
     across: Counter[tuple[int, str]]  # copies in different partitions, by (pp, count name)
     suspects: np.ndarray  # runs of 64 ids (key >> 6) with more records than ids in a partition
 
-    def duplicates(self, every_run: Any, run_id: str | None) -> list[dict[str, Any]]:
+    def duplicates(self, every_run: Any, run_id: str | None) -> list[PartDuplicates]:
         """Per log partition: ids held more than once and their extra copies (a Spark job
         when some run of 64 ids holds more records than ids, so it can go beside others)."""
         found = self.across + _copies_within(every_run, run_id, self.suspects)
-        return [{"pp": pp, "duplicate_ids": found[(pp, "duplicate_ids")],
-                 "duplicates": found[(pp, "duplicates")]} for pp in sorted({p for p, _ in found})]
+        return [PartDuplicates(pp, found[(pp, "duplicate_ids")], found[(pp, "duplicates")])
+                for pp in sorted({p for p, _ in found})]
 
-    def groups(self, epochs: list[dict[str, Any]],
-               duplicates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def groups(self, epochs: list[LostEpoch],
+               duplicates: list[PartDuplicates]) -> dict[int, Counts]:
         """The counts per partition (pp; -1: none), given the lost ids by partition and epoch
         (queries.lost_by_epoch: one row per lost id went into them) and the duplicates."""
         lost_by_part: Counter[int] = Counter()
         for row in epochs:
-            lost_by_part[int(row["pp"])] += int(row["count"])
+            lost_by_part[row.pp] += row.count
         return _groups(self.per_part, lost_by_part, self.unacked, duplicates,
                        self.candidates_absent)
 
@@ -182,8 +182,7 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
     lost_ranges = []
     for producer in lost_ids.producers():
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)
-        lost_ranges += [{"producer": producer, "lo": lo, "hi": hi, "ranges": total}
-                        for lo, hi in runs]
+        lost_ranges += [LostRun(producer, lo, hi, total) for lo, hi in runs]
     unacked = _unacked_present(unacked_ids, ledger_table, ids_table, cand)
     return Match(lost, lost_words, lost_total, lost_ranges, notes, unacked, len(cand - present),
                  per_part, _log_stats(log_table), _copies_across(ids_table, suspects), suspects)
@@ -193,11 +192,11 @@ def _popcount(table: pa.Table) -> pa.Array:
     return pa.array(np.bitwise_count(table["m"].to_numpy().view(np.uint64)).astype(np.int64))
 
 
-def _log_stats(log_table: pa.Table) -> list[dict[str, Any]]:
+def _log_stats(log_table: pa.Table) -> list[LogStats]:
     rows = log_table.group_by("partition").aggregate(
         [(column, "sum") for column in ("mine", "behind", "foreign", "other")]).to_pylist()
-    return [{"partition": r["partition"], "in_log": r["mine_sum"], "reordered": r["behind_sum"],
-             "foreign": r["foreign_sum"], "other_runs": r["other_sum"]} for r in rows]
+    return [LogStats(int(r["partition"]), int(r["mine_sum"] or 0), int(r["behind_sum"] or 0),
+                     int(r["foreign_sum"] or 0), int(r["other_sum"] or 0)) for r in rows]
 
 
 def _rows_in(table: pa.Table, heads: np.ndarray, *columns: str) -> list[np.ndarray]:
@@ -209,7 +208,7 @@ def _rows_in(table: pa.Table, heads: np.ndarray, *columns: str) -> list[np.ndarr
 
 
 def _unacked_present(ids: IdSet, ledger_table: pa.Table, ids_table: pa.Table,
-                     cand: IdSet) -> list[dict[str, Any]]:
+                     cand: IdSet) -> list[Unacked]:
     """Counts of the log's unacknowledged ids by (status, ledger partition, log partition):
     an id takes its best status and, within it, its least ledger partition; status CANDIDATE:
     no ledger row but maybe sent (partition -1); None: never sent by this run. Its log
@@ -238,7 +237,7 @@ def _unacked_present(ids: IdSet, ledger_table: pa.Table, ids_table: pa.Table,
             here[log_at[rows]] = rest[log_at[rows]] & log_m[rows]
             count = int(np.bitwise_count(here).sum())
             if count:
-                out.append({"st": status, "lp": part, "logp": int(logp), "count": count})
+                out.append(Unacked(status, part, int(logp), count))
                 rest &= ~here
     return out
 
@@ -297,39 +296,42 @@ def _copies_within(every_run: Any, run_id: str | None,
     return out
 
 
-def _groups(per_part: dict[tuple[int, int], int], lost: Counter[int],
-            unacked: list[dict[str, Any]], dups: list[dict[str, Any]],
-            cand_absent: int) -> list[dict[str, Any]]:
+def _groups(per_part: dict[tuple[int, int], int], lost: Counter[int], unacked: list[Unacked],
+            dups: list[PartDuplicates], cand_absent: int) -> dict[int, Counts]:
     """The counts per partition, from ledger rows per (partition, status) moved by the few
     ids whose partition the log decides (unacknowledged ones it holds)."""
-    parts = ({p for p, _ in per_part} | set(lost) | {u["logp"] for u in unacked}
-             | {u["lp"] for u in unacked if u["lp"] is not None} | {d["pp"] for d in dups})
+    parts = ({p for p, _ in per_part} | set(lost) | {u.logp for u in unacked}
+             | {u.lp for u in unacked if u.lp is not None} | {d.pp for d in dups})
     if cand_absent:
         parts.add(-1)
-    groups = []
-    for p in sorted(x for x in parts if x is not None):
-        g = dict.fromkeys(COUNTS, 0)
-        g["pp"] = p
-        g["acked"] = per_part.get((p, ACKED), 0)
-        g["failed"] = per_part.get((p, FAILED), 0)
-        g["unknown"] = per_part.get((p, UNKNOWN), 0) + (cand_absent if p == -1 else 0)
-        for u in unacked:
-            n, st = int(u["count"]), u["st"]
-            name = {FAILED: "failed", UNKNOWN: "unknown", CANDIDATE: "unknown"}.get(st)
-            if name is not None and st != CANDIDATE and u["lp"] == p:
-                g[name] -= n  # it counts where the log holds it...
-            if u["logp"] == p:
-                if name is not None:
-                    g[name] += n  # ...here
-                g["unacked_present"] += n
-                g["unknown_present"] += n if st in (UNKNOWN, CANDIDATE) else 0
-                g["not_in_ledger"] += n if st is None else 0
-        g["acked_lost"] = lost.get(p, 0)
-        g["sent"] = g["acked"] + g["failed"] + g["unknown"]
-        g["in_log_ids"] = g["acked"] - g["acked_lost"] + g["unacked_present"]
-        for d in dups:
-            if d["pp"] == p:
-                g["duplicates"] += int(d["duplicates"])
-                g["duplicate_ids"] += int(d["duplicate_ids"])
-        groups.append(g)
-    return groups
+    return {p: _group(p, per_part, lost, unacked, dups, cand_absent)
+            for p in sorted(x for x in parts if x is not None)}
+
+
+_MOVED = {FAILED: "failed", UNKNOWN: "unknown", CANDIDATE: "unknown"}  # the count it moves
+
+
+def _group(p: int, per_part: dict[tuple[int, int], int], lost: Counter[int],
+           unacked: list[Unacked], dups: list[PartDuplicates], cand_absent: int) -> Counts:
+    g = {f: 0 for f in ("failed", "unknown", "unacked_present", "unknown_present",
+                        "not_in_ledger")}
+    g["failed"] = per_part.get((p, FAILED), 0)
+    g["unknown"] = per_part.get((p, UNKNOWN), 0) + (cand_absent if p == -1 else 0)
+    for u in unacked:
+        name = None if u.st is None else _MOVED.get(u.st)
+        if name is not None and u.st != CANDIDATE and u.lp == p:
+            g[name] -= u.count  # it counts where the log holds it...
+        if u.logp == p:
+            if name is not None:
+                g[name] += u.count  # ...here
+            g["unacked_present"] += u.count
+            g["unknown_present"] += u.count if u.st in (UNKNOWN, CANDIDATE) else 0
+            g["not_in_ledger"] += u.count if u.st is None else 0
+    acked, acked_lost = per_part.get((p, ACKED), 0), lost.get(p, 0)
+    here = [d for d in dups if d.pp == p]
+    return Counts(sent=acked + g["failed"] + g["unknown"], acked=acked, failed=g["failed"],
+                  unknown=g["unknown"], in_log_ids=acked - acked_lost + g["unacked_present"],
+                  acked_lost=acked_lost, unacked_present=g["unacked_present"],
+                  unknown_present=g["unknown_present"], not_in_ledger=g["not_in_ledger"],
+                  duplicates=sum(d.duplicates for d in here),
+                  duplicate_ids=sum(d.duplicate_ids for d in here))

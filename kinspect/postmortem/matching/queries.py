@@ -12,7 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinspect.postmortem.matching.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
+from kinspect.postmortem.matching.results import AckBounds, AckTiming, Gap, LostEpoch
 from kinspect.postmortem.spark.job import ACKED, FAILED
+from kinspect.postmortem.story.values import Second
 
 GAP_MS = 1000  # no successful ack for this long while sending = unavailable
 BUCKET_MS = 100
@@ -135,18 +137,24 @@ def _inferred(details: Any, final_log: Any, history: Any, lost_rows: int) -> Any
         INFERRED, -score, -F.col("start_ts"), F.col("i_epoch"), F.col("i_broker")).alias("c"))
 
 
-def lost_by_epoch(lost: Any) -> list[dict[str, Any]]:
+def lost_by_epoch(lost: Any) -> list[LostEpoch]:
     from pyspark.sql import functions as F
 
     rows = lost.groupBy("pp", "epoch", "broker", "method").agg(
         F.count("*").alias("count"), F.min("ack_ts").alias("first_ack_ts"),
         F.max("ack_ts").alias("last_ack_ts"), F.min("offset").alias("first_offset"),
         F.max("offset").alias("last_offset")).collect()
-    return [r.asDict() for r in rows]
+    return [LostEpoch(int(r["pp"]), _opt(r["epoch"]), _opt(r["broker"]), str(r["method"]),
+                      int(r["count"]), _opt(r["first_ack_ts"]), _opt(r["last_ack_ts"]),
+                      _opt(r["first_offset"]), _opt(r["last_offset"])) for r in rows]
+
+
+def _opt(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def ack_timing(ledger: Any, fault_ts: int | None, lost_words: Any = None, gap_ms: int = GAP_MS,
-               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+               ) -> AckTiming:
     """Run bounds, acked/failed per second (the chart), per-partition gaps with no ack, and the
     first acks after the fault (any, and the first whose message the cluster kept).
 
@@ -175,8 +183,7 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost_words: Any = None, gap_ms
     return _fold_buckets(buckets.toArrow(), fault_ts is not None, gap_ms)
 
 
-def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> tuple[
-        dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> AckTiming:
     parts = table.group_by("pp").aggregate(
         [("lo", "min"), ("hi", "max"), ("after", "min"), ("kept", "min")]).to_pylist()
 
@@ -184,9 +191,9 @@ def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> tuple[
         values = [r[column] for r in parts if r[column] is not None]
         return how(values) if values else None
 
-    bounds = {"first_ack_ts": pick(min, "lo_min"), "last_ack_ts": pick(max, "hi_max"),
-              "first_ack_after_fault_ts": pick(min, "after_min") if after_fault else None,
-              "first_kept_ack_after_fault_ts": pick(min, "kept_min") if after_fault else None}
+    bounds = AckBounds(pick(min, "lo_min"), pick(max, "hi_max"),
+                       pick(min, "after_min") if after_fault else None,
+                       pick(min, "kept_min") if after_fault else None)
     timed = table.filter(pc.is_valid(table["b"]))
     seconds = timed["b"].to_numpy() * BUCKET_MS // 1000
     per_second = timed.select(["acked", "failed"]).append_column(
@@ -196,6 +203,6 @@ def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> tuple[
     order = np.lexsort((acked["b"].to_numpy(), acked["pp"].to_numpy()))
     pp, lo, hi = (acked[c].to_numpy()[order] for c in ("pp", "lo", "hi"))
     after = np.flatnonzero((pp[1:] == pp[:-1]) & (lo[1:] - hi[:-1] >= gap_ms)) + 1
-    gaps = [{"pp": int(pp[k]), "start": int(hi[k - 1]), "end": int(lo[k])} for k in after]
-    return (bounds, [{"second": r["second"], "acked": r["acked_sum"], "failed": r["failed_sum"]}
-                     for r in per_second], gaps)
+    gaps = [Gap(int(pp[k]), int(hi[k - 1]), int(lo[k])) for k in after]
+    return AckTiming(bounds, [Second(int(r["second"]), int(r["acked_sum"]), int(r["failed_sum"]))
+                              for r in per_second], gaps)

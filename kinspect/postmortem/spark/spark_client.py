@@ -17,10 +17,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
+from kinspect.postmortem.story.values import Report
 
 ENGINE_LOG = "engine.log"
 
@@ -88,7 +88,7 @@ class EngineGone(KinspectError):
 
 def postmortem_if_warm(run_dir: Path, out: Path | None = None, chart: bool = True,
                        say: Callable[[str], None] | None = None,
-                       master: str | None = None) -> dict[str, Any] | None:
+                       master: str | None = None) -> Report | None:
     """The report from the warm engine when a usable one runs (with `master`, if named); None
     when there is none or it ended before answering: the caller runs the post-mortem cold."""
     say = say or (lambda _line: None)
@@ -105,7 +105,7 @@ def postmortem_if_warm(run_dir: Path, out: Path | None = None, chart: bool = Tru
 
 def postmortem_on_engine(run_dir: Path, out: Path | None = None, chart: bool = True,
                          say: Callable[[str], None] | None = None,
-                         path: Path | None = None) -> dict[str, Any]:
+                         path: Path | None = None) -> Report:
     """Run the post-mortem on the warm engine; KinspectError as run_postmortem raises it."""
     say = say or (lambda _line: None)
     sock = _connect(path or engine_socket(), 5.0)
@@ -123,7 +123,7 @@ def postmortem_on_engine(run_dir: Path, out: Path | None = None, chart: bool = T
                 if "say" in answer:
                     say(str(answer["say"]))
                 elif "report" in answer:
-                    return dict(answer["report"])
+                    return Report.from_json(answer["report"])
                 elif "error" in answer:
                     raise KinspectError(str(answer["error"]))
         except (OSError, json.JSONDecodeError):

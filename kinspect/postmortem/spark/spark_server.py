@@ -18,10 +18,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import pid_alive
+from kinspect.model.events import JsonObject
+
+if TYPE_CHECKING:
+    from kinspect.postmortem.story.values import Report
 
 STARTING, READY, BUSY, FAILED = "starting", "ready", "busy", "failed"
 
@@ -62,12 +66,12 @@ class WarmEngine:
         finally:
             self._ready.set()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JsonObject:
         return {"state": self.state, "error": self.error, "master": self.master,
                 "pid": os.getpid(), "jobs": self.jobs, "since": self.started_at}
 
     def postmortem(self, run_dir: Path, out: Path | None, chart: bool,
-                   say: Any) -> dict[str, Any]:
+                   say: Any) -> Report:
         """The same run_postmortem the CLI runs, on the warm session."""
         from kinspect.postmortem import run_postmortem
 
@@ -118,9 +122,9 @@ class _Handler(socketserver.StreamRequestHandler):
         except Exception as exc:  # one line back; the engine keeps serving
             self._send({"error": f"the warm engine failed: {exc}"})
             return
-        self._send({"report": report})
+        self._send({"report": report.to_json()})
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: JsonObject) -> None:
         try:
             self.wfile.write(json.dumps(message).encode() + b"\n")
             self.wfile.flush()

@@ -9,13 +9,19 @@ transactions, and the topic is not compacted), so a gap between two polls is a c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from kinspect.load.consumers.consumer_ledger import ConsumerLedgerTables
 from kinspect.postmortem.story.report import clock, plural
+from kinspect.postmortem.story.values import ConsumerSide, LostRange
+
+if TYPE_CHECKING:
+    from kinspect.postmortem.matching.consumers import ConsumerCounts, ConsumerInputs
+
+__all__ = ["CAUSES", "JEPSEN", "LostRange", "lost_ranges", "poll_anomalies", "story", "summary"]
 
 # Jepsen's names (as in its Kafka and Redpanda analyses), with the one-line definition the
 # report prints beside each count.
@@ -33,29 +39,6 @@ CAUSES = {
     "aborted": "their transaction aborted and the offsets were committed outside it",
     "never_delivered": "the group committed past them without any consumer receiving them",
 }
-
-
-@dataclass(frozen=True)
-class LostRange:
-    partition: int
-    first: int
-    last: int
-    cause: str
-    consumer: int | None = None
-    incarnation: int | None = None
-    commit_ts: int | None = None
-    commit_how: str | None = None
-    crash_ts: int | None = None
-
-    @property
-    def count(self) -> int:
-        return self.last - self.first + 1
-
-    def row(self) -> dict[str, Any]:
-        return {"partition": self.partition, "first_offset": self.first, "last_offset": self.last,
-                "count": self.count, "cause": self.cause, "consumer": self.consumer,
-                "incarnation": self.incarnation, "commit_ts": self.commit_ts,
-                "commit_how": self.commit_how, "crash_ts": self.crash_ts}
 
 
 def lost_ranges(never: Sequence[tuple[int, int, int, int]],
@@ -104,7 +87,7 @@ def poll_anomalies(polls: pa.Table, ranges: dict[int, tuple[int, int]]) -> dict[
     """Jepsen's poll-skip and nonmonotonic-poll, counted over the group's polls in time order
     per partition (any member: a partition's polls should continue where the last left off)."""
     skips = skipped = backs = reread = 0
-    by_partition: dict[int, list[dict[str, Any]]] = {}
+    by_partition: dict[int, list[dict[str, int]]] = {}
     for poll in sorted(polls.to_pylist(), key=lambda p: (p["ts"], p["consumer"])):
         by_partition.setdefault(poll["partition"], []).append(poll)
     for partition, seq in by_partition.items():
@@ -148,59 +131,53 @@ def story(ranges: Sequence[LostRange], limit: int = 3) -> str:
     return text[:1].upper() + text[1:] + "." if text else ""
 
 
-def summary(side: Any, counts: dict[str, Any], lost: Sequence[LostRange],
-            ledger: ConsumerLedgerTables) -> dict[str, Any]:
-    """report["consumers"]: totals, per partition, causes, Jepsen's counts, the words."""
-    partitions = counts["partitions"]
-
-    def total(key: str) -> int:
-        return sum(int(p[key] or 0) for p in partitions)
-
+def summary(side: ConsumerInputs, counts: ConsumerCounts, lost: Sequence[LostRange],
+            ledger: ConsumerLedgerTables) -> ConsumerSide:
+    """The report's `consumers`: totals, per partition, causes, Jepsen's counts, the words."""
+    partitions = counts.partitions
     by_cause = {cause: sum(r.count for r in lost if r.cause == cause) for cause in CAUSES}
     anomalies = poll_anomalies(ledger.polls, side.ranges)
     settings = side.settings
-    out: dict[str, Any] = {
-        "group": settings.group, "commit": settings.commit, "output": settings.output,
-        "isolation": settings.isolation,
-        "answered_for": total("answered_for"), "processed": total("processed"),
-        "never_processed": total("never_processed"), "processed_twice": total("processed_twice"),
-        "extra_processings": total("extra_processings"),
-        "committed_unprocessed": sum(n for cause, n in by_cause.items()
-                                     if cause != "never_delivered"),
-        "never_processed_by_cause": by_cause, "unconsumed_at_end": side.unconsumed,
-        "crashes": int(sum(1 for e in ledger.events.to_pylist() if e["event"] == "crash")),
-        "jepsen": {"poll-skip": anomalies["poll_skip"],
-                   "nonmonotonic-poll": anomalies["nonmonotonic_poll"],
-                   "duplicate": total("processed_twice")},
-        "jepsen_definitions": JEPSEN, "cause_definitions": CAUSES,
-        "redelivered_records": anomalies["redelivered_records"],
-        "poll_skipped_records": anomalies["poll_skipped_records"],
-        "partitions": partitions, "lost_ranges": [r.row() for r in lost[:100]],
-        "lost_ranges_more": max(0, len(lost) - 100),
-    }
-    if "output" in counts:
-        out["output_counts"] = counts["output"]
-    out["explanation"] = words(out, lost)
-    return out
+    out = ConsumerSide(
+        group=settings.group, commit=settings.commit, output=settings.output,
+        isolation=settings.isolation,
+        answered_for=sum(p.answered_for for p in partitions),
+        processed=sum(p.processed for p in partitions),
+        never_processed=sum(p.never_processed for p in partitions),
+        processed_twice=sum(p.processed_twice for p in partitions),
+        extra_processings=sum(p.extra_processings for p in partitions),
+        committed_unprocessed=sum(n for cause, n in by_cause.items()
+                                  if cause != "never_delivered"),
+        never_processed_by_cause=by_cause, unconsumed_at_end=side.unconsumed,
+        crashes=int(sum(1 for e in ledger.events.to_pylist() if e["event"] == "crash")),
+        jepsen={"poll-skip": anomalies["poll_skip"],
+                "nonmonotonic-poll": anomalies["nonmonotonic_poll"],
+                "duplicate": sum(p.processed_twice for p in partitions)},
+        jepsen_definitions=JEPSEN, cause_definitions=CAUSES,
+        redelivered_records=anomalies["redelivered_records"],
+        poll_skipped_records=anomalies["poll_skipped_records"],
+        partitions=tuple(partitions), lost_ranges=tuple(lost[:100]),
+        lost_ranges_more=max(0, len(lost) - 100), output_counts=counts.output)
+    return replace(out, explanation=words(out, lost))
 
 
-def words(side: dict[str, Any], lost: Sequence[LostRange]) -> str:
+def words(side: ConsumerSide, lost: Sequence[LostRange]) -> str:
     """The consumer side's sentences for the report's paragraph."""
-    group = f"Consumer group {side['group']} (commit {side['commit']})"
-    if side["never_processed"]:
-        text = (f"{group} never processed {plural(side['never_processed'], 'record')} it had "
+    group = f"Consumer group {side.group} (commit {side.commit})"
+    if side.never_processed:
+        text = (f"{group} never processed {plural(side.never_processed, 'record')} it had "
                 f"committed past. {story(lost)}")
     else:
-        text = (f"{group} processed every one of the {plural(side['answered_for'], 'record')} "
+        text = (f"{group} processed every one of the {plural(side.answered_for, 'record')} "
                 "it committed past.")
-    if side["processed_twice"]:
-        text += (f" {plural(side['processed_twice'], 'record')} "
-                 f"{'was' if side['processed_twice'] == 1 else 'were'} processed more than once"
-                 f" ({plural(side['jepsen']['nonmonotonic-poll'], 'poll')} began again at or "
+    if side.processed_twice:
+        text += (f" {plural(side.processed_twice, 'record')} "
+                 f"{'was' if side.processed_twice == 1 else 'were'} processed more than once"
+                 f" ({plural(side.jepsen['nonmonotonic-poll'], 'poll')} began again at or "
                  "before an offset already polled: redelivery from the last commit).")
-    output = side.get("output_counts")
-    if output and output["aborted_visible"]:
-        text += (f" The output holds {plural(output['aborted_visible'], 'record')} of aborted "
+    output = side.output_counts
+    if output and output.aborted_visible:
+        text += (f" The output holds {plural(output.aborted_visible, 'record')} of aborted "
                  "transactions: a read_uncommitted consumer sees them, a read_committed one "
                  "does not.")
     return text

@@ -205,3 +205,18 @@ def test_the_engine_warms_on_the_newest_demo_sized_run_and_leaves_it_as_it_was(
     monkeypatch.setattr(warmup, "LATEST_RUN_ROWS", 10**9)
     assert warmup.warm_on_latest_run(spark, runs) is None
     assert warmup.warm_on_latest_run(spark, tmp_path / "none") is None
+
+
+def test_report_json_is_the_one_written_before_it_was_typed(
+        report_a: tuple[Report, list[str]]) -> None:
+    """report.json of run A, key for key and in order, as the dict-built report wrote it before
+    the report became `Report` (tests/postmortem/data, kept from that code; the machine-bound
+    values — paths, seconds, the pyspark version — left out): a typed report changes no byte."""
+    written = json.loads((Path(report_a[0].run_dir) / "postmortem" / "report.json").read_text())
+    assert written.pop("schema_version") == 2
+    for volatile in ("seconds", "out", "run_dir"):
+        written.pop(volatile)
+    written["engine"] = "pyspark"
+    golden = json.loads((Path(__file__).parent / "data" / "scenario_a_report.json").read_text())
+    assert list(written) == list(golden)
+    assert written == golden

@@ -243,8 +243,7 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
     lost_ranges, more = rep.ranges_by_producer(results.lost_ranges)
     gaps = [Unavailable(f"{inputs.topic}-{g.pp}", g.start, g.end, "no successful acknowledgement")
             for g in results.timing.gaps]
-    no_leader = [Unavailable(w.partition, w.start, w.end, w.reason)
-                 for w in tl.no_leader_windows(events, bounds.last_ack_ts)]
+    no_leader = tl.no_leader_windows(events, bounds.last_ack_ts)
     entries, timeline_more = tl.report_entries(events, fault.ts if fault else None)
     report = Report(
         engine=results.engine, run_dir=str(inputs.run_dir), run_id=inputs.run_id,

@@ -25,6 +25,7 @@ from kinspect.model.events import (
     TimelineKind,
 )
 from kinspect.postmortem.matching.leadership import LEADER_RANK
+from kinspect.postmortem.story.values import Unavailable
 
 T = TypeVar("T")
 TIMELINE_CAP = 400
@@ -198,26 +199,7 @@ def epoch_leaders(events: Sequence[TimelineEvent]) -> dict[tuple[str, int], tupl
     return {k: (v[1], v[2]) for k, v in best.items()}
 
 
-@dataclass(frozen=True)
-class Window:
-    """A partition without something (a leader) from `start` to `end` (epoch ms)."""
-
-    partition: str
-    start: int
-    end: int
-    reason: str
-
-    @property
-    def ms(self) -> int:
-        return self.end - self.start
-
-    def to_json(self) -> JsonObject:
-        """As report.json's `unavailable` lists it."""
-        return {"partition": self.partition, "start": self.start, "end": self.end,
-                "ms": self.ms, "reason": self.reason}
-
-
-def no_leader_windows(events: Sequence[TimelineEvent], end_ts: int | None) -> list[Window]:
+def no_leader_windows(events: Sequence[TimelineEvent], end_ts: int | None) -> list[Unavailable]:
     """The observer's partition_offline until that partition has a leader again. The end is the
     observer's own sighting when it has one (its polling lag then cancels out), else the first."""
     open_at: dict[str, int] = {}
@@ -232,10 +214,10 @@ def no_leader_windows(events: Sequence[TimelineEvent], end_ts: int | None) -> li
                 and e.kind is not LogKind.FOLLOWER_START:
             start = open_at.pop(partition)
             end = max(start, dict(e.seen).get(Source.OBSERVER.value, e.ts))
-            out.append(Window(partition, start, end, "no leader"))
+            out.append(Unavailable(partition, start, end, "no leader"))
     for partition, start in open_at.items():
         if end_ts is not None and end_ts > start:
-            out.append(Window(partition, start, end_ts, "no leader (until the end of the run)"))
+            out.append(Unavailable(partition, start, end_ts, "no leader (until the end of the run)"))
     return sorted(out, key=lambda w: w.start)
 
 

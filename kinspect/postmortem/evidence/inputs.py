@@ -27,7 +27,6 @@ from kinspect.load.rundir import (
     LEDGER_DIR,
     REPLICAS_DIR,
     SETTINGS_FILE,
-    SUMMARY_FILE,
     TIMELINE_FILE,
     VERIFY_FILE,
     RunInfo,
@@ -57,8 +56,6 @@ class RunInputs:
     producers: dict[int, ProducerMeta]
     topic: str
     acks: str
-    settings: dict[str, Any]
-    summary: dict[str, Any]
     timeline: list[TimelineEvent] | None  # the observer's (timeline.jsonl)
     faults: list[TimelineEvent] | None  # the lab's journal (faults.jsonl)
     broker_logs: dict[str, list[Path]] = field(default_factory=dict)
@@ -140,7 +137,13 @@ def _footer(path: Path, expected: pa.Schema, run_dir: Path) -> pq.FileMetaData:
     return meta
 
 
-def _json_file(path: Path) -> dict[str, Any]:
+def _verify_warnings(run_dir: Path) -> list[str]:
+    """What verify warned about when it read the final log back (verify.json)."""
+    warnings = _json_file(run_dir / VERIFY_FILE).get("warnings")
+    return [str(w) for w in warnings] if isinstance(warnings, list) else []
+
+
+def _json_file(path: Path) -> dict[str, object]:
     if not path.is_file():
         return {}
     try:
@@ -200,12 +203,11 @@ def load_inputs(run_dir: Path) -> RunInputs:
                             f"({', '.join(sorted(ledger_runs | ({run.run_id} if run else set())))})")
     replicas = run_dir / REPLICAS_DIR
     return RunInputs(
-        verify_warnings=[str(w) for w in _json_file(run_dir / VERIFY_FILE).get("warnings") or []],
+        verify_warnings=_verify_warnings(run_dir),
         run=run, run_id=run.run_id if run else (next(iter(ledger_runs)) if ledger_runs else None),
         replica_snapshots=sorted(p for p in replicas.iterdir() if p.is_dir()) if replicas.is_dir() else [],
         run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
-        producers=producers, topic=topic, acks=acks, settings=settings,
-        summary=_json_file(run_dir / SUMMARY_FILE),
+        producers=producers, topic=topic, acks=acks,
         timeline=read_timeline(run_dir / TIMELINE_FILE), faults=read_faults(run_dir / FAULTS_FILE),
         broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
         final_log_rows=final_rows, final_log_ordered=ordered, refused=refused)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -22,10 +23,12 @@ from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.nodes import new_cluster_id
 from kinspect.lab.readiness import (
     clear_stale_registrations,
+    describe_gaps,
     wait_for_cluster,
     wait_for_kraft,
     wait_for_port,
     wait_registration_gone,
+    wait_until_served,
     write_lab_mark,
 )
 from kinspect.lab.replicas import keep_replicas
@@ -199,12 +202,16 @@ class LabBackend(ABC):
 
     def _start_cluster(self, state: LabState, deadline: float, progress: Progress) -> None:
         """ZooKeeper (or the KRaft controllers) first, then the brokers; back when every
-        broker registered and a controller was elected (a node that dies meanwhile is an error
+        broker answers with metadata listing them all (a node that dies meanwhile is an error
         at once)."""
         if state.kraft:
             self._start_kraft(state, deadline, progress)
         else:
             self._start_zookeeper_cluster(state, deadline, progress)
+        gaps = wait_until_served(serving(state), deadline, progress)
+        if gaps:
+            raise KinspectError(f"the lab is not usable in time: {describe_gaps(gaps)}")
+        progress(f"  every broker answers and lists all {len(state.brokers)}")
         if "sasl" in state.extra:
             sasl.create_scram_user(state)
             progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
@@ -346,7 +353,17 @@ class LabBackend(ABC):
         save_state(state, self.root)
         journal.record(FaultKind.START, state.lab_id, node=node.name,
                        detail=f"start {node.name}", root=self.root)
-        return f"started {node.name}"
+        return f"started {node.name}{self._served_after_start(state)}"
+
+    def _served_after_start(self, state: LabState) -> str:
+        """Wait (as `lab up` does) until the running brokers answer and list each other, when
+        the cluster can get there: not while ZooKeeper or the quorum's majority is down."""
+        if not can_converge(state):
+            return " (not waited for: ZooKeeper or the controller quorum is down)"
+        gaps = wait_until_served(serving(state), time.monotonic() + START_WAIT_S,
+                                 lambda line: None)
+        return f" (not yet usable after {START_WAIT_S:.0f} s: {describe_gaps(gaps)})" \
+            if gaps else ""
 
     @abstractmethod
     def _kill(self, state: LabState, node: NodeRecord) -> None: ...
@@ -501,6 +518,24 @@ class LabBackend(ABC):
             names = ", ".join(n.name for n in state.nodes)
             raise KinspectError(f"unknown node {name!r} (nodes: {names})")
         return node
+
+
+START_WAIT_S = 60.0
+
+
+def serving(state: LabState) -> dict[int, str]:
+    """The brokers that should answer clients: running ones (not killed, stopped or paused)."""
+    return {b.broker_id: b.address for b in state.brokers
+            if b.broker_id is not None and b.state == NodeState.RUNNING}
+
+
+def can_converge(state: LabState) -> bool:
+    """Whether started brokers can join: ZooKeeper runs, or a majority of the voters do."""
+    if state.zookeeper is not None:
+        return state.zookeeper.state == NodeState.RUNNING
+    voters = state.voters
+    running = [v for v in voters if v.state == NodeState.RUNNING]
+    return 2 * len(running) > len(voters)
 
 
 def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]],

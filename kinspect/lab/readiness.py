@@ -1,4 +1,10 @@
-"""Waiting for a lab to be usable: ZooKeeper answering, every broker registered, a controller."""
+"""Waiting for a lab to be usable: ZooKeeper answering, every broker registered, a controller,
+and then every broker answering with metadata that lists them all.
+
+Registered is not usable: a broker is in ZooKeeper (or the quorum's metadata) before it accepts
+connections, and the controller tells the others about it later still. A replication-factor-3
+topic created in between fails ("larger than available brokers"), so `lab up` waits for what
+a client will see."""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import socket
 import time
 from collections.abc import Callable
 
+from kinspect.clients.wire import ask_metadata
 from kinspect.clients.zookeeper import read_controller, zk_session
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
@@ -140,3 +147,40 @@ def wait_for_kraft(state: LabState, deadline: float, dead: Callable[[], list[str
     missing = sorted(b for b in wanted - seen if b is not None)
     raise KinspectError(f"brokers {missing} did not join the KRaft cluster in time"
                         if missing else "the controller quorum elected no leader in time")
+
+
+def served_gaps(brokers: dict[int, str]) -> dict[int, str]:
+    """What keeps these brokers from being usable: broker id -> why (empty when none).
+
+    Each is asked on a connection of its own (PLAINTEXT, which every lab broker keeps) and
+    must list every one of `brokers` in the metadata it serves."""
+    gaps: dict[int, str] = {}
+    for broker_id, address in sorted(brokers.items()):
+        try:
+            listed = set(ask_metadata(address, timeout=2.0, broker_id=broker_id).brokers)
+        except Exception as exc:  # refused, reset, timed out: not answering yet
+            gaps[broker_id] = f"does not answer ({type(exc).__name__})"
+            continue
+        missing = sorted(set(brokers) - listed)
+        if missing:
+            gaps[broker_id] = f"does not list broker{'s' if len(missing) > 1 else ''} " + \
+                ", ".join(map(str, missing))
+    return gaps
+
+
+def wait_until_served(brokers: dict[int, str], deadline: float,
+                      progress: Callable[[str], None]) -> dict[int, str]:
+    """Until every broker answers and lists them all, or the deadline; the gaps left."""
+    gaps = served_gaps(brokers)
+    said = False
+    while gaps and time.monotonic() < deadline:
+        if not said:
+            progress("  waiting for every broker to answer and list the others")
+            said = True
+        time.sleep(0.2)
+        gaps = served_gaps(brokers)
+    return gaps
+
+
+def describe_gaps(gaps: dict[int, str]) -> str:
+    return "; ".join(f"broker {broker} {why}" for broker, why in sorted(gaps.items()))

@@ -314,6 +314,9 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
         print(f"bootstrap {data['bootstrap']}   mode KRaft   {_quorum_line(state)}")
     else:
         print(f"bootstrap {data['bootstrap']}   zookeeper {data['zookeeper']}")
+    if data["rootless_holder"]:
+        print(f"rootless: in a user namespace held by pid {data['rootless_holder']} "
+              "(kinspect lab down ends it)")
     in_containers = data["backend"] == "docker"
     print((f"{'NODE':8} {'ROLE':10} {'STATE':9} {'ADDRESS':22} {'PID':8}"
            + (" CONTAINER (docker logs / exec)" if in_containers else "")).rstrip())

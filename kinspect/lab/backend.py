@@ -584,6 +584,7 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "lab_id": state.lab_id,
         "network": state.network,
         "network_faults": network_faults,
+        "rootless_holder": state.extra.get("userns_holder"),
         "preset": state.preset,
         "kafka_version": state.kafka_version,
         "mode": state.mode,

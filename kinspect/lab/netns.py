@@ -24,7 +24,7 @@ BENCH_BLOCK = ipaddress.ip_network("198.18.0.0/15")
 def can_use_netns() -> str | None:
     """None when namespaces can be used here, else the one-line reason why not."""
     if os.geteuid() != 0:
-        return "network faults need root (or the docker backend)"
+        return "network faults need root, user namespaces (see kinspect doctor) or docker"
     for tool in ("ip", "iptables"):
         if not shutil.which(tool):
             return f"network faults need '{tool}' (apt install iproute2 iptables)"

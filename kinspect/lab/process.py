@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, netns
+from kinspect.lab import dist, netns, userns
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import (
     CONTROLLER_PORT,
@@ -32,6 +32,7 @@ from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, loa
 from kinspect.paths import lab_dir
 
 STOP_GRACE_S = 30.0
+LOOPBACK_ONLY = "network faults need root, user namespaces (see kinspect doctor) or docker"
 
 
 class ProcessBackend(LabBackend):
@@ -73,16 +74,19 @@ class ProcessBackend(LabBackend):
         version = dist.ensure(progress, version=options.kafka).version
         for node in nodes:
             node.netns = slot.netns(node.name) if slot else None
+        holder = userns.inside()
         return self._new_state(options, nodes, version, network,
                                slot.number if slot else None,
                                slot.host_address if slot else "127.0.0.1",
-                               base_port=options.base_port)
+                               base_port=options.base_port, userns_holder=holder)
 
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
         deadline = time.monotonic() + options.timeout_s
         if state.slot is not None:
             slot = netns.Slot(state.slot)
-            progress(f"network: bridge {slot.bridge}, {slot.subnet}, one namespace per node")
+            progress(f"network: bridge {slot.bridge}, {slot.subnet}, one namespace per node"
+                     + (" (rootless: in a user namespace of its own)"
+                        if state.extra.get("userns_holder") else ""))
             netns.create_bridge(slot)
             if netns.bridge_netfilter_on():
                 state.forward_rule = True
@@ -183,7 +187,7 @@ class ProcessBackend(LabBackend):
 
     def network_faults_unavailable(self, state: LabState) -> str | None:
         if state.slot is None:
-            return "network faults need root (or the docker backend); this lab runs on loopback"
+            return f"{LOOPBACK_ONLY}; this lab runs on loopback"
         return None
 
     def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
@@ -196,8 +200,7 @@ class ProcessBackend(LabBackend):
     def _in_node(self, state: LabState, node: NodeRecord, commands: list[list[str]],
                  check: bool) -> None:
         if state.slot is None:
-            raise KinspectError("network faults need root (or the docker backend); "
-                                "this lab runs on loopback")
+            raise KinspectError(f"{LOOPBACK_ONLY}; this lab runs on loopback")
         netns.run_in_node(netns.Slot(state.slot), node.name, commands, check)
 
     def broker_log_dir(self, node: str) -> Path | None:

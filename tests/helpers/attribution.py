@@ -15,7 +15,8 @@ def isolated_broker(row: dict[str, Any]) -> int:
     return int(node[len("kafka"):])
 
 
-def check_blame(run_dir: Path, row: dict[str, Any], bootstrap: str) -> float:
+def check_blame(run_dir: Path, row: dict[str, Any], bootstrap: str,
+                via: tuple[str, ...] = ()) -> float:
     """≥ 99 % of the lost messages blamed on the isolated broker, confirmed by its kept
     segments as Kafka's DumpLogSegments reads them; counts recounted by kcat + DuckDB.
     Returns the share blamed on the isolated broker."""
@@ -30,7 +31,7 @@ def check_blame(run_dir: Path, row: dict[str, Any], bootstrap: str) -> float:
     # stamped with the epoch the report gives.
     held = held_by(run_dir, victim, report["run_id"])
     assert held, "no replica snapshot of the isolated broker was kept"
-    in_log = kcat_ids(bootstrap, report["topic"], report["run_id"])
+    in_log = kcat_ids(bootstrap, report["topic"], report["run_id"], via)
     recount = duckdb_recount(run_dir, in_log)
     assert recount["acked"] == report["acked"] and recount["acked_lost"] == lost
     assert recount["in_log"] == report["in_log"] and recount["duplicates"] == report["duplicates"]

@@ -17,9 +17,10 @@ from typing import Any
 IDENT = re.compile(r"^([0-9a-f]{8})-(\d+)-(\d+)\|")
 
 
-def kcat_ids(bootstrap: str, topic: str, run_id: str) -> Counter[str]:
-    """How many times each id of the run is in the topic, read from the beginning by kcat."""
-    out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
+def kcat_ids(bootstrap: str, topic: str, run_id: str, via: tuple[str, ...] = ()) -> Counter[str]:
+    """How many times each id of the run is in the topic, read from the beginning by kcat
+    (run through `via`, e.g. nsenter into a rootless lab's network)."""
+    out = subprocess.run([*via, "kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
                           "-q", "-f", "%s\n"], capture_output=True, text=True, timeout=180,
                          check=True).stdout
     counts: Counter[str] = Counter()

@@ -357,7 +357,10 @@ class LabBackend(ABC):
 
     def _served_after_start(self, state: LabState) -> str:
         """Wait (as `lab up` does) until the running brokers answer and list each other, when
-        the cluster can get there: not while ZooKeeper or the quorum's majority is down."""
+        the cluster can get there: not while partitioned, nor while ZooKeeper or the quorum's
+        majority is down."""
+        if state.groups:
+            return " (not waited for: the network is partitioned)"
         if not can_converge(state):
             return " (not waited for: ZooKeeper or the controller quorum is down)"
         gaps = wait_until_served(serving(state), time.monotonic() + START_WAIT_S,

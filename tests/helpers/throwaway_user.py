@@ -7,15 +7,13 @@ import os
 import pwd
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from types import TracebackType
 
-SYSTEM_PYTHON = Path("/usr/bin/python3")
+from tests.helpers.unprivileged import run_as, user_python
 
 
 class ThrowawayUser:
@@ -26,6 +24,7 @@ class ThrowawayUser:
         self.name = f"ks{uuid.uuid4().hex[:8]}"
         self.home = Path(tempfile.mkdtemp(prefix="kinspect-user-"))
         self.uid = self.gid = -1
+        self.python = Path()
 
     def __enter__(self) -> ThrowawayUser:
         subprocess.run(["useradd", "-M", "-d", str(self.home), "-s", "/bin/bash", self.name],
@@ -49,25 +48,8 @@ class ThrowawayUser:
         shutil.rmtree(self.home, ignore_errors=True)
         assert not left, f"processes of {self.name} outlived it: {left}"
 
-    @property
-    def python(self) -> Path:
-        return self.home / "venv" / "bin" / "python"
-
     def _python(self) -> None:
-        """The test venv's packages through the system Python (the venv's own interpreter may
-        live under /root, which this user cannot enter)."""
-        if not SYSTEM_PYTHON.exists() or subprocess.run(
-                [str(SYSTEM_PYTHON), "-c", f"import sys; assert sys.version_info[:2] == "
-                 f"{tuple(sys.version_info[:2])}"]).returncode != 0:
-            raise RuntimeError(f"{SYSTEM_PYTHON} must be Python {sys.version_info[0]}."
-                               f"{sys.version_info[1]} (make system-deps installs it)")
-        subprocess.run([str(SYSTEM_PYTHON), "-m", "venv", "--without-pip",
-                        str(self.home / "venv")], check=True)
-        site = subprocess.run([str(self.python), "-c", "import sysconfig; "
-                               "print(sysconfig.get_paths()['purelib'])"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        Path(site, "kinspect-under-test.pth").write_text(
-            f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+        self.python = user_python(self.home)
 
     def _jars(self) -> None:
         """Kafka's jars, copied: root's cache is not this user's to read."""
@@ -86,9 +68,7 @@ class ThrowawayUser:
     def run(self, *argv: str, check: bool = True, timeout: float = 300
             ) -> subprocess.CompletedProcess[str]:
         """A command as this user: its uid and gid, no supplementary groups, its own env."""
-        proc = subprocess.run(
-            ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", *argv],
-            env=self.env(), cwd=self.home, capture_output=True, text=True, timeout=timeout)
+        proc = run_as(self.uid, self.gid, argv, self.env(), cwd=self.home, timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(f"{' '.join(argv)} as {self.name}: exit {proc.returncode}\n"
                                  f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")

@@ -33,6 +33,7 @@ def test_acksall_isolated_from_zookeeper_loses_nothing(lab_session: Any, tmp_pat
     assert [f["do"] for f in row["faults"]] == ["isolate-zk", "heal"]
 
 
+@pytest.mark.extended  # CI runs this scenario as an unprivileged user (test_rootless_lab.py)
 def test_acks1_isolated_leader_loses_acknowledged_writes(lab_session: Any,
                                                          tmp_path: Path) -> None:
     row = run("acks1-isolate-leader", tmp_path)

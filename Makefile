@@ -40,7 +40,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[all,dev]'
 	@touch $@
 
 # Refresh the lock: the newest releases pyproject.toml allows, in a throwaway venv; then run
@@ -48,7 +48,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 lock:
 	rm -rf .lock-venv && python3 -m venv .lock-venv
 	.lock-venv/bin/python -m pip install -q --upgrade pip
-	.lock-venv/bin/python -m pip install -q -e '.[dev]'
+	.lock-venv/bin/python -m pip install -q -e '.[all,dev]'
 	{ head -2 constraints.txt; .lock-venv/bin/pip freeze --exclude-editable | grep -v '^#'; } \
 	  > constraints.new && mv constraints.new constraints.txt
 	rm -rf .lock-venv

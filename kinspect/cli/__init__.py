@@ -8,7 +8,6 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from kinspect import __version__
 from kinspect.errors import KinspectError
 from kinspect.profiles import redact
 
@@ -32,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         replay,
         scenario,
     )
+    from kinspect.cli.common import VersionAction
 
     parser = _Parser(
         prog="kinspect", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  kinspect health --profile prod      on call: exit 0/1/2/3\n"
                "  kinspect replay RUN_DIR [--at T]    play a recorded session or run back\n"
                "  kinspect COMMAND --help             every option of a command")
-    parser.add_argument("--version", action="version", version=f"kinspect {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     demo.register(commands)
     lab.register(commands)
@@ -84,6 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `kinspect lab status | head`: the reader had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
+    except ModuleNotFoundError as exc:  # the light install: name the extra this command needs
+        from kinspect.extras import command_words, missing_extra
+
+        if (line := missing_extra(exc, command_words(args))) is None:
+            raise
+        print(f"kinspect: error: {line}", file=sys.stderr)
+        return 2
     except Exception as exc:
         from confluent_kafka import KafkaError, KafkaException
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kinspect.checks import host_ports
 from kinspect.errors import KinspectError
@@ -17,7 +19,7 @@ from kinspect.lab import running_lab
 from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
 from kinspect.target import ClusterTarget, is_kraft_lab, is_lab_cluster
 
-__all__ = ["ClusterTarget", "add_cluster_arguments", "progress", "resolve_cluster"]
+__all__ = ["ClusterTarget", "VersionAction", "add_cluster_arguments", "progress", "resolve_cluster"]
 
 
 def progress(line: str) -> None:
@@ -90,3 +92,24 @@ def progress_line(line: str) -> None:
         print("\r" + line, end="", file=sys.stderr, flush=True)
     else:
         print(line, file=sys.stderr, flush=True)
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the installed distribution's version, read only when asked (importlib.metadata
+    costs ~50 ms, too much for every command's start)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 **_: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the installed kinspect's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("kinspect")
+        except PackageNotFoundError:  # a source tree that was never installed
+            from kinspect import __version__ as found
+        print(f"kinspect {found}")  # on stdout, as argparse's own version action
+        parser.exit()

@@ -27,14 +27,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
-from kinspect.load.ack_ledger import ledger_dir
 from kinspect.model import ClusterSnapshot, PartitionInfo
+
+if TYPE_CHECKING:  # imported where used: LiveLoss is a value the light install's TUI and
+    import numpy as np  # replay read, without the load extra's numpy and pyarrow
 
 Key = tuple[str, int, int]  # topic, partition, producer
 COLUMNS = ["topic", "partition", "producer", "offset", "ack_ts", "status"]
@@ -88,6 +86,8 @@ class _Ranges:
     columns live in one (3, capacity) array grown by doubling, so memory follows batches."""
 
     def __init__(self) -> None:
+        import numpy as np
+
         self._buf = np.empty((3, 16), np.int64)
         self.size = 0  # ranges held
         self.acks = 0  # rows taken, those without an offset too (they are pending as well)
@@ -108,6 +108,8 @@ class _Ranges:
         return bool(first[0] == last[1] + 1 and first[2] == last[2])
 
     def _reserve(self, more: int) -> None:
+        import numpy as np
+
         capacity = self._buf.shape[1]
         if self.size + more <= capacity:
             return
@@ -127,6 +129,8 @@ class _Ranges:
 def ranges_of(offsets: np.ndarray, ack_ts: np.ndarray) -> np.ndarray:
     """Offsets in arrival order as (3, n) ranges: a new one wherever the next offset is not
     one more than the last or was acknowledged at another instant (so no range hides a drop)."""
+    import numpy as np
+
     if offsets.size == 0:
         return np.empty((3, 0), np.int64)
     breaks = np.flatnonzero((np.diff(offsets) != 1) | (np.diff(ack_ts) != 0)) + 1
@@ -149,6 +153,8 @@ def doomed_in_ranges(ranges: np.ndarray, start: int, leader_end: int | None,
                      measured_at: int | None) -> int:
     """`doomed_in_runs` over (3, n) ranges (`ranges_of`), in O(ranges): a run ends where the
     next range starts below the last one's end (offsets inside a range only climb)."""
+    import numpy as np
+
     first, last, ts = ranges
     if first.size == 0:
         return 0
@@ -174,6 +180,10 @@ class LedgerTail:
 
     def refresh(self) -> int:
         """Read the chunks written since the last call; how many acknowledgements they held."""
+        import pyarrow.parquet as pq
+
+        from kinspect.load.ack_ledger import ledger_dir
+
         folder = ledger_dir(self.run_dir)
         if not folder.is_dir():
             return 0
@@ -191,6 +201,9 @@ class LedgerTail:
         return new
 
     def _take(self, table: Any) -> int:
+        import numpy as np
+        import pyarrow.compute as pc
+
         acked = table.filter(pc.equal(table["status"], "acked"))
         if acked.num_rows == 0:
             return 0

@@ -19,9 +19,7 @@ from kinspect.errors import KinspectError
 from kinspect.load.consumers.settings import consumer_dir
 from kinspect.load.consumers.stats import STATS_DIR, read_consumer_stats
 from kinspect.load.liveloss import LiveLoss
-from kinspect.load.producer_run import stop_load
 from kinspect.load.rundir import SETTINGS_FILE, load_running, new_run_dir
-from kinspect.load.runstats import aggregate, read_stats
 from kinspect.load.trend import RateSample
 
 __all__ = ["LoadRequest", "LoadStatus", "load_status", "start_load", "stop_load"]
@@ -83,6 +81,8 @@ def load_status(run_dir: Path | None) -> LoadStatus | None:
     """The run's settings, whether its load still runs, and its counters (None: no run)."""
     if run_dir is None:
         return None
+    from kinspect.load.runstats import aggregate, read_stats  # the load extra, once one runs
+
     try:
         settings = json.loads((run_dir / SETTINGS_FILE).read_text())
     except (OSError, ValueError):
@@ -93,3 +93,10 @@ def load_status(run_dir: Path | None) -> LoadStatus | None:
                      "running": load_running(consumer_dir(run_dir))}
     return LoadStatus(run_dir, load_running(run_dir), settings, aggregate(read_stats(run_dir)),
                       consumers)
+
+
+def stop_load(run_dir: Path) -> bool:
+    """`producer_run.stop_load`, imported when asked: the screen opens without the load extra."""
+    from kinspect.load import producer_run
+
+    return producer_run.stop_load(run_dir)

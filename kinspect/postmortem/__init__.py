@@ -11,7 +11,20 @@ timeline.png). Four concerns, one sub-package each, and the orchestration here:
 - `run.py` runs one post-mortem; `finish.py` finishes a run (verify, keep evidence, post-mortem).
 """
 
-from kinspect.postmortem.run import run_postmortem
+from typing import TYPE_CHECKING, Any
+
 from kinspect.postmortem.story.values import Report
 
+if TYPE_CHECKING:
+    from kinspect.postmortem.run import run_postmortem
+
 __all__ = ["Report", "run_postmortem"]
+
+
+def __getattr__(name: str) -> Any:
+    """`run_postmortem` on first use: a light install reads a Report without pyspark or pyarrow."""
+    if name == "run_postmortem":
+        from kinspect.postmortem.run import run_postmortem
+
+        return run_postmortem
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,6 @@ from typing import Any
 
 from kinspect.load.rundir import POSTMORTEM_DIR, SCENARIO_FILE
 from kinspect.postmortem.story.values import Report
-from kinspect.scenarios.scenario_run import default_run_dir
 
 FOLLOW_POLL_S = 0.3
 
@@ -59,6 +58,8 @@ class ScenarioOutcome:
 
 def start_scenario(name: str) -> ScenarioProcess:
     """Start the run, keeping the lab afterwards (the screen goes on showing it)."""
+    from kinspect.scenarios.scenario_run import default_run_dir  # the extras: not for the screen
+
     run_dir = default_run_dir(name)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     with open(run_dir.with_suffix(".log"), "w") as out:

@@ -173,7 +173,7 @@ class KinspectApp(ActingApp):
         if event.state != WorkerState.ERROR:
             return
         line = worker_failure(event.worker)
-        self.notify(line, title="a worker failed", severity="error", timeout=30)
+        self.notify(line, title="a worker failed", severity="error", timeout=30, markup=False)
         if event.worker.group in LASTING_WORKERS:
             self.stopped = (*self.stopped, line)
             self._render_header()
@@ -261,7 +261,7 @@ class KinspectApp(ActingApp):
     @on(Said)
     def said(self, message: Said) -> None:
         self.notify(message.text, title=message.title, severity=TOAST_LEVEL[message.severity],
-                    timeout=message.timeout)
+                    timeout=message.timeout, markup=False)  # plain text: "kinspect[lab]" stays
 
     @on(LoadStarted)
     def load_started(self, message: LoadStarted) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from textual.message import Message
 
+from kinspect.extras import installed
 from kinspect.postmortem.spark.spark_client import engine_status, start_engine
 from kinspect.tui.messages import EngineChanged
 
@@ -28,7 +29,10 @@ class EngineKeeper:
         self._process: subprocess.Popen[bytes] | None = None
 
     def run(self, post: Callable[[Message], object]) -> None:
-        """Start an engine unless one answers, then say each change of state (a thread)."""
+        """Start an engine unless one answers, then say each change of state (a thread).
+        Without the postmortem extra there is none to start: m says which extra it needs."""
+        if not installed("postmortem"):
+            return
         if engine_status() is None:
             self._process = start_engine(parent_pid=os.getpid())
         last = ""

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kinspect.load.consumers.settings import consumer_dir
-from kinspect.load.load_process import spawn
-from kinspect.load.producer_run import stop_load
+from kinspect.load.load_process import spawn, stop_load
 
 OUTPUT_FILE = "consume.out"
 

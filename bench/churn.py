@@ -25,7 +25,7 @@ from kinspect.model import (
 )
 from kinspect.model.events import EventKind, Severity
 from kinspect.tui.feed import Feed, Mailbox, Post
-from kinspect.tui.messages import SnapshotArrived
+from kinspect.tui.messages import Arrival, SnapshotArrived
 
 USER_TOPIC, INTERNAL = "bench-10k", 50
 IDLE_EVERY_S, FAILOVER_EVERY_S = 1.0, 0.25
@@ -76,9 +76,10 @@ class ChurnFeed(Feed):
                 round_ += 1
             started = time.perf_counter()
             snapshot, events = churn_snapshot(self.partitions, round_)
+            arrival = Arrival.assessed(snapshot, events)  # as the live feed: in this thread
             self.built_ms.append((time.perf_counter() - started) * 1000)
-            if mailbox.put(snapshot, events):
-                post(SnapshotArrived(snapshot, events, mailbox))
+            if mailbox.put(arrival):
+                post(SnapshotArrived(arrival, mailbox))
             self._stop.wait(FAILOVER_EVERY_S if self.failing.is_set() else IDLE_EVERY_S)
 
     def stop(self) -> None:

@@ -29,7 +29,7 @@ from textual.worker import Worker, WorkerState
 from kinspect.errors import error_line
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
-from kinspect.model import ClusterSnapshot, Severity, Verdict, assess
+from kinspect.model import ClusterSnapshot, HealthReport, Severity
 from kinspect.model.lag import LagTrend
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -89,7 +89,7 @@ class KinspectApp(ActingApp):
         self.load: LoadStatus | None = None
         self.load_dir: Path | None = None  # the run started here (l), for m
         self.problems: tuple[str, ...] = ()
-        self.health: Verdict | None = None  # the assessment of the newest snapshot
+        self.health: HealthReport | None = None  # the newest snapshot's, made in the feed's thread
         self.stopped: tuple[str, ...] = ()  # the feed or engine worker that died: its line
         self.lag_trend = LagTrend()
         self._told: set[str] = set()  # problems already toasted: each distinct one once
@@ -208,10 +208,9 @@ class KinspectApp(ActingApp):
         latest = message.latest()
         if latest is None:
             return
-        snapshot, events = latest
+        snapshot, events = latest.snapshot, latest.events
         started = time.perf_counter()
-        self.snapshot = snapshot
-        self.health = assess(snapshot).verdict  # `kinspect health`'s verdict, assessed once
+        self.snapshot, self.health = snapshot, latest.health  # assessed off the loop
         self.lag_trend.observe(snapshot)
         self.partitions.show(snapshot)
         groups = self.main.query_one("#consumer-groups", Static)
@@ -279,11 +278,12 @@ class KinspectApp(ActingApp):
         title = self.feed.title + ("  read-only" if self.read_only_reason else "")
         self.main.query_one("#header", Static).update(
             header_text(self.snapshot, int(self.clock() * 1000), title,
-                        self.problems + self.stopped, self.engine_state, self.health))
+                        self.problems + self.stopped, self.engine_state,
+                        self.health.verdict if self.health else None))
 
     def _render_side(self) -> None:
         self.main.query_one(LoadPanel).show(self.load)
-        self.main.query_one("#warnings", Static).update(warnings_text(self.snapshot))
+        self.main.query_one("#warnings", Static).update(warnings_text(self.snapshot, self.health))
 
     # ----- the registry: footer visibility, refusal, palette -------------------------------
 
@@ -346,7 +346,7 @@ class KinspectApp(ActingApp):
         table.refilter()
 
     def action_warnings(self) -> None:
-        self.push_screen(WarningsScreen(warnings_text(self.snapshot)))
+        self.push_screen(WarningsScreen(warnings_text(self.snapshot, self.health)))
 
     def action_select_broker(self, broker_id: int) -> None:
         if not self.main.query_one(BrokerTable).select_broker(broker_id):

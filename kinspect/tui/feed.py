@@ -26,7 +26,13 @@ from kinspect.load.load_process import LoadStatus, load_status
 from kinspect.load.trend import RateTrend
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.paths import kinspect_home
-from kinspect.tui.messages import FeedFailed, LabArrived, ProblemsChanged, SnapshotArrived
+from kinspect.tui.messages import (
+    Arrival,
+    FeedFailed,
+    LabArrived,
+    ProblemsChanged,
+    SnapshotArrived,
+)
 
 if TYPE_CHECKING:
     from kinspect.sources.observer import Observer
@@ -34,7 +40,8 @@ if TYPE_CHECKING:
 
 
 class Mailbox:
-    """Holds one snapshot for the UI; newer ones replace it and their events pile up.
+    """Holds one snapshot (an Arrival: with its assessment) for the UI; newer ones replace it
+    and their events pile up.
 
     A failover moves thousands of partitions at once and ZooKeeper notifies each; queueing a
     message per rebuild would put seconds of repaints in front of the user's next key.
@@ -42,18 +49,18 @@ class Mailbox:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: tuple[ClusterSnapshot, list[Event]] | None = None
+        self._pending: Arrival | None = None
 
-    def put(self, snapshot: ClusterSnapshot, events: list[Event]) -> bool:
+    def put(self, arrival: Arrival) -> bool:
         """Store it; True when the UI must be told (nothing was waiting already)."""
         with self._lock:
             if self._pending is None:
-                self._pending = (snapshot, list(events))
+                self._pending = arrival
                 return True
-            self._pending = (snapshot, self._pending[1] + list(events))
+            self._pending = replace(arrival, events=self._pending.events + arrival.events)
             return False
 
-    def take(self) -> tuple[ClusterSnapshot, list[Event]] | None:
+    def take(self) -> Arrival | None:
         with self._lock:
             pending, self._pending = self._pending, None
         return pending
@@ -90,7 +97,7 @@ class RecordedFeed(Feed):
 
     def start(self, post: Post) -> None:
         post(LabArrived(self.lab, self.faults, self.load))
-        post(SnapshotArrived(self.snapshot, self.events))
+        post(SnapshotArrived(Arrival.assessed(self.snapshot, self.events)))
 
 
 class LiveFeed(Feed):
@@ -151,8 +158,10 @@ class LiveFeed(Feed):
         mailbox = Mailbox()
 
         def deliver(snapshot: ClusterSnapshot, events: list[Event]) -> None:
-            if mailbox.put(snapshot, events):
-                post(SnapshotArrived(snapshot, events, mailbox))
+            """In the observer's builder thread: the assessment is made here, off the loop."""
+            arrival = Arrival.assessed(snapshot, events)
+            if mailbox.put(arrival):
+                post(SnapshotArrived(arrival, mailbox))
 
         observer.subscribe(deliver)
         try:

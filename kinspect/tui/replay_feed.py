@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,11 +27,13 @@ from kinspect.lab.state import LabState, NodeRecord
 from kinspect.load.liveloss import LiveLoss
 from kinspect.load.load_process import LoadStatus
 from kinspect.load.trend import trend_from_json
+from kinspect.model import ClusterSnapshot, Event
 from kinspect.sources.playback import Cursor, Frame, Recording, open_recording
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import ReadOnlyConsole
 from kinspect.tui.feed import Feed, Mailbox, Post
 from kinspect.tui.messages import (
+    Arrival,
     LabArrived,
     ProblemsChanged,
     ReplayJumped,
@@ -83,6 +87,7 @@ class ReplayFeed(Feed):
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self.seek_ms: list[float] = []  # how long each seek took (the bench and tests read it)
+        self._assessed: Arrival | None = None  # the last snapshot assessed, and its assessment
 
     # ----- controls (UI thread) ----------------------------------------------------------
 
@@ -186,8 +191,9 @@ class ReplayFeed(Feed):
         post(ReplayJumped(history))
         post(LabArrived(lab_from(frame.lab), [], load_from(frame.load)))
         post(ProblemsChanged(frame.problems))
-        if mailbox.put(frame.snapshot, []):
-            post(SnapshotArrived(frame.snapshot, [], mailbox))
+        arrival = self._arrival(frame.snapshot, ())
+        if mailbox.put(arrival):
+            post(SnapshotArrived(arrival, mailbox))
 
     def _play_until(self, post: Post, mailbox: Mailbox, t: float, limit: int = 1 << 30) -> None:
         """Every frame up to t, in order: their events and journal entries all reach the log."""
@@ -210,8 +216,18 @@ class ReplayFeed(Feed):
         if frame.problems != before.problems:
             post(ProblemsChanged(frame.problems))
         changed = frame.snapshot is not before.snapshot or frame.events
-        if changed and mailbox.put(frame.snapshot, list(frame.events)):
-            post(SnapshotArrived(frame.snapshot, list(frame.events), mailbox))
+        if not changed:
+            return
+        arrival = self._arrival(frame.snapshot, frame.events)
+        if mailbox.put(arrival):
+            post(SnapshotArrived(arrival, mailbox))
+
+    def _arrival(self, snapshot: ClusterSnapshot, events: Iterable[Event]) -> Arrival:
+        """Assessed here, in the player's thread (never on the loop), and once per snapshot:
+        frames that only add events share their snapshot and its assessment."""
+        if self._assessed is None or self._assessed.snapshot is not snapshot:
+            self._assessed = Arrival.assessed(snapshot)
+        return replace(self._assessed, events=tuple(events))
 
 
 class ReplayBar(Static):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kinspect.model import Event
 from kinspect.tui.feed import Mailbox
-from kinspect.tui.messages import SnapshotArrived
+from kinspect.tui.messages import Arrival, SnapshotArrived
 from tests.helpers.model_fixtures import T0, demo_snapshot
 
 
@@ -14,20 +14,32 @@ def event(n: int) -> Event:
 
 def test_burst_is_one_message_with_the_newest_snapshot_and_all_events() -> None:
     box = Mailbox()
-    first, second, third = (demo_snapshot(taken_at=T0 + i) for i in range(3))
-    assert box.put(first, [event(1)]) is True  # the UI must be told
-    assert box.put(second, [event(2)]) is False  # already told: just replace
-    assert box.put(third, [event(3), event(4)]) is False
-    message = SnapshotArrived(first, [event(1)], box)
+    first, second, third = (Arrival.assessed(demo_snapshot(taken_at=T0 + i)) for i in range(3))
+    assert box.put(Arrival.assessed(first.snapshot, [event(1)])) is True  # the UI must be told
+    assert box.put(Arrival.assessed(second.snapshot, [event(2)])) is False  # told: replace
+    assert box.put(Arrival.assessed(third.snapshot, [event(3), event(4)])) is False
+    message = SnapshotArrived(first, box)
     latest = message.latest()
     assert latest is not None
-    snapshot, events = latest
-    assert snapshot.taken_at == T0 + 2
-    assert [e.detail for e in events] == ["change 1", "change 2", "change 3", "change 4"]
+    assert latest.snapshot is third.snapshot and latest.snapshot.taken_at == T0 + 2
+    assert [e.detail for e in latest.events] == ["change 1", "change 2", "change 3", "change 4"]
     assert message.latest() is None  # a second message for the same burst shows nothing
-    assert box.put(first, []) is True  # and the next snapshot is news again
+    assert box.put(first) is True  # and the next snapshot is news again
+
+
+def test_the_newest_snapshot_keeps_its_own_assessment() -> None:
+    """The health drawn is the newest snapshot's, not the first one's of the burst."""
+    box = Mailbox()
+    calm = Arrival.assessed(demo_snapshot())
+    worse = Arrival.assessed(demo_snapshot(isolated_leader=True, taken_at=T0 + 1))
+    box.put(calm)
+    box.put(worse)
+    latest = box.take()
+    assert latest is not None and latest.health is worse.health
+    assert calm.health.at_min_isr == ()
+    assert latest.health.at_min_isr == ("orders-2", "test1-0")
 
 
 def test_recorded_messages_carry_their_own_snapshot() -> None:
-    snapshot = demo_snapshot()
-    assert SnapshotArrived(snapshot, []).latest() == (snapshot, [])
+    arrival = Arrival.assessed(demo_snapshot())
+    assert SnapshotArrived(arrival).latest() is arrival

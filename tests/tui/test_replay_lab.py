@@ -48,7 +48,7 @@ def test_a_recorded_leader_kill_replays_at_its_time(lab: dict[str, Any], zk: Kaz
     def post(message: Message) -> None:
         """What the app does with a snapshot: take it from the mailbox (else no more come)."""
         if isinstance(message, SnapshotArrived) and (latest := message.latest()):
-            snaps.append(latest[0])
+            snaps.append(latest.snapshot)
 
     thread = threading.Thread(target=feed.start, args=(post,), daemon=True)
     thread.start()

@@ -26,6 +26,7 @@ from kinspect.postmortem.story.values import (
     Report,
     RunWindow,
     Unavailable,
+    known_sum,
 )
 
 if TYPE_CHECKING:
@@ -209,8 +210,8 @@ def _consumer_side(spark: Any, inputs: RunInputs, say: Callable[[str], None],
 
 
 def _notes(inputs: RunInputs) -> list[str]:
-    """What the run dir lacked, and what acks=0 means."""
-    notes = list(inputs.verify_warnings)
+    """What the run dir lacked or held unreadable, and what acks=0 means."""
+    notes = list(inputs.verify_warnings) + inputs.unread
     if inputs.timeline is None:
         notes.append("no timeline was recorded (run `kinspect watch --run-dir` during the load)")
     if inputs.faults is None:
@@ -250,10 +251,11 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
         topic=inputs.topic, acks=inputs.acks, sent=total.sent, acked=total.acked,
         failed=total.failed, unknown=total.unknown, in_log=sum(p.in_log for p in partitions),
         in_log_ids=total.in_log_ids, foreign_records=sum(p.foreign for p in partitions),
-        other_runs_records=sum(p.other_runs for p in partitions), acked_lost=total.acked_lost,
+        other_runs_records=known_sum(p.other_runs for p in partitions),
+        acked_lost=total.acked_lost,
         unacked_present=total.unacked_present, live_lost=_live_lost(inputs.run_dir),
         unknown_present=total.unknown_present, not_in_ledger=total.not_in_ledger,
-        client_lost=total.unknown - total.unknown_present, refused=inputs.refused,
+        client_lost=total.client_lost, refused=inputs.refused,
         duplicates=total.duplicates, duplicate_ids=total.duplicate_ids,
         reordered=sum(p.reordered for p in partitions), partitions=tuple(partitions),
         lost_ranges=lost_ranges, lost_ranges_more=more,

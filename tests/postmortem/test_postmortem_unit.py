@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ import pytest
 from kinspect.errors import KinspectError
 from kinspect.model.events import EventKind, LogKind, Source, TimelineEvent
 from kinspect.postmortem.evidence import brokerlogs
-from kinspect.postmortem.evidence.inputs import load_inputs, read_jsonl, run_window
+from kinspect.postmortem.evidence.inputs import load_inputs, read_jsonl, read_timeline, run_window
+from kinspect.postmortem.run import _notes as run_notes
 from kinspect.postmortem.story import report as rep
 from kinspect.postmortem.story import timeline
 from kinspect.postmortem.story.values import Report
@@ -111,11 +113,55 @@ def test_other_topics_and_repeated_zk_lines_are_dropped() -> None:
     assert events[2].partition == "test1-0"
 
 
-def test_torn_jsonl_line_is_skipped(tmp_path: Path) -> None:
+def test_torn_jsonl_line_is_skipped_and_said_with_its_line_number(tmp_path: Path) -> None:
     path = tmp_path / "timeline.jsonl"
-    path.write_text('{"ts": 1, "kind": "a"}\nnot json\n{"ts": 2, "kind": "b"}\n{"ts": 3, "ki')
-    assert [e["kind"] for e in read_jsonl(path) or []] == ["a", "b"]
+    path.write_text('{"ts": 1, "kind": "a"}\nnot json\n{"ts": 2, "kind": "b"}\n["ts"]\n'
+                    '{"ts": 3, "ki')
+    lines = read_jsonl(path)
+    assert lines is not None
+    assert [(n, e["kind"]) for n, e in lines.entries] == [(1, "a"), (3, "b")]
+    assert lines.skipped == (
+        "timeline.jsonl: 2 lines skipped, not JSON (a torn or garbled line): lines 2, 5",
+        "timeline.jsonl: 1 line skipped, not a JSON object with a numeric ts: line 4")
     assert read_jsonl(tmp_path / "absent.jsonl") is None
+
+
+def test_timeline_lines_this_version_cannot_read_are_counted_not_dropped(tmp_path: Path) -> None:
+    """Unknown kinds (a newer observer's) and values that are not theirs: skipped, each reason
+    said once with how many lines and which; the rest of the timeline is read."""
+    known = {"ts": 5, "kind": "leader_changed", "partition": "t-0", "old": 1, "new": 2,
+             "epoch": 4, "severity": "warn", "detail": "leader 1 → 2 (epoch 4)"}
+    rows = [known, {"ts": 6, "kind": "quorum_wobbled"}, {"ts": 7, "kind": "quorum_wobbled"},
+            {**known, "ts": 8, "severity": "dire"}, *[{"ts": 9 + i, "kind": "x"} for i in range(6)]]
+    path = tmp_path / "timeline.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{torn\n")
+    read = read_timeline(path)
+    assert read is not None
+    assert [(e.ts, e.kind, e.old, e.new) for e in read.events] == [(5, "leader_changed", 1, 2)]
+    assert read.skipped == (
+        "timeline.jsonl: 1 line skipped, not JSON (a torn or garbled line): line 11",
+        "timeline.jsonl: 2 lines skipped, of kind 'quorum_wobbled', unknown to this version: "
+        "lines 2, 3",
+        "timeline.jsonl: 1 line skipped, with a value this version cannot read ('dire' is not a "
+        "valid Severity): line 4",
+        "timeline.jsonl: 6 lines skipped, of kind 'x', unknown to this version: lines 5, 6, 7, "
+        "8, 9 and 1 more")
+
+
+def test_skipped_evidence_reaches_the_reports_notes(tmp_path: Path) -> None:
+    run = scenario_a(tmp_path / "run")
+    path = run / "timeline.jsonl"
+    kept = path.read_text().splitlines()
+    path.write_text("\n".join([*kept, '{"ts": 1700000001000, "kind": "from_the_future"}',
+                               '{"ts": 17']))
+    inputs = load_inputs(run)
+    assert len(kept) == 6 and kept[-1] == '{"ts": 17000000'  # run A's own torn last line
+    assert inputs.unread == [
+        "timeline.jsonl: 2 lines skipped, not JSON (a torn or garbled line): lines 6, 8",
+        "timeline.jsonl: 1 line skipped, of kind 'from_the_future', unknown to this version: "
+        "line 7"]
+    assert inputs.timeline is not None and len(inputs.timeline) == 5
+    assert set(inputs.unread) <= set(run_notes(inputs))
 
 
 def test_inputs_from_footers_only(tmp_path: Path) -> None:
@@ -237,3 +283,20 @@ def test_wrong_schema_is_named(tmp_path: Path) -> None:
     pq.write_table(pa.table({"x": [1]}), run / "final_log" / "part-0001.parquet")
     with pytest.raises(KinspectError, match=r"part-0001\.parquet lacks column"):
         load_inputs(run)
+
+
+def test_refused_sends_are_unknown_when_a_chunk_does_not_say(tmp_path: Path) -> None:
+    """A ledger chunk written before refused sends were counted has no kinspect.refused in its
+    footer: the run's refused count is unknown, not 0; chunks that say it are added up."""
+    import pyarrow.parquet as pq
+
+    run = scenario_a(tmp_path / "run")
+    assert load_inputs(run).refused == 0  # every chunk says 0
+    chunk = sorted((run / "ledger").glob("p001-*.parquet"))[0]
+    table = pq.read_table(chunk)
+    told = dict(table.schema.metadata)
+    pq.write_table(table.replace_schema_metadata({**told, b"kinspect.refused": b"3"}), chunk)
+    assert load_inputs(run).refused == 3
+    del told[b"kinspect.refused"]
+    pq.write_table(table.replace_schema_metadata(told), chunk)
+    assert load_inputs(run).refused is None

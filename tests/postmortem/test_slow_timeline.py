@@ -23,7 +23,9 @@ def test_a_shrink_of_a_slowed_broker_is_timed_and_said() -> None:
          "isr": [1], "detail": "3 left the ISR → [1]"},  # not slowed: not blamed on the link
         {"ts": 45_000, "kind": "isr_expanded", "partition": "test1-0", "replica": 2,
          "isr": [1, 2], "detail": "2 rejoined the ISR → [1, 2]"}]
-    events, lines = tl.slow_links(tl.merge(observer_events(observer), faults, [], "test1"))
+    seen, skipped = observer_events(enumerate(observer, 1))
+    assert skipped == {} and len(seen) == 3
+    events, lines = tl.slow_links(tl.merge(seen, faults, [], "test1"))
     assert [line.to_json() for line in lines] == [{
         "node": "kafka2", "broker": 2, "slowed_ts": 1_000, "left_isr_ts": 11_500,
         "left_isr_ms": 10_500, "unslowed_ts": 40_000, "rejoined_ts": 45_000,
@@ -41,6 +43,8 @@ def test_a_shrink_after_the_link_is_restored_is_not_blamed_on_it() -> None:
               _journal(2_000, "unslow", None, "links at full speed")]
     observer = [{"ts": 30_000, "kind": "isr_shrank", "partition": "test1-0", "replica": 3,
                  "isr": [1, 2], "detail": "3 left the ISR → [1, 2]"}]
-    _, lines = tl.slow_links(tl.merge(observer_events(observer), faults, [], "test1"))
+    seen, skipped = observer_events(enumerate(observer, 1))
+    assert skipped == {}
+    _, lines = tl.slow_links(tl.merge(seen, faults, [], "test1"))
     assert lines[0].left_isr_ts is None and lines[0].unslowed_ts == 2_000
     assert "never left the ISR" in slow_link_markdown([line.to_json() for line in lines])[-1]

@@ -9,6 +9,7 @@ reads the data itself.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,28 +66,70 @@ class RunInputs:
     run: RunInfo | None = None
     run_id: str | None = None  # None: a run dir made before run ids
     replica_snapshots: list[Path] = field(default_factory=list)
-    refused: int = 0  # sends the client refused (a full buffer), from the chunks' footers
+    # sends the client refused (a full buffer), from the chunks' footers; None: a chunk written
+    # before they were counted does not say
+    refused: int | None = 0
     verify_warnings: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)  # lines of the .jsonl files skipped, and why
 
     @property
     def ledger_rows(self) -> int:
         return sum(m.rows for m in self.producers.values())
 
 
-def read_timeline(path: Path) -> list[TimelineEvent] | None:
-    """The observer's events (None when absent); a kind this version does not know is skipped."""
-    entries = read_jsonl(path)
-    return None if entries is None else observer_events(entries)
+@dataclass(frozen=True)
+class JsonLines:
+    """A .jsonl file's objects with their line numbers, and one sentence per kind of line that
+    was skipped: evidence left out is said, never dropped in silence."""
+
+    entries: tuple[tuple[int, JsonObject], ...]
+    skipped: tuple[str, ...] = ()
 
 
-def observer_events(entries: list[JsonObject]) -> list[TimelineEvent]:
-    return [e for entry in entries if (e := TimelineEvent.from_json(entry)) is not None]
+@dataclass(frozen=True)
+class Evidence:
+    """Events read from one .jsonl file, and what of it was skipped (JsonLines.skipped)."""
+
+    events: list[TimelineEvent]
+    skipped: tuple[str, ...] = ()
 
 
-def read_faults(path: Path) -> list[TimelineEvent] | None:
+def read_timeline(path: Path) -> Evidence | None:
+    """The observer's events (None when absent); lines of kinds this version does not know,
+    or with values that are not theirs, are skipped and counted."""
+    lines = read_jsonl(path)
+    if lines is None:
+        return None
+    events, skipped = observer_events(lines.entries)
+    return Evidence(events, lines.skipped + _said(path.name, skipped))
+
+
+def observer_events(entries: Iterable[tuple[int, JsonObject]]
+                    ) -> tuple[list[TimelineEvent], dict[str, list[int]]]:
+    """The events, and the line numbers skipped by why (`kind foo unknown to this version`)."""
+    events: list[TimelineEvent] = []
+    skipped: dict[str, list[int]] = {}
+    for number, entry in entries:
+        try:
+            event = TimelineEvent.from_json(entry)
+        except ValueError as exc:  # one reason for them all, the first one's words as example
+            why = next((k for k in skipped if k.startswith(BAD_VALUE)), f"{BAD_VALUE} ({exc})")
+            skipped.setdefault(why, []).append(number)
+            continue
+        if event is None:
+            why = f"of kind {str(entry.get('kind'))!r}, unknown to this version"
+            skipped.setdefault(why, []).append(number)
+        else:
+            events.append(event)
+    return events, skipped
+
+
+def read_faults(path: Path) -> Evidence | None:
     """The lab's journal as fault events (None when absent)."""
-    entries = read_jsonl(path)
-    return None if entries is None else [fault_event(entry) for entry in entries]
+    lines = read_jsonl(path)
+    if lines is None:
+        return None
+    return Evidence([fault_event(entry) for _, entry in lines.entries], lines.skipped)
 
 
 def fault_event(entry: JsonObject) -> TimelineEvent:
@@ -109,19 +152,41 @@ def fault_event(entry: JsonObject) -> TimelineEvent:
         lab_id=None if lab_id is None else str(lab_id))
 
 
-def read_jsonl(path: Path) -> list[JsonObject] | None:
-    """None when absent; a torn or garbled line (crash mid-write) is skipped, never fatal."""
+def read_jsonl(path: Path) -> JsonLines | None:
+    """None when absent. A torn or garbled line (a crash mid-write) is skipped, never fatal,
+    and said with its line number, as is a line that is not an object with a time."""
     if not path.is_file():
         return None
     out = []
-    for line in path.read_text(errors="replace").splitlines():
+    skipped: dict[str, list[int]] = {}
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
+            skipped.setdefault("not JSON (a torn or garbled line)", []).append(number)
             continue
         if isinstance(entry, dict) and isinstance(entry.get("ts"), int | float):
-            out.append(entry)
-    return out
+            out.append((number, entry))
+        else:
+            skipped.setdefault("not a JSON object with a numeric ts", []).append(number)
+    return JsonLines(tuple(out), _said(path.name, skipped))
+
+
+def _said(name: str, skipped: dict[str, list[int]]) -> tuple[str, ...]:
+    """`timeline.jsonl: 2 lines skipped, not JSON (a torn or garbled line): lines 7, 9`."""
+    out = []
+    for why, numbers in skipped.items():
+        shown = ", ".join(map(str, numbers[:SHOWN_LINES]))
+        more = f" and {len(numbers) - SHOWN_LINES:,} more" if len(numbers) > SHOWN_LINES else ""
+        noun = "line" if len(numbers) == 1 else "lines"
+        out.append(f"{name}: {len(numbers):,} {noun} skipped, {why}: {noun} {shown}{more}")
+    return tuple(out)
+
+
+SHOWN_LINES = 5  # line numbers named per reason; the count says the rest
+BAD_VALUE = "with a value this version cannot read"
 
 
 def _footer(path: Path, expected: pa.Schema, run_dir: Path) -> pq.FileMetaData:
@@ -168,7 +233,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
     producers: dict[int, ProducerMeta] = {}
     topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
     run_ids: set[str] = set()
-    refused = 0
+    refused: int | None = 0
     for path in ledger_files:
         meta = _footer(path, LEDGER_SCHEMA, run_dir)
         kv = meta.metadata or {}
@@ -180,7 +245,7 @@ def load_inputs(run_dir: Path) -> RunInputs:
         topic = kv.get(b"kinspect.topic", b"").decode() or topic
         acks = kv.get(b"kinspect.acks", b"").decode() or acks
         run_ids.add(kv.get(b"kinspect.run", b"").decode())
-        refused += int(kv.get(b"kinspect.refused", b"0") or 0)
+        refused = _add_refused(refused, kv.get(b"kinspect.refused"))
         pm = producers.setdefault(producer, ProducerMeta())
         pm.sent_upto = max(pm.sent_upto, upto)
         pm.rows += meta.num_rows
@@ -202,15 +267,28 @@ def load_inputs(run_dir: Path) -> RunInputs:
         raise KinspectError(f"{run_dir}: the ledger holds more than one run "
                             f"({', '.join(sorted(ledger_runs | ({run.run_id} if run else set())))})")
     replicas = run_dir / REPLICAS_DIR
+    timeline, faults = read_timeline(run_dir / TIMELINE_FILE), read_faults(run_dir / FAULTS_FILE)
     return RunInputs(
         verify_warnings=_verify_warnings(run_dir),
         run=run, run_id=run.run_id if run else (next(iter(ledger_runs)) if ledger_runs else None),
         replica_snapshots=sorted(p for p in replicas.iterdir() if p.is_dir()) if replicas.is_dir() else [],
         run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
         producers=producers, topic=topic, acks=acks,
-        timeline=read_timeline(run_dir / TIMELINE_FILE), faults=read_faults(run_dir / FAULTS_FILE),
+        timeline=None if timeline is None else timeline.events,
+        faults=None if faults is None else faults.events,
+        unread=[line for e in (timeline, faults) if e is not None for line in e.skipped],
         broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
         final_log_rows=final_rows, final_log_ordered=ordered, refused=refused)
+
+
+def _add_refused(total: int | None, told: bytes | None) -> int | None:
+    """A chunk's refused sends added; a chunk that does not say makes the total unknown."""
+    if total is None or told is None:
+        return None
+    try:
+        return total + int(told)
+    except ValueError:
+        raise KinspectError(f"a ledger chunk's kinspect.refused is not a number ({told!r})") from None
 
 
 def _final_log(run_dir: Path, topic: str) -> tuple[list[Path], list[int], int, bool]:

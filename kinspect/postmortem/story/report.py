@@ -44,6 +44,14 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
+NOT_RECORDED = "not recorded"  # a count an older report.json lacks: never shown as 0
+
+
+def count_text(value: int | None) -> str:
+    """`1,234`, or "not recorded" for a count the report's version did not measure."""
+    return NOT_RECORDED if value is None else f"{value:,}"
+
+
 def duration(ms: int) -> str:
     return f"{ms} ms" if abs(ms) < 1000 else f"{ms / 1000:.1f} s"
 
@@ -73,18 +81,20 @@ def attribution(epochs: Sequence[LostEpoch]) -> list[Attribution]:
     (`measured` of them were: a zombie keeps acknowledging for a moment after the heal, past
     the snapshot taken before it)."""
     rows: dict[tuple[int, int | None, int | None], Attribution] = {}
+    measured: dict[tuple[int, int | None, int | None], int] = {}
     for e in epochs:
         key = (e.pp, e.epoch, e.broker)
         row = rows.get(key) or Attribution(e.pp, e.epoch, e.broker, 0, 0, e.first_ack_ts,
                                            e.last_ack_ts, e.first_offset, e.last_offset)
+        measured[key] = measured.get(key, 0) + (e.count if e.method == "measured" else 0)
         rows[key] = replace(
             row, count=row.count + e.count,
-            measured=row.measured + (e.count if e.method == "measured" else 0),
             first_ack_ts=_pick(min, row.first_ack_ts, e.first_ack_ts),
             last_ack_ts=_pick(max, row.last_ack_ts, e.last_ack_ts),
             first_offset=_pick(min, row.first_offset, e.first_offset),
             last_offset=_pick(max, row.last_offset, e.last_offset))
-    out = [replace(row, method=_method(row)) for row in rows.values()]
+    out = [replace(row, measured=measured[key], method=_method(measured[key], row.count))
+           for key, row in rows.items()]
     return sorted(out, key=lambda a: (-a.count, a.partition, a.leader_epoch or -1))
 
 
@@ -93,9 +103,8 @@ def _pick(how: Callable[[int, int], int], a: int | None, b: int | None) -> int |
     return how(*values) if len(values) == 2 else (values[0] if values else None)
 
 
-def _method(row: Attribution) -> Method:
-    return ("measured" if row.measured == row.count
-            else "inferred" if row.measured == 0 else "mixed")
+def _method(measured: int, count: int) -> Method:
+    return "measured" if measured == count else "inferred" if measured == 0 else "mixed"
 
 
 def blamed(report: Report) -> dict[int | None, int]:
@@ -133,7 +142,7 @@ def explain(report: Report, events: Sequence[TimelineEvent],
             else "at an unknown leader epoch"
         epoch += {"measured": " (measured: found in its kept log segments)",
                   "inferred": " (inferred from the brokers' leadership history)",
-                  "mixed": f" (measured for {top.measured:,} of them, found in its kept log "
+                  "mixed": f" (measured for {count_text(top.measured)} of them, found in its kept log "
                            "segments; the rest inferred from the brokers' leadership history)"}.get(
                       top.method or "", "")
         share = "" if top.count == lost else f" ({top.count:,} of them)"
@@ -227,7 +236,7 @@ def markdown(report: Report) -> str:
              f"acks={report.acks}, {report.engine}, {report.seconds:.1f} s.", "",
              report.explanation, "", "| | messages |", "|---|---:|"]
     for key in MD_NUMBERS:
-        lines.append(f"| {key.replace('_', ' ')} | {getattr(report, key) or 0:,} |")
+        lines.append(f"| {key.replace('_', ' ')} | {count_text(getattr(report, key))} |")
     if report.live_lost is not None:
         lines.append(f"| acked lost, as judged live | {report.live_lost:,} |")
     lines += consumer_markdown(report.consumers)
@@ -266,7 +275,8 @@ def attribution_markdown(report: Report) -> list[str]:
              "acked from | to | how we know |", "|---:|---:|---:|---:|---|---|---|"]
     for a in report.attribution:
         broker = a.broker if a.broker is not None else "unknown"
-        how = a.method if a.method != "mixed" else f"{a.measured:,} measured, rest inferred"
+        how = (NOT_RECORDED if a.method is None else a.method if a.method != "mixed"
+               else f"{count_text(a.measured)} measured, rest inferred")
         lines.append(f"| {a.partition} | {a.leader_epoch} | {broker} | "
                      f"{a.count:,} | {clock(a.first_ack_ts)} | {clock(a.last_ack_ts)} | "
                      f"{how} |")

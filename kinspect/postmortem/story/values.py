@@ -2,9 +2,13 @@
 
 `Report.to_json()` is report.json, key for key and in the same order, with `schema_version`
 first; `Report.from_json()` reads it back, and reads the files written before the version
-existed (version 1) too: a key an older file lacks takes its field's default. The values the
-timeline gives (`fault`, `timeline`, `slow_links`) stay the JSON objects story/timeline.py
-makes of them.
+existed (version 1) too. A count an older file lacks because its code did not measure it yet
+(`refused`, `client_lost`, `unknown_present`, `other_runs_records`, `unavailable_total_ms`, a
+partition's `other_runs`, an attribution's `measured`) reads as None, "not recorded", never as
+a 0 that looks measured; a list of things that could not exist before the key did (slow links
+before the lab slowed links, replica snapshots before the lab kept them) reads as empty. The
+values the timeline gives (`fault`, `timeline`, `slow_links`) stay the JSON objects
+story/timeline.py makes of them.
 """
 
 from __future__ import annotations
@@ -35,6 +39,16 @@ def opt_int(data: Mapping[str, object], key: str) -> int | None:
     """An int of a JSON object (None: absent, null or not a number)."""
     value = data.get(key)
     return int(value) if isinstance(value, int | float) else None
+
+
+def known_sum(values: Iterable[int | None]) -> int | None:
+    """A total over rows; None when a row's count is unknown (an older file's)."""
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
 
 
 def _objects(data: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
@@ -77,22 +91,31 @@ class Counts:
     in_log_ids: int = 0
     acked_lost: int = 0
     unacked_present: int = 0
-    unknown_present: int = 0
+    unknown_present: int | None = 0  # None: a file from before it was counted
     not_in_ledger: int = 0
     duplicates: int = 0
     duplicate_ids: int = 0
 
+    @property
+    def client_lost(self) -> int | None:
+        """Sent, never answered and not in the log: lost inside a dead generator."""
+        return None if self.unknown_present is None else self.unknown - self.unknown_present
+
     @classmethod
     def total(cls, rows: Iterable[Counts]) -> Counts:
         rows = list(rows)
-        return cls(**{f.name: sum(getattr(r, f.name) for r in rows) for f in fields(cls)})
+        return cls(**{f.name: sum(getattr(r, f.name) for r in rows) for f in fields(cls)
+                      if f.name != "unknown_present"},
+                   unknown_present=known_sum(r.unknown_present for r in rows))
 
     def to_json(self) -> JsonObject:
         return _plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Counts:
-        return cls(**{f.name: _int(data, f.name) for f in fields(cls)})
+        return cls(**{f.name: _int(data, f.name) for f in fields(cls)
+                      if f.name != "unknown_present"},
+                   unknown_present=opt_int(data, "unknown_present"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +126,7 @@ class PartitionRow:
     counts: Counts
     in_log: int = 0
     foreign: int = 0
-    other_runs: int = 0
+    other_runs: int | None = None  # None: from before run ids told other runs apart
     reordered: int = 0
     final_log: bool = False  # verify read this partition back
     lost_by_epoch: dict[str, int] = field(default_factory=dict)  # "unknown": no epoch
@@ -117,7 +140,7 @@ class PartitionRow:
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> PartitionRow:
         return cls(_int(data, "partition"), Counts.from_json(data), _int(data, "in_log"),
-                   _int(data, "foreign"), _int(data, "other_runs"), _int(data, "reordered"),
+                   _int(data, "foreign"), opt_int(data, "other_runs"), _int(data, "reordered"),
                    bool(data.get("final_log", False)), _ints_by_name(data, "lost_by_epoch"))
 
 
@@ -131,7 +154,7 @@ class Attribution:
     leader_epoch: int | None
     broker: int | None
     count: int
-    measured: int = 0
+    measured: int | None = None  # None: from before kept replica snapshots were read
     first_ack_ts: int | None = None
     last_ack_ts: int | None = None
     first_offset: int | None = None
@@ -149,7 +172,7 @@ class Attribution:
     def from_json(cls, data: Mapping[str, object]) -> Attribution:
         method = data.get("method")
         return cls(_int(data, "partition"), opt_int(data, "leader_epoch"),
-                   opt_int(data, "broker"), _int(data, "count"), _int(data, "measured"),
+                   opt_int(data, "broker"), _int(data, "count"), opt_int(data, "measured"),
                    opt_int(data, "first_ack_ts"), opt_int(data, "last_ack_ts"),
                    opt_int(data, "first_offset"), opt_int(data, "last_offset"),
                    method if method in ("measured", "inferred", "mixed") else None)
@@ -388,7 +411,8 @@ LostRanges = dict[str, tuple[tuple[int, int], ...]]  # producer -> (first seq, l
 class Report:
     """What a post-mortem found, in report.json's order. The counts are over every partition;
     `live_lost` is what the load judged live (None: not observed); `client_lost` were sent,
-    never answered and not in the log (lost inside a dead generator)."""
+    never answered and not in the log (lost inside a dead generator). A count that is None
+    was not recorded: the file is older than the code that counts it."""
 
     engine: str = ""
     run_dir: str = ""
@@ -402,14 +426,14 @@ class Report:
     in_log: int = 0
     in_log_ids: int = 0
     foreign_records: int = 0
-    other_runs_records: int = 0
+    other_runs_records: int | None = None
     acked_lost: int = 0
     unacked_present: int = 0
     live_lost: int | None = None
-    unknown_present: int = 0
+    unknown_present: int | None = None
     not_in_ledger: int = 0
-    client_lost: int = 0
-    refused: int = 0
+    client_lost: int | None = None
+    refused: int | None = None
     duplicates: int = 0
     duplicate_ids: int = 0
     reordered: int = 0
@@ -422,7 +446,7 @@ class Report:
     timeline_more: int = 0
     unavailable: tuple[Unavailable, ...] = ()
     unavailable_ms: int = 0  # the longest single window without an ack (or leader)
-    unavailable_total_ms: int = 0  # the ack windows added up
+    unavailable_total_ms: int | None = None  # the ack windows added up
     no_leader_ms: int = 0
     slow_links: tuple[JsonObject, ...] = ()  # story/timeline.py SlowLink.to_json
     slowed_left_isr_ms: int | None = None  # from a link slowed to its broker leaving an ISR
@@ -450,7 +474,7 @@ class Report:
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Report:
-        """A report.json of any version; a key an older file lacks takes its default."""
+        """A report.json of any version: a count an older file lacks is None (not recorded)."""
         def count(key: str) -> int:
             return _int(data, key)
 
@@ -465,10 +489,10 @@ class Report:
             sent=count("sent"), acked=count("acked"), failed=count("failed"),
             unknown=count("unknown"), in_log=count("in_log"), in_log_ids=count("in_log_ids"),
             foreign_records=count("foreign_records"),
-            other_runs_records=count("other_runs_records"), acked_lost=count("acked_lost"),
+            other_runs_records=maybe("other_runs_records"), acked_lost=count("acked_lost"),
             unacked_present=count("unacked_present"), live_lost=maybe("live_lost"),
-            unknown_present=count("unknown_present"), not_in_ledger=count("not_in_ledger"),
-            client_lost=count("client_lost"), refused=count("refused"),
+            unknown_present=maybe("unknown_present"), not_in_ledger=count("not_in_ledger"),
+            client_lost=maybe("client_lost"), refused=maybe("refused"),
             duplicates=count("duplicates"), duplicate_ids=count("duplicate_ids"),
             reordered=count("reordered"),
             partitions=tuple(PartitionRow.from_json(p) for p in _objects(data, "partitions")),
@@ -480,7 +504,8 @@ class Report:
             timeline_more=count("timeline_more"),
             unavailable=tuple(Unavailable.from_json(w) for w in _objects(data, "unavailable")),
             unavailable_ms=count("unavailable_ms"),
-            unavailable_total_ms=count("unavailable_total_ms"), no_leader_ms=count("no_leader_ms"),
+            unavailable_total_ms=maybe("unavailable_total_ms"),
+            no_leader_ms=count("no_leader_ms"),
             slow_links=tuple(dict(s) for s in _objects(data, "slow_links")),
             slowed_left_isr_ms=maybe("slowed_left_isr_ms"), isr_min=maybe("isr_min"),
             first_ack_after_fault_ms=maybe("first_ack_after_fault_ms"),

@@ -33,61 +33,85 @@ def utc() -> Iterator[None]:
     time.tzset()
 
 
-def test_main_screen(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=SIZE)
+async def until_drawn(pilot: Any) -> None:
+    """The recorded model comes from the feed's worker thread: on a loaded machine it can
+    arrive after the first frame, and keys or the screenshot must wait for it."""
+    app = pilot.app
+    for _ in range(400):
+        if app.snapshot is not None and app.lab is not None:
+            await pilot.pause()
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the recorded model was not drawn in 20 s")
 
 
-def test_main_screen_wide(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=(160, 45))
+@pytest.fixture
+def snap(snap_compare: Any) -> Any:
+    """snap_compare, once the recorded model is on screen (then any run_before of the test)."""
+    def compare(app: Any, run_before: Any = None, **settings: Any) -> bool:
+        async def before(pilot: Any) -> None:
+            await until_drawn(pilot)
+            if run_before is not None:
+                await run_before(pilot)
+        return bool(snap_compare(app, run_before=before, **settings))
+    return compare
 
 
-def test_main_screen_120(snap_compare: Any) -> None:
+def test_main_screen(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=SIZE)
+
+
+def test_main_screen_wide(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=(160, 45))
+
+
+def test_main_screen_120(snap: Any) -> None:
     """Brokers sized to their content, warnings wrapped beside them, the diverged replica."""
-    assert snap_compare(recorded_app(), terminal_size=(120, 40))
+    assert snap(recorded_app(), terminal_size=(120, 40))
 
 
-def test_main_screen_220(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=(220, 50))
+def test_main_screen_220(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=(220, 50))
 
 
-def test_all_topics_open(snap_compare: Any) -> None:
+def test_all_topics_open(snap: Any) -> None:
     """`a` opens __consumer_offsets too: its 50 rows come after the user topics."""
-    assert snap_compare(recorded_app(), terminal_size=(160, 45), press=["a"])
+    assert snap(recorded_app(), terminal_size=(160, 45), press=["a"])
 
 
-def test_warnings_in_full(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=(120, 40), press=["W"])
+def test_warnings_in_full(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=(120, 40), press=["W"])
 
 
-def test_unhealthy_only(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["u"])
+def test_unhealthy_only(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=SIZE, press=["u"])
 
 
-def test_help_screen(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["question_mark"])
+def test_help_screen(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=SIZE, press=["question_mark"])
 
 
-def test_confirm_kill_modal(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["3", "k"])
+def test_confirm_kill_modal(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=SIZE, press=["3", "k"])
 
 
-def test_isolate_menu(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["2", "i"])
+def test_isolate_menu(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=SIZE, press=["2", "i"])
 
 
-def test_load_form(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["l"])
+def test_load_form(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=SIZE, press=["l"])
 
 
-def test_partition_editor(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(), terminal_size=SIZE, press=["x", *"kafka2"])
+def test_partition_editor(snap: Any) -> None:
+    assert snap(recorded_app(), terminal_size=SIZE, press=["x", *"kafka2"])
 
 
-def test_read_only_footer(snap_compare: Any) -> None:
-    assert snap_compare(recorded_app(read_only=True), terminal_size=SIZE)
+def test_read_only_footer(snap: Any) -> None:
+    assert snap(recorded_app(read_only=True), terminal_size=SIZE)
 
 
-def test_report_screen(snap_compare: Any) -> None:
+def test_report_screen(snap: Any) -> None:
     """The post-mortem report: its lanes (faults, leaders, acked/failed, the lost window) above
     the timeline, for an acks1-isolate-leader-like report."""
     from kinspect.tui.report_screen import ReportScreen
@@ -96,4 +120,4 @@ def test_report_screen(snap_compare: Any) -> None:
         await pilot.app.push_screen(ReportScreen(isolation_report(), Path("/tmp/run/postmortem")))
         await pilot.pause()
 
-    assert snap_compare(recorded_app(), terminal_size=(120, 45), run_before=open_report)
+    assert snap(recorded_app(), terminal_size=(120, 45), run_before=open_report)

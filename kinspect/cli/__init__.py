@@ -69,12 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(["ui"])
         handler = args.handler
     try:
-        from kinspect.cli.rootless import route
+        from kinspect.cli.placement import run_elsewhere
 
-        routed = route(args, list(sys.argv[1:] if argv is None else argv))
-        if routed is not None:  # run inside the rootless lab's namespace
-            return routed
-        return int(handler(args) or 0)
+        elsewhere = run_elsewhere(args, list(sys.argv[1:] if argv is None else argv))
+        return elsewhere if elsewhere is not None else int(handler(args) or 0)
     except KinspectError as exc:
         print(f"kinspect: error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code

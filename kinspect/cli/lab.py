@@ -228,8 +228,11 @@ def cmd_images(args: argparse.Namespace) -> int:
         latest = kafka.version == dist.kafka_version()  # docker-compose.yml runs latest (3.x)
         if latest:
             images.tag_latest(client, tag)
+            relay = images.ensure_kinspect(client, kafka, display.line, rebuild=args.rebuild)
     also = f", also tagged {images.KAFKA_REPOSITORY}:latest" if latest else ""
     print(f"image {tag}{also} (on {images.BASE_IMAGE})")
+    if latest:  # kinspect's own, for hosts that cannot reach the lab (container_relay.py)
+        print(f"image {relay} (kinspect in a container, on {tag})")
     return 0
 
 

@@ -9,22 +9,18 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kinspect.cli.placement import MAKES_A_LAB, CommandKey, command_key, stays_on_host
 from kinspect.errors import KinspectError
 from kinspect.lab import userns
 from kinspect.paths import lab_dir
-
-# Commands that never need the lab's network: they stay on the host (fetching needs its network).
-STAY = {("lab", "fetch"), ("lab", "images"), ("doctor", None)}
-MAKES_A_LAB = {("lab", "up"), ("lab", "reset"), ("demo", None), ("scenario", "run")}
 
 
 def route(args: argparse.Namespace, argv: list[str]) -> int | None:
     """The exit code of the command run inside the rootless lab, or None to run it here."""
     if userns.is_root() or userns.inside() is not None:
         return None
-    name = args.command or "ui"
-    command = (name, getattr(args, f"{name}_command", None))
-    if command in STAY or _other_cluster(args):
+    command = command_key(args)
+    if stays_on_host(command) or _other_cluster(args):
         return None
     holder = userns.read_holder(lab_dir())
     if holder is not None and not holder.alive():
@@ -78,7 +74,7 @@ def _lab_gone() -> bool:
     return not (lab_dir() / "state.json").exists()
 
 
-def _holder_gone(command: tuple[str, str | None], holder: userns.Holder) -> int:
+def _holder_gone(command: CommandKey, holder: userns.Holder) -> int:
     """The namespace died (and with it every node): `lab down` tidies, the rest say so."""
     from kinspect.lab.state import clear_state
 

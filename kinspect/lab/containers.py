@@ -26,7 +26,7 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, docker_engine, firewall, images, shaping, tls
+from kinspect.lab import dist, docker_engine, firewall, images, reach, shaping, tls
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import (
@@ -131,9 +131,10 @@ class DockerBackend(LabBackend):
         deadline = time.monotonic() + options.timeout_s
         labels = {LABEL: state.lab_id}
         subnet = f"198.19.{state.slot}.0/24"
-        self.client.networks.create(
+        network = self.client.networks.create(
             state.extra["docker_network"], driver="bridge", internal=True, labels=labels,
             ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=state.host_address)]))
+        reach.join_lab_network(self.client, network, state)  # kinspect's relay container, if here
         progress(f"network: docker network {state.extra['docker_network']} (internal), {subnet}, "
                  f"image {state.extra['image']}")
         for node in state.nodes:
@@ -206,6 +207,7 @@ class DockerBackend(LabBackend):
             except NotFound:
                 continue
         for network in self.client.networks.list(filters=ours):
+            reach.leave_lab_network(self.client, network)
             network.remove()
         if containers:
             progress(f"removed {len(containers)} containers and network "
@@ -283,7 +285,7 @@ class DockerBackend(LabBackend):
 
     @engine_errors
     def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
-        self._exec(state, node, firewall.block_commands(addresses))
+        self._exec(state, node, firewall.block_commands(reach.with_relays(state, addresses)))
 
     def _exec(self, state: LabState, node: NodeRecord, commands: list[list[str]]) -> None:
         """Run commands in the node's namespace container, all in one exec, stopping at a failure."""
@@ -334,7 +336,10 @@ class DockerBackend(LabBackend):
         target = node_dir(self.root, node)
         target.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
-            archive.extractall(target, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                archive.extractall(target, filter="data")
+            else:  # Python before 3.11.4 (Debian bookworm's, in the kinspect image)
+                archive.extractall(target)
         return target / "logs"
 
 

@@ -1,0 +1,39 @@
+"""Where a command runs: here, in kinspect's container on a docker lab's network the host
+cannot route to (container_relay.py), or inside a rootless lab's user namespace (rootless.py).
+
+Both decide from the parsed command line, with the same words for which commands never need
+the lab and which make one."""
+
+from __future__ import annotations
+
+import argparse
+
+CommandKey = tuple[str, str | None]  # ("lab", "up"), ("snapshot", None)
+
+# They never talk to a lab (fetching jars and building images need the host's own network).
+STAYS_ON_HOST: frozenset[CommandKey] = frozenset({
+    ("doctor", None), ("replay", None), ("lab", "fetch"), ("lab", "images")})
+MAKES_A_LAB: frozenset[CommandKey] = frozenset({
+    ("demo", None), ("lab", "up"), ("lab", "reset"), ("scenario", "run"),
+    ("scenario", "matrix")})
+
+
+def command_key(args: argparse.Namespace) -> CommandKey:
+    """The command and its action (plain `kinspect` is the TUI)."""
+    name = args.command or "ui"
+    action = getattr(args, f"{name}_command", None)
+    return name, str(action) if action else None
+
+
+def stays_on_host(key: CommandKey) -> bool:
+    return key in STAYS_ON_HOST or (key[0], None) in STAYS_ON_HOST
+
+
+def run_elsewhere(args: argparse.Namespace, argv: list[str]) -> int | None:
+    """The exit code of this command run where the lab can be reached, or None to run it
+    here."""
+    from kinspect.cli.container_relay import relay_if_unreachable
+    from kinspect.cli.rootless import route
+
+    relayed = relay_if_unreachable(args, argv)
+    return relayed if relayed is not None else route(args, argv)

@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kinspect.cli import (
         consume,
         demo,
+        doctor,
         health,
         lab,
         load,
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Terminal inspector and fault console for Apache Kafka (ZooKeeper or "
                     "KRaft mode).",
         epilog="start here:\n"
+               "  kinspect doctor                     what this machine can do, and each fix\n"
                "  kinspect demo [--backend docker]    lab up, demo topics, the TUI\n"
                "  kinspect scenario run NAME          a classic data-loss experiment (see list)\n"
                "  kinspect lab up --mode kraft        a KRaft lab: controller ctl1, no ZooKeeper\n"
@@ -47,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     demo.register(commands)
+    doctor.register(commands)
     lab.register(commands)
     observe.register(commands)
     health.register(commands)

@@ -1,0 +1,104 @@
+"""`kinspect doctor`: before a workshop, what this machine can do and the exact fix for the rest.
+
+The checks live below (kinspect.lab.host_checks for the lab, the post-mortem's Spark checks in
+kinspect.postmortem.spark.spark_checks); this renders them: aligned text, one line per check
+and an indented fix line, or one stable JSON object for a facilitator's script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from kinspect.lab.host_checks import Diagnosis, Status
+
+SCHEMA = 1
+EXIT_HELP = ("exit codes: 0 a lab with network faults (partitions, slow links) can run here; "
+             "1 something it needs is missing (the summary names which, each check its fix); "
+             "2 a usage error")
+COLOURS = {Status.OK: "32", Status.WARN: "33", Status.MISSING: "31", Status.UNKNOWN: "35"}
+STATUS_WIDTH = 9  # MISSING and a space
+
+
+def register(commands: Any) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="what this machine can do (root or user namespaces, Docker, Java, "
+                       "network faults, ports, memory, Spark) and the fix for each gap",
+        description="Checks this machine for kinspect's labs and post-mortem, trying the network "
+                    "faults for real in a throwaway namespace (no lab is started), and prints "
+                    "each finding with its exact fix, then which paths work here.",
+        epilog=EXIT_HELP)
+    doctor.add_argument("--json", action="store_true",
+                        help='one JSON object on stdout: {"schema", "checks": [{name, status '
+                             '(ok|warn|missing|unknown), found, fix, enables}], "summary": '
+                             '{exit_code, network_faults, missing, paths: [{name, works, '
+                             'network_faults, blocked_by, via}]}}')
+    doctor.set_defaults(handler=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from kinspect.lab.host_checks import diagnose
+    from kinspect.postmortem.spark.spark_checks import spark_checks
+
+    diagnosis = diagnose(extra=spark_checks())
+    if args.json:
+        print(json.dumps(as_json(diagnosis), indent=2))
+    else:
+        print(render(diagnosis, colour=_colour_wanted()))
+    return diagnosis.exit_code
+
+
+def as_json(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The stable shape scripts rely on (SCHEMA grows only by new keys)."""
+    faults = diagnosis.faults_path
+    return {
+        "schema": SCHEMA,
+        "checks": [{"name": c.name, "status": str(c.status), "found": c.found, "fix": c.fix,
+                    "enables": c.enables} for c in diagnosis.checks],
+        "summary": {
+            "exit_code": diagnosis.exit_code,
+            "network_faults": faults.name if faults else None,
+            "missing": list(diagnosis.missing),
+            "paths": [{"name": p.name, "works": p.works, "network_faults": p.network_faults,
+                       "blocked_by": list(p.blocked_by), "via": list(p.via)}
+                      for p in diagnosis.paths],
+        },
+    }
+
+
+def _colour_wanted() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def _paint(text: str, code: str, colour: bool) -> str:
+    return f"\033[{code}m{text}\033[0m" if colour else text
+
+
+def render(diagnosis: Diagnosis, colour: bool = False) -> str:
+    """One line per check (status, name, what was found), its fix indented below, then which
+    paths work here and what the exit code means."""
+    lines = ["what this machine can do for kinspect:", ""]
+    name_width = max((len(c.name) for c in diagnosis.checks), default=0) + 2
+    indent = " " * (2 + STATUS_WIDTH + name_width)
+    for check in diagnosis.checks:
+        status = _paint(f"{check.status.upper():<{STATUS_WIDTH}}", COLOURS[check.status], colour)
+        lines.append(f"  {status}{check.name:<{name_width}}{check.found}")
+        if check.fix and check.status is not Status.OK:
+            lines.append(f"{indent}fix: {check.fix}")
+    lines += ["", "paths:"]
+    width = max((len(p.name) for p in diagnosis.paths), default=0) + 2
+    for path in diagnosis.paths:
+        verdict = _paint("yes" if path.works else "no ", "32" if path.works else "31", colour)
+        why = ("needs: " + ", ".join(path.blocked_by) if not path.works
+               else "via " + ", ".join(path.via) if path.via else "")
+        lines.append(f"  {verdict}  {path.name:<{width}}{why}".rstrip())
+    lines.append("")
+    if diagnosis.faults_path:
+        lines.append(f"exit 0: a lab with network faults can run here ({diagnosis.faults_path.name})")
+    else:
+        lines.append("exit 1: no lab with network faults here; missing: "
+                     + ", ".join(diagnosis.missing) + " (fixes above)")
+    return "\n".join(lines)

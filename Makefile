@@ -62,7 +62,9 @@ spark-archive: venv
 	$(PY) -m kinspect.postmortem.spark.jvm_archive
 
 # The docker backend: an engine (docker/engine.sh starts one as root when none answers) and
-# our images (base pulled or debootstrapped, Kafka image built from docker/; reused when present).
+# our images (base pulled or debootstrapped, Kafka image built from docker/, and kinspect's own,
+# docker/kinspect.Dockerfile, which runs kinspect where this host cannot reach the lab's
+# containers, as behind Docker Desktop; each reused when present).
 docker-engine: system-deps
 	bash docker/engine.sh
 

@@ -15,7 +15,9 @@ from typing import Any
 
 from kinspect.checks import host_ports
 from kinspect.errors import KinspectError
+from kinspect.extras import missing_extra
 from kinspect.lab import running_lab
+from kinspect.lab.state import LabState
 from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
 from kinspect.target import ClusterTarget, is_kraft_lab, is_lab_cluster
 
@@ -55,7 +57,7 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     if explicit or profile:
         bootstrap = explicit or (profile.bootstrap if profile else "")
         zookeeper = getattr(args, "zookeeper", None) or (profile.zookeeper if profile else None)
-        lab = running_lab()
+        lab = _openable_lab()
         proven = lab is not None and (is_lab_cluster(zookeeper, lab) if zookeeper
                                       else is_kraft_lab(bootstrap, lab, kafka))
         own = lab if proven else None
@@ -72,6 +74,18 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
         return ClusterTarget(lab.bootstrap, zookeeper, kafka, (), None, 1.0, lab.bootstrap)
     return ClusterTarget(lab.bootstrap, zookeeper or lab.zookeeper_address,
                          kafka, (), lab, 1.0, f"lab ({lab.preset} preset, {lab.backend})")
+
+
+def _openable_lab() -> LabState | None:
+    """The running lab, when this install can open it: a docker lab needs the lab extra, and
+    a command aimed at a cluster of its own (--bootstrap, --profile) must not fail for want
+    of it; that cluster is then simply not taken for the lab (read-only)."""
+    try:
+        return running_lab()
+    except ModuleNotFoundError as exc:
+        if missing_extra(exc) is None:
+            raise
+        return None
 
 
 def librdkafka_properties(args: argparse.Namespace) -> dict[str, str]:

@@ -115,3 +115,27 @@ def test_version_is_the_installed_distribution_s() -> None:
     done = subprocess.run([sys.executable, "-m", "kinspect", "--version"], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, f"kinspect {project['version']}\n")
+
+
+DOCKER_LAB = """
+from kinspect.lab.state import LabState, NodeRecord, save_state
+from kinspect.paths import lab_dir
+node = NodeRecord("kafka1", "broker", "198.19.1.11", 9092, 1, None, "running", None)
+save_state(LabState(lab_id="d", backend="docker", preset="demo", network="docker",
+                    kafka_version="3.9.2", broker_config={}, overrides={}, nodes=[node],
+                    created_at=0), lab_dir())
+from kinspect.cli import main
+"""
+
+
+def test_a_recorded_docker_lab_does_not_stop_a_light_install_aimed_elsewhere(
+        tmp_path: Path) -> None:
+    """Opening a docker lab needs the lab extra; `health --bootstrap` of another cluster must
+    not: it asks that cluster (here nothing answers: exit 3, unreachable, said as such)."""
+    aimed = without_extras(DOCKER_LAB + "raise SystemExit(main(['health', '--bootstrap', "
+                           "'127.0.0.1:9', '--json']))", tmp_path)
+    assert aimed.returncode == 3, aimed.stderr
+    assert "extra" not in aimed.stderr and json.loads(aimed.stdout)["verdict"] == "unreachable"
+    at_lab = without_extras(DOCKER_LAB + "raise SystemExit(main(['health']))", tmp_path)
+    assert (at_lab.returncode, at_lab.stderr) == (
+        2, "kinspect: error: 'kinspect health' needs the lab extra: pip install 'kinspect[lab]'\n")

@@ -72,6 +72,7 @@ class Observer:
         self._thread: threading.Thread | None = None
         self.build_ms = 0.0
         self.last_error: str | None = None
+        self.subscriber_error: str | None = None  # the last subscriber that raised, and why
         self._build_lock = threading.Lock()
 
     def _decided(self) -> dict[tuple[str, int], tuple[int | None, int]] | None:
@@ -160,13 +161,23 @@ class Observer:
                 continue
             self.last_error = None
             self._record(events)
-            with self._lock:
-                subscribers = list(self._subscribers)
-            for subscriber in subscribers:
-                subscriber(snapshot, events)
+            self._hand_out(snapshot, events)
             if self._timeline and time.monotonic() - last_flush >= 1.0:
                 os.fsync(self._timeline.fileno())
                 last_flush = time.monotonic()
+
+    def _hand_out(self, snapshot: ClusterSnapshot, events: list[Event]) -> None:
+        """To every subscriber; one that raises is said (problems()), never ends the builder:
+        the others and the next snapshots still arrive."""
+        with self._lock:
+            subscribers = list(self._subscribers)
+        failed = None
+        for subscriber in subscribers:
+            try:
+                subscriber(snapshot, events)
+            except Exception as exc:
+                failed = f"{getattr(subscriber, '__qualname__', subscriber)}: {error_line(exc)}"
+        self.subscriber_error = failed
 
     def _record(self, events: Sequence[Event]) -> None:
         if self._timeline and events:
@@ -180,6 +191,8 @@ class Observer:
         out = []
         if self.last_error:
             out.append(f"no new snapshot: building one failed ({self.last_error})")
+        if self.subscriber_error:
+            out.append(f"a snapshot was not shown or kept: {self.subscriber_error}")
         view = self.admin.view() if self.admin else None
         if view is not None and view.state not in ("ok", "unknown"):
             out.append(f"AdminClient: {view.error or view.state}")

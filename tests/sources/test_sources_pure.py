@@ -82,3 +82,27 @@ def test_epoch_ends_ask_each_partition_once_per_request() -> None:
         keys = [(topic, p[0]) for topic, parts in request.topics for p in parts]
         assert len(keys) == len(set(keys))
     assert len(leader.requests) == 2
+
+
+def test_a_subscriber_that_raises_is_said_and_the_others_still_get_snapshots() -> None:
+    """The TUI assesses each snapshot in the observer's thread: a bug there must not end the
+    builder (the screen would freeze on a stale picture without a word)."""
+    from kinspect.sources.observer import Observer
+
+    observer = Observer("127.0.0.1:1", None)  # nothing connects until start()
+    seen: list[Any] = []
+
+    def assess_badly(snapshot: Any, events: Any) -> None:
+        raise ValueError("boom")
+
+    observer.subscribe(assess_badly)
+    observer.subscribe(lambda snapshot, events: seen.append(snapshot))
+    observer._hand_out("first", [])
+    assert seen == ["first"]
+    assert observer.problems() == [
+        "a snapshot was not shown or kept: "
+        "test_a_subscriber_that_raises_is_said_and_the_others_still_get_snapshots.<locals>."
+        "assess_badly: ValueError: boom"]
+    observer._subscribers.remove(assess_badly)
+    observer._hand_out("second", [])
+    assert seen == ["first", "second"] and observer.problems() == []

@@ -78,7 +78,7 @@ def _for_lab(args: argparse.Namespace, state: LabState, choice: RelayChoice) -> 
     if state.backend != "docker" or not _aims_at_lab(args, state):
         return None
     verdict = reach.host_reaches_lab(state)
-    if verdict.reachable and choice is RelayChoice.AUTO:
+    if not verdict.relay and choice is RelayChoice.AUTO:
         return None
     network = state.extra.get("docker_network")
     return Relay(str(network) if network else None, state, verdict.why)
@@ -117,7 +117,7 @@ def _for_new_lab(args: argparse.Namespace, choice: RelayChoice) -> Relay | None:
     if backend == "auto" and choose_backend() != "docker":
         return None
     verdict = reach.host_reaches_engine(docker_engine.connect(timeout=10))
-    if verdict.reachable and choice is RelayChoice.AUTO:
+    if not verdict.relay and choice is RelayChoice.AUTO:
         return None
     return Relay(None, None, verdict.why)
 

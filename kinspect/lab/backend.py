@@ -427,16 +427,20 @@ class LabBackend(ABC):
 
     def _apply(self, state: LabState, blocked: set[frozenset[str]]) -> None:
         """Every node's rules at once, so a partition starts (and heals) everywhere together."""
-        address = {n.name: n.host for n in state.nodes}
-        address[topology.CLIENTS] = state.host_address
+        addresses = {n.name: [n.host] for n in state.nodes}
+        addresses[topology.CLIENTS] = self._client_addresses(state)
 
         def block(node: NodeRecord) -> None:
-            cut = [address[other] for pair in blocked if node.name in pair
-                   for other in pair if other != node.name]
+            cut = [address for pair in blocked if node.name in pair
+                   for other in pair if other != node.name for address in addresses[other]]
             self._block(state, node, cut)
 
         with ThreadPoolExecutor(max_workers=len(state.nodes)) as pool:
             list(pool.map(block, state.nodes))  # list(): a node's failure is raised here
+
+    def _client_addresses(self, state: LabState) -> list[str]:
+        """Where the lab's clients (kinspect, loads) reach the nodes from: the host."""
+        return [state.host_address]
 
     def network_faults_unavailable(self, state: LabState) -> str | None:
         """None when this lab can cut links, else why not (one line)."""

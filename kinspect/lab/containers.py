@@ -134,7 +134,7 @@ class DockerBackend(LabBackend):
         network = self.client.networks.create(
             state.extra["docker_network"], driver="bridge", internal=True, labels=labels,
             ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=state.host_address)]))
-        reach.join_lab_network(self.client, network, state)  # kinspect's relay container, if here
+        reach.join_lab_network(network, state)  # kinspect's relay container, if here
         progress(f"network: docker network {state.extra['docker_network']} (internal), {subnet}, "
                  f"image {state.extra['image']}")
         for node in state.nodes:
@@ -285,7 +285,12 @@ class DockerBackend(LabBackend):
 
     @engine_errors
     def _block(self, state: LabState, node: NodeRecord, addresses: list[str]) -> None:
-        self._exec(state, node, firewall.block_commands(reach.with_relays(state, addresses)))
+        self._exec(state, node, firewall.block_commands(addresses))
+
+    def _client_addresses(self, state: LabState) -> list[str]:
+        """The host, and the addresses kinspect's relay containers take on the lab's network:
+        where the host cannot reach the lab, that is where the clients run."""
+        return [state.host_address, *reach.relay_addresses(state)]
 
     def _exec(self, state: LabState, node: NodeRecord, commands: list[list[str]]) -> None:
         """Run commands in the node's namespace container, all in one exec, stopping at a failure."""

@@ -382,13 +382,10 @@ def check_kafka_jars() -> Check:
 
 
 def lab_ports(options: UpOptions | None = None) -> list[int]:
-    """The 127.0.0.1 ports a loopback lab of these options listens on (process.py's plan)."""
-    options = options or UpOptions()
-    names = topology.node_names(options.brokers, options.dedicated_controllers)
-    ports = [options.base_port + index for index in range(len(names))]
-    if options.dedicated_controllers == 0:
-        ports += [options.base_port + 100 + index for index in range(len(names))]
-    return ports
+    """The 127.0.0.1 ports a loopback lab of these options listens on."""
+    from kinspect.lab.process import loopback_ports
+
+    return loopback_ports(options or UpOptions())
 
 
 def _port_free(port: int) -> bool:
@@ -528,17 +525,19 @@ def _engine_words() -> str:
         client.close()
 
 
-def _lab_broker(client: Any) -> tuple[str, str] | None:
-    """(node, address) of a broker of a kinspect docker lab running on this engine, if any."""
+def _lab_broker(client: Any) -> tuple[str, str, str] | None:
+    """(node, address, its network's gateway) of a broker of a kinspect docker lab running on
+    this engine, if any."""
     from kinspect.lab.containers import LABEL, NODE_LABEL, PART_LABEL
 
     containers = client.containers.list(filters={"label": [LABEL, f"{PART_LABEL}=net"]})
     for container in containers:
         node = container.labels.get(NODE_LABEL, "")
         networks = container.attrs.get("NetworkSettings", {}).get("Networks") or {}
-        address = next((n.get("IPAddress") for n in networks.values() if n.get("IPAddress")), None)
-        if topology.broker_id_of(node) is not None and address:
-            return node, address
+        found = next(((n["IPAddress"], n.get("Gateway", "")) for n in networks.values()
+                      if n.get("IPAddress")), None)
+        if topology.broker_id_of(node) is not None and found:
+            return node, *found
     return None
 
 
@@ -566,19 +565,22 @@ def check_docker_routing(engine: Check) -> Check:
     client = docker_engine.connect(timeout=5)
     try:
         broker = _lab_broker(client)
-        verdict = reach.host_reaches_engine(client) if broker is None else None
+        verdict = reach.host_reaches_engine(client) if broker is None else \
+            reach.reaches(broker[2], broker[1], f"the docker lab's network (its {broker[0]})")
     finally:
         client.close()
-    if broker is not None:
-        node, address = broker
+    if verdict.reachable is None:
+        return Check(DOCKER_ROUTE, Status.UNKNOWN, verdict.why, enables=enables)
+    if verdict.reachable and broker is not None:
+        # The route leads to the lab's own bridge: asking the broker sends nothing elsewhere.
+        node, address, _ = broker
         if port_open(address, 9092, timeout=2):
-            return Check(DOCKER_ROUTE, Status.OK, f"reached the docker lab's {node} at {address}:9092",
-                         enables=enables)
+            return Check(DOCKER_ROUTE, Status.OK, f"reached the docker lab's {node} at "
+                         f"{address}:9092", enables=enables)
         why = f"the docker lab's {node} at {address}:9092 does not answer from this host"
+    elif verdict.reachable:
+        return Check(DOCKER_ROUTE, Status.OK, verdict.why, enables=enables)
     else:
-        assert verdict is not None
-        if verdict.reachable:
-            return Check(DOCKER_ROUTE, Status.OK, verdict.why, enables=enables)
         why = verdict.why
     if not shutil.which("docker"):
         return Check(DOCKER_ROUTE, Status.MISSING, f"{why}; the relay through kinspect's container "

@@ -29,10 +29,25 @@ from kinspect.lab.nodes import (
 from kinspect.lab.readiness import port_open
 from kinspect.lab.shaping import Kit
 from kinspect.lab.state import LabState, NodeRecord, NodeState, clear_state, load_state, save_state
+from kinspect.lab.topology import node_names
 from kinspect.paths import lab_dir
 
 STOP_GRACE_S = 30.0
 LOOPBACK_ONLY = "network faults need root, user namespaces (see kinspect doctor) or docker"
+
+
+def loopback_port(options: UpOptions, index: int, controller: bool = False) -> int:
+    """A loopback lab's port for its index-th node (a combined node's controller listener sits
+    100 above its broker's)."""
+    return options.base_port + index + (100 if controller else 0)
+
+
+def loopback_ports(options: UpOptions) -> list[int]:
+    """Every 127.0.0.1 port a loopback lab of these options listens on."""
+    names = node_names(options.brokers, options.dedicated_controllers)
+    combined = options.dedicated_controllers == 0
+    return [loopback_port(options, i, controller) for controller in (False, True)[:1 + combined]
+            for i in range(len(names))]
 
 
 class ProcessBackend(LabBackend):
@@ -65,10 +80,11 @@ class ProcessBackend(LabBackend):
             if slot:
                 own = (2181 if controllers is None else CONTROLLER_PORT) if first else 9092
                 return slot.address(index), own
-            return "127.0.0.1", free("127.0.0.1", options.base_port + index)
+            return "127.0.0.1", free("127.0.0.1", loopback_port(options, index))
 
         def controller_port(index: int) -> int:  # combined mode: beside the broker's port
-            return CONTROLLER_PORT if slot else free("127.0.0.1", options.base_port + 100 + index)
+            return CONTROLLER_PORT if slot else free("127.0.0.1",
+                                                     loopback_port(options, index, controller=True))
 
         nodes = plan_nodes(options.brokers, address, controllers, controller_port)
         version = dist.ensure(progress, version=options.kafka).version

@@ -48,10 +48,15 @@ class RelayChoice(StrEnum):
 
 @dataclass(frozen=True)
 class Reach:
-    """Whether the host reaches a docker network, and the one-line reason."""
+    """Whether the host reaches a docker network (None: it could not be told), and why."""
 
-    reachable: bool
+    reachable: bool | None
     why: str
+
+    @property
+    def relay(self) -> bool:
+        """Relay only on a known no: what could not be told runs here, as it always did."""
+        return self.reachable is False
 
 
 def in_container() -> bool:
@@ -96,27 +101,20 @@ def host_reaches_engine(client: Any) -> Reach:
     try:
         pools = client.networks.get("bridge").attrs["IPAM"]["Config"] or []
     except Exception:  # no default bridge (dockerd --bridge=none): nothing to tell by
-        return Reach(True, "the engine has no default bridge network to probe")
+        return Reach(None, "the engine has no default bridge network to probe")
     for pool in pools:
         subnet = ipaddress.ip_network(pool.get("Subnet", "::/128"), strict=False)
         if subnet.version == 4 and subnet.num_addresses >= 4:
             gateway = pool.get("Gateway") or str(subnet.network_address + 1)
             member = next(a for a in subnet.hosts() if str(a) != gateway)
             return reaches(gateway, str(member), f"the engine's bridge network {subnet}")
-    return Reach(True, "the engine's default bridge has no IPv4 subnet to probe")
+    return Reach(None, "the engine's default bridge has no IPv4 subnet to probe")
 
 
 def relay_addresses(state: LabState) -> list[str]:
     """Where relay containers sit on the lab's network."""
     base = lab_subnet(state).network_address
     return [str(base + host) for host in RELAY_HOSTS]
-
-
-def with_relays(state: LabState, addresses: list[str]) -> list[str]:
-    """A node's blocked addresses: the clients' (the host's) include the relays'."""
-    if state.backend != "docker" or state.host_address not in addresses:
-        return addresses
-    return [*addresses, *relay_addresses(state)]
 
 
 def free_relay_address(network: Any, state: LabState) -> str:
@@ -131,7 +129,7 @@ def free_relay_address(network: Any, state: LabState) -> str:
                         f"({len(RELAY_HOSTS)} kinspect containers run on it)")
 
 
-def join_lab_network(client: Any, network: Any, state: LabState) -> None:
+def join_lab_network(network: Any, state: LabState) -> None:
     """In a relay container that is making the lab: join the network just made, before any
     node starts, so the readiness waits reach the nodes."""
     name = os.environ.get(RELAY_CONTAINER_ENV)

@@ -124,11 +124,11 @@ def start_holder(lab_root: Path) -> Holder:
     """A user namespace with its own network, mounts (a private /run for `ip netns`) and PIDs,
     held by this module's `hold()` as its PID 1; back when it is ready."""
     lab_root.mkdir(parents=True, exist_ok=True)
-    log = open(lab_root / "userns-holder.log", "ab")  # noqa: SIM115 (the holder keeps it)
-    proc = subprocess.Popen(
-        ["unshare", *UNSHARE_FLAGS, "--kill-child", *this_kinspect(), "kinspect.lab.userns"],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-        env=this_kinspect_env())
+    with open(lab_root / "userns-holder.log", "ab") as log:  # the holder keeps its own copy
+        proc = subprocess.Popen(
+            ["unshare", *UNSHARE_FLAGS, "--kill-child", *this_kinspect(), "kinspect.lab.userns"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            env=this_kinspect_env())
     deadline = time.monotonic() + READY_S
     while time.monotonic() < deadline:
         child = _only_child(proc.pid)

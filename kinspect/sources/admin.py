@@ -244,7 +244,8 @@ class AdminSource:
         asking = self._link_settings is not None and self.mode != "zookeeper"
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kinspect-poll") as pool:
             configs = (pool.submit(describe_topics, self._admin, list(metadata.topics),
-                                   self.timeout_s, self._configs) if refresh else None)
+                                   self.timeout_s, self._configs, brokers, controller)
+                       if refresh else None)
             broker_configs = (pool.submit(describe_brokers, self._admin, brokers, self.timeout_s)
                               if refresh else None)
             offsets = pool.submit(self._offsets, list(partitions))

@@ -9,8 +9,8 @@ come from the broker resources (kafka-reassign-partitions --throttle sets them t
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from concurrent.futures import Future
+from collections.abc import Collection, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -62,17 +62,21 @@ def _refused(exc: KafkaException) -> bool:
 
 
 def describe_topics(admin: AdminClient, topics: list[str], timeout_s: float,
-                    known: Mapping[str, dict[str, ConfigValue]]
+                    known: Mapping[str, dict[str, ConfigValue]],
+                    brokers: Collection[int] = (), controller: int | None = None
                     ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown]]:
     """Each topic's settings, or why they are unknown: a refusal (no DescribeConfigs
-    permission) is said as such. A topic whose request failed otherwise is asked once more
-    (librdkafka may have sent it to a broker that just died; the next try goes elsewhere),
-    then keeps its last known settings if it had any (in ZooKeeper mode a broker reads them
-    from ZooKeeper: with ZooKeeper down this never answers, and leaders, ISRs and offsets still
+    permission) is said as such. librdkafka sends the request to the broker the metadata names
+    controller; in KRaft that is any broker still registered, so one killed a moment ago may
+    be named and never answer. A topic whose request failed otherwise is therefore asked again
+    of every other broker at once (a broker resource in the request pins it there), then keeps
+    its last known settings if it had any (in ZooKeeper mode a broker reads them from
+    ZooKeeper: with ZooKeeper down this never answers, and leaders, ISRs and offsets still
     matter most)."""
     out, unknown, failed = _describe_topics_once(admin, topics, timeout_s)
     if failed:
-        again, unknown_again, still = _describe_topics_once(admin, list(failed), timeout_s)
+        others: list[int | None] = [b for b in sorted(brokers) if b != controller] or [None]
+        again, unknown_again, still = _ask_elsewhere(admin, list(failed), timeout_s, others)
         out.update(again)
         unknown.update(unknown_again)
         for topic in still:
@@ -83,20 +87,44 @@ def describe_topics(admin: AdminClient, topics: list[str], timeout_s: float,
     return out, unknown
 
 
-def _describe_topics_once(admin: AdminClient, topics: list[str],
-                          timeout_s: float
+def _ask_elsewhere(admin: AdminClient, topics: list[str], timeout_s: float,
+                   brokers: list[int | None]
+                   ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown],
+                              dict[str, Unknown]]:
+    """The failed topics asked of each of these brokers at once (None: wherever librdkafka
+    sends it); a topic takes the first settings or refusal any of them gave."""
+    with ThreadPoolExecutor(max_workers=len(brokers), thread_name_prefix="kinspect-configs") as pool:
+        answers = list(pool.map(lambda b: _describe_topics_once(admin, topics, timeout_s, b),
+                                brokers))
+    out: dict[str, dict[str, ConfigValue]] = {}
+    refused: dict[str, Unknown] = {}
+    for settings, refusals, _ in answers:
+        out.update({t: v for t, v in settings.items() if t not in out})
+        refused.update({t: v for t, v in refusals.items() if t not in out and t not in refused})
+    failed = {t: why for _, _, fails in reversed(answers) for t, why in fails.items()
+              if t not in out and t not in refused}
+    return out, refused, failed
+
+
+def _describe_topics_once(admin: AdminClient, topics: list[str], timeout_s: float,
+                          via: int | None = None
                           ) -> tuple[dict[str, dict[str, ConfigValue]], dict[str, Unknown],
                                      dict[str, Unknown]]:
-    """(settings, refused, failed otherwise): one DescribeConfigs of these topics."""
+    """(settings, refused, failed otherwise): one DescribeConfigs of these topics, sent to
+    broker `via` when given (librdkafka sends a request holding a broker resource there)."""
     if not topics:
         return {}, {}, {}
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+    if via is not None:
+        resources.append(ConfigResource(ResourceType.BROKER, str(via)))
     futures = admin.describe_configs(resources, request_timeout=timeout_s)
     out: dict[str, dict[str, ConfigValue]] = {}
     refused: dict[str, Unknown] = {}
     failed: dict[str, Unknown] = {}
     deadline = time.monotonic() + timeout_s
     for resource, future in futures.items():
+        if resource.restype == ResourceType.BROKER:
+            continue  # only the pin
         try:
             entries = _result(future, max(0.01, deadline - time.monotonic()))
         except KafkaException as exc:

@@ -37,6 +37,12 @@ class ClusterTarget:
         return self.lab.controller_addresses
 
 
+def lab_target(lab: LabState, kafka: dict[str, str] | None = None) -> ClusterTarget:
+    """The lab kinspect started, as a cluster to watch and act on."""
+    return ClusterTarget(lab.bootstrap, lab.zookeeper_address, dict(kafka or {}), (), lab, 1.0,
+                         f"lab ({lab.preset} preset, {lab.backend})")
+
+
 def is_lab_cluster(zookeeper: str, lab: LabState) -> bool:
     """True when that ZooKeeper holds this lab's id: an address alone proves nothing."""
     return read_lab_mark(zookeeper) == lab.lab_id

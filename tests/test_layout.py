@@ -8,7 +8,8 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("model", "clients", "sources", "lab", "load", "postmortem", "scenarios", "tui", "cli")
+LAYERS = ("model", "clients", "sources", "lab", "load", "postmortem", "scenarios", "lessons", "tui",
+          "cli")
 
 
 def test_no_module_name_is_used_twice() -> None:

@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         doctor,
         health,
         lab,
+        learn,
         load,
         observe,
         postmortem,
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  kinspect lab up --mode kraft        a KRaft lab: controller ctl1, no ZooKeeper\n"
                "  kinspect health --profile prod      on call: exit 0/1/2/3\n"
                "  kinspect replay RUN_DIR [--at T]    play a recorded session or run back\n"
+               "  kinspect learn                      the guided workshop: predict, watch, fix\n"
                "  kinspect COMMAND --help             every option of a command")
     parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     postmortem.register(commands)
     scenario.register(commands)
     replay.register(commands)
+    learn.register(commands)
     return parser
 
 

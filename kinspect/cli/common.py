@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from kinspect.extras import missing_extra
 from kinspect.lab import running_lab
 from kinspect.lab.state import LabState
 from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
-from kinspect.target import ClusterTarget, is_kraft_lab, is_lab_cluster
+from kinspect.target import ClusterTarget, is_kraft_lab, is_lab_cluster, lab_target
 
 __all__ = ["ClusterTarget", "VersionAction", "add_cluster_arguments", "progress", "resolve_cluster"]
 
@@ -72,8 +73,9 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     zookeeper = getattr(args, "zookeeper", None)
     if zookeeper and not is_lab_cluster(zookeeper, lab):  # another cluster's ZooKeeper: read-only
         return ClusterTarget(lab.bootstrap, zookeeper, kafka, (), None, 1.0, lab.bootstrap)
-    return ClusterTarget(lab.bootstrap, zookeeper or lab.zookeeper_address,
-                         kafka, (), lab, 1.0, f"lab ({lab.preset} preset, {lab.backend})")
+    if zookeeper:
+        return replace(lab_target(lab, kafka), zookeeper=zookeeper)
+    return lab_target(lab, kafka)
 
 
 def _openable_lab() -> LabState | None:

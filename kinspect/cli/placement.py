@@ -11,8 +11,11 @@ import argparse
 CommandKey = tuple[str, str | None]  # ("lab", "up"), ("snapshot", None)
 
 # They never talk to a lab (fetching jars and building images need the host's own network).
+# `learn` opens the lesson screen on the lab (like `ui`); its actions that only read files
+# (--list, --summary, --check, --forget: `learn_command`) stay here.
 STAYS_ON_HOST: frozenset[CommandKey] = frozenset({
-    ("doctor", None), ("replay", None), ("lab", "fetch"), ("lab", "images")})
+    ("doctor", None), ("replay", None), ("lab", "fetch"), ("lab", "images"),
+    ("learn", "list"), ("learn", "summary"), ("learn", "check"), ("learn", "forget")})
 MAKES_A_LAB: frozenset[CommandKey] = frozenset({
     ("demo", None), ("lab", "up"), ("lab", "reset"), ("scenario", "run"),
     ("scenario", "matrix")})

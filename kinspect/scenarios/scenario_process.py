@@ -56,8 +56,9 @@ class ScenarioOutcome:
                 f"{'held' if self.held else 'did NOT hold'}")
 
 
-def start_scenario(name: str) -> ScenarioProcess:
-    """Start the run, keeping the lab afterwards (the screen goes on showing it)."""
+def start_scenario(name: str, mode: str | None = None) -> ScenarioProcess:
+    """Start the run, keeping the lab afterwards (the screen goes on showing it); `mode`: the
+    lab's (zookeeper, kraft), else the scenario's default."""
     from kinspect.scenarios.scenario_run import default_run_dir  # the extras: not for the screen
 
     run_dir = default_run_dir(name)
@@ -65,7 +66,7 @@ def start_scenario(name: str) -> ScenarioProcess:
     with open(run_dir.with_suffix(".log"), "w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kinspect", "scenario", "run", name, "--json",
-             "--keep-lab", "--run-dir", str(run_dir)],
+             "--keep-lab", "--run-dir", str(run_dir), *(["--mode", mode] if mode else [])],
             stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL,
             start_new_session=True)
     return ScenarioProcess(name, proc, run_dir)

@@ -24,7 +24,7 @@ from kinspect.load.consumers.group_process import ConsumerRequest
 from kinspect.load.load_process import LoadRequest, LoadStatus
 from kinspect.model import ClusterSnapshot, Severity
 from kinspect.tui.console import Console
-from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said
+from kinspect.tui.messages import CatalogReady, LoadStarted, Progress, ReportReady, Said
 from kinspect.tui.modals import (
     ConfirmScreen,
     ConsumerForm,
@@ -106,10 +106,18 @@ class ActingApp(App[None]):
             self.post_message(message)
 
     def _progress(self, title: str) -> Callable[[str], None]:
-        """A worker's progress lines, as short toasts."""
+        """A worker's progress lines, each replacing the last on the screen's progress line."""
         def say(line: str) -> None:
-            self.post_message(Said(line, title=title, timeout=4))
+            self.post_message(Progress(title, line))
         return say
+
+    def _answer_with_progress(self, title: str, do: Callable[[Callable[[str], None]], list[Message]],
+                              failed: str = "", timeout: float = 8) -> None:
+        """`_answer`, with `do`'s progress on the progress line, which goes when it ends."""
+        try:
+            self._answer(lambda: do(self._progress(title)), failed, timeout)
+        finally:
+            self.post_message(Progress(title, "", done=True))
 
     @work(thread=True, group="faults", exit_on_error=False)
     def apply_fault(self, fault: Fault) -> None:
@@ -264,9 +272,9 @@ class ActingApp(App[None]):
             self.post_message(Said("no load run yet: start one with l, break something, then "
                                    "press m", severity=Severity.WARN))
             return
-        self._answer(lambda: [ReportReady(finish_run(
-            run_dir, lab.bootstrap, lab=lab, say=self._progress("post-mortem")),
-            report_dir(run_dir))], "post-mortem failed: ", timeout=15)
+        self._answer_with_progress("post-mortem", lambda say: [ReportReady(finish_run(
+            run_dir, lab.bootstrap, lab=lab, say=say), report_dir(run_dir))],
+            "post-mortem failed: ", timeout=15)
 
     # ----- scenarios ---------------------------------------------------------------------
 
@@ -309,6 +317,6 @@ class ActingApp(App[None]):
                 said.append(ReportReady(outcome.report, outcome.report_dir))
             return said
 
-        self._answer(lambda: verdict(follow(self.lab_console.start_scenario(name),
-                                            self._progress(f"scenario {name}"))),
-                     f"scenario {name}: ", timeout=15)
+        mode = self.lab.mode if self.lab else None  # the lab's mode, as the screen watches it
+        self._answer_with_progress(f"scenario {name}", lambda say: verdict(follow(
+            self.lab_console.start_scenario(name, mode), say)), f"scenario {name}: ", timeout=15)

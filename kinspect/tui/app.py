@@ -11,10 +11,11 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -29,7 +30,7 @@ from textual.worker import Worker, WorkerState
 from kinspect.errors import error_line
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
-from kinspect.model import ClusterSnapshot, HealthReport, Severity
+from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity
 from kinspect.model.lag import LagTrend
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -44,6 +45,7 @@ from kinspect.tui.messages import (
     LabArrived,
     LoadStarted,
     ProblemsChanged,
+    Progress,
     ReportReady,
     Said,
     SnapshotArrived,
@@ -112,6 +114,7 @@ class KinspectApp(ActingApp):
         yield EventLog(id="events")
         yield Input(placeholder="filter partitions (topic or topic-N); Enter keeps, Esc clears",
                     id="filter")
+        yield Static(id="progress")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -225,6 +228,7 @@ class KinspectApp(ActingApp):
             events = events[-EVENT_BURST:]
         for event in events:
             log.write(event_line(event))
+        self.saw_events(events)
         self._render_header()
         self._render_side()
         self.last_render_ms = (time.perf_counter() - started) * 1000
@@ -240,6 +244,7 @@ class KinspectApp(ActingApp):
         log = self.main.query_one(EventLog)
         for entry in message.faults:
             log.write(fault_line(entry))
+        self.saw_lab(message.faults, message.load)
         self._render_side()
 
     @on(FeedFailed)
@@ -261,6 +266,30 @@ class KinspectApp(ActingApp):
     def said(self, message: Said) -> None:
         self.notify(message.text, title=message.title, severity=TOAST_LEVEL[message.severity],
                     timeout=message.timeout, markup=False)  # plain text: "kinspect[lab]" stays
+
+    @on(Progress)
+    def progress(self, message: Progress) -> None:
+        """The progress line: the newest step in place; gone a moment after the task ends."""
+        if not self.screen_stack:
+            return
+        line = self.main.query_one("#progress", Static)
+        if message.done:
+            self.set_timer(PROGRESS_LINGER_S, lambda: line.remove_class("visible"))
+            return
+        line.update(Text.assemble((f"{message.title}: ", "bold"), message.line))
+        line.add_class("visible")
+        self.progressed(message)
+
+    # ----- hooks: what a screen built on this one (lessons) follows --------------------------
+
+    def saw_events(self, events: Sequence[Event]) -> None:
+        """The events just drawn (a lesson's narration follows them)."""
+
+    def saw_lab(self, faults: Sequence[Mapping[str, Any]], load: LoadStatus | None) -> None:
+        """The lab's new journal entries and the load's counters, just drawn."""
+
+    def progressed(self, message: Progress) -> None:
+        """A long task's newest step, just shown."""
 
     @on(LoadStarted)
     def load_started(self, message: LoadStarted) -> None:
@@ -374,6 +403,7 @@ def worker_failure(worker: Worker[Any]) -> str:
     return f"{worker.name} stopped: {reason}"
 
 
+PROGRESS_LINGER_S = 4.0  # the last step stays readable this long after the task ended
 EVENT_BURST = 50  # the panel shows a dozen lines; writing 200 cost ~90 ms a draw at 10,000
 MIN_DRAW_GAP_S = 0.2
 

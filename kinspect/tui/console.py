@@ -45,7 +45,7 @@ class Console:
     def stop_load(self, run_dir: Path) -> str:
         raise self._refuse()
 
-    def start_scenario(self, name: str) -> ScenarioProcess:
+    def start_scenario(self, name: str, mode: str | None = None) -> ScenarioProcess:
         raise self._refuse()
 
     def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> str:
@@ -84,8 +84,8 @@ class LabConsole(Console):
     def stop_load(self, run_dir: Path) -> str:
         return "stopping the load" if loads.stop_load(run_dir) else "no load was running"
 
-    def start_scenario(self, name: str) -> ScenarioProcess:
-        return scenarios.start_scenario(name)
+    def start_scenario(self, name: str, mode: str | None = None) -> ScenarioProcess:
+        return scenarios.start_scenario(name, mode)
 
     def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> str:
         return consumers.start_consumers(request, run_dir)

@@ -19,6 +19,7 @@ from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity, asses
 from kinspect.tui.render import clock_text
 
 if TYPE_CHECKING:
+    from kinspect.lessons.flow import RunResult
     from kinspect.postmortem.story.values import Report
 
 class Said(Message):
@@ -29,6 +30,23 @@ class Said(Message):
                  timeout: float = 5.0) -> None:
         super().__init__()
         self.text, self.title, self.severity, self.timeout = text, title, severity, timeout
+
+
+class Progress(Message):
+    """A long task's newest step (m, a scenario, a lesson's run): one line updated in place,
+    readable from the back of a room, where a toast per step stacked up over the screen."""
+
+    def __init__(self, title: str, line: str, done: bool = False) -> None:
+        super().__init__()
+        self.title, self.line, self.done = title, line, done
+
+
+class LessonRunEnded(Message):
+    """A lesson's run (or its fix's) ended: what the lesson reveals, and the report for m."""
+
+    def __init__(self, result: RunResult, report: Report | None, report_dir: Path | None) -> None:
+        super().__init__()
+        self.result, self.report, self.report_dir = result, report, report_dir
 
 
 class LoadStarted(Message):

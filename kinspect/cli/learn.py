@@ -1,0 +1,279 @@
+"""`kinspect learn`: the guided workshop. Each lesson runs one catalogue scenario on the live
+screen: predict, watch, explain, fix.
+
+Opening a lesson talks to the running lab (like `kinspect ui`); --list, --summary, --check and
+--forget only read files, so they are marked as the command's action and run on this host
+(placement.py) whatever the lab is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kinspect.errors import KinspectError
+from kinspect.lessons.lang import LANGS, pick_lang
+from kinspect.lessons.lesson_catalog import builtin, read
+from kinspect.lessons.lesson_progress import (
+    Progress,
+    forget_progress,
+    last_good_run,
+    load_progress,
+    progress_path,
+)
+from kinspect.lessons.lesson_values import Lang, Lesson, LessonRecord, Status
+from kinspect.target import ClusterTarget
+
+OFFLINE = ("list", "summary", "check", "forget")  # placement.py: these stay on this host
+MARKS = {Status.DONE: "✓", Status.CURRENT: "▶", Status.SKIPPED: "-", Status.NEW: " "}
+
+
+class _Offline(argparse.Action):
+    """An option that is the whole command and needs no lab: noted as the command's action
+    (`learn_command`), which placement.py keeps on this host."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        namespace.learn_command = self.dest
+
+
+def register(commands: Any) -> None:
+    learn = commands.add_parser(
+        "learn", help="guided lessons on the live screen: predict, watch, explain, fix",
+        description="Each lesson runs one scenario of the catalogue on the running lab: a "
+                    "story, your predictions, the run narrated on the screen, the reveal, a "
+                    "fix rerun, what you learned. Progress is kept in "
+                    "$KINSPECT_HOME/lessons/progress.json.")
+    learn.add_argument("lesson", nargs="?", metavar="LESSON",
+                       help="a lesson's name or number (see --list); default: where you left off")
+    learn.add_argument("--file", type=Path, metavar="F", help="a facilitator's lesson file")
+    learn.add_argument("--lang", choices=LANGS,
+                       help="en or zh (default: from LC_ALL, LC_MESSAGES or LANG)")
+    learn.add_argument("--stage", action="store_true",
+                       help="stage mode: the narration moves on only on the presenter's key")
+    learn.add_argument("--replay", action="store_true",
+                       help="no lab needed: play the lesson's last good recorded run")
+    only = learn.add_mutually_exclusive_group()
+    only.add_argument("--list", action=_Offline, nargs=0, default=False,
+                      help="the lessons, with ✓ done, ▶ current and the next")
+    only.add_argument("--summary", action=_Offline, nargs=0, default=False,
+                      help="for the facilitator: lessons done, predictions and whether they "
+                           "were right, what was measured, each fix and whether it held")
+    only.add_argument("--check", action=_Offline, type=Path, metavar="F",
+                      help="check a lesson file: OK, or the one line that is wrong")
+    only.add_argument("--forget", action=_Offline, nargs=0, default=False,
+                      help="clear all progress (asks first unless --yes)")
+    learn.add_argument("--json", action="store_true", help="--list or --summary as JSON")
+    learn.add_argument("--yes", action="store_true", help="--forget without asking")
+    learn.set_defaults(handler=cmd_learn, learn_command=None)
+
+
+def cmd_learn(args: argparse.Namespace) -> int:
+    action = args.learn_command
+    _check_combination(args, action)
+    lang = pick_lang(args.lang, os.environ)
+    if action == "check":
+        return check_file(args.check)
+    if action == "forget":
+        return forget(args.yes)
+    lessons = builtin()
+    if action == "list":
+        return print_list(lessons, load_progress(), lang, args.json)
+    if action == "summary":
+        return print_summary(lessons, load_progress(), lang, args.json)
+    return open_lessons(args, lessons, lang)
+
+
+def _check_combination(args: argparse.Namespace, action: str | None) -> None:
+    """Options that mean nothing together are refused, not silently ignored."""
+    if action is not None:
+        given = [name for name, value in (("LESSON", args.lesson), ("--file", args.file),
+                                          ("--stage", args.stage), ("--replay", args.replay))
+                 if value]
+        if given:
+            raise KinspectError(f"--{action} takes no {given[0]} (it opens no lesson)")
+    if args.json and action not in ("list", "summary"):
+        raise KinspectError("--json goes with --list or --summary")
+    if args.yes and action != "forget":
+        raise KinspectError("--yes goes with --forget")
+    if args.lesson and args.file:
+        raise KinspectError("give a LESSON or --file F, not both")
+
+
+def check_file(path: Path) -> int:
+    lesson = read(path)
+    fix = f", fix {', '.join(c.scenario for c in lesson.fix.choices if c.scenario)}" \
+        if lesson.fix else ""
+    print(f"{path}: OK (lesson {lesson.name}: scenario {lesson.scenario}{fix}; "
+          f"{len(lesson.questions)} questions, {len(lesson.steps)} steps)")
+    return 0
+
+
+def forget(yes: bool) -> int:
+    path = progress_path()
+    if not path.exists():
+        print(f"no lesson progress to forget ({path})")
+        return 0
+    if not yes:
+        if not sys.stdin.isatty():
+            raise KinspectError(f"--forget asks before clearing {path}; add --yes to clear it "
+                                "without asking")
+        if input(f"forget all lesson progress in {path}? [y/N] ").strip().lower() not in (
+                "y", "yes"):
+            print("kept")
+            return 0
+    forget_progress(path)
+    print(f"forgot all lesson progress ({path})")
+    return 0
+
+
+# ----- opening a lesson --------------------------------------------------------------------
+
+def open_lessons(args: argparse.Namespace, lessons: list[Lesson], lang: Lang) -> int:
+    """The lesson TUI on the running lab (or, with --replay, on a recording)."""
+    wanted = args.lesson
+    if args.file is not None or (wanted and wanted.endswith(".toml")):
+        lessons = [read(args.file or Path(wanted))]
+        first = lessons[0]
+    else:
+        first = pick_lesson(wanted, lessons, load_progress())
+    if args.replay and last_good_run(first.name) is None:
+        raise KinspectError(f"no recording of lesson {first.name} yet: run it once on a lab "
+                            f"(kinspect learn {first.name}), then --replay plays it")
+    cluster = lab_cluster(args.replay)
+    from kinspect.tui.lesson_app import run_learn
+
+    return run_learn(cluster, lessons, first.name, lang, args.stage, args.replay)
+
+
+def pick_lesson(wanted: str | None, lessons: Sequence[Lesson], progress: Progress) -> Lesson:
+    """LESSON as typed (a name, or its number in --list), else where the learner left off,
+    else the first."""
+    if not lessons:
+        raise KinspectError("no lessons found")
+    if not wanted:
+        return progress.next_lesson(lessons) or lessons[0]
+    if wanted.isdigit():
+        number = int(wanted)
+        if not 1 <= number <= len(lessons):
+            raise KinspectError(f"lesson number {number} is not 1..{len(lessons)} "
+                                "(see: kinspect learn --list)")
+        return lessons[number - 1]
+    for lesson in lessons:
+        if lesson.name == wanted:
+            return lesson
+    raise KinspectError(f"unknown lesson {wanted!r} (see: kinspect learn --list)")
+
+
+def lab_cluster(replay: bool) -> ClusterTarget | None:
+    """The running lab as a cluster target; None for --replay without a lab."""
+    from kinspect.cli.common import resolve_cluster
+    from kinspect.lab import running_lab
+
+    if running_lab() is None:
+        if replay:
+            return None
+        raise KinspectError("no lab is running: start one with kinspect lab up (or play a "
+                            "lesson's last recorded run: kinspect learn --replay)")
+    return resolve_cluster(argparse.Namespace())
+
+
+# ----- --list and --summary ----------------------------------------------------------------
+
+def _next_name(lessons: Sequence[Lesson], progress: Progress) -> str | None:
+    """The lesson after the current one not finished yet (no current: the one to open)."""
+    names = [lesson.name for lesson in lessons]
+    if progress.current not in names:
+        found = progress.next_lesson(lessons)
+        return found.name if found else None
+    after = names[names.index(progress.current) + 1:]
+    return next((n for n in after if progress.record(n).status not in (Status.DONE,
+                                                                        Status.SKIPPED)), None)
+
+
+def list_rows(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> list[dict[str, Any]]:
+    nxt = _next_name(lessons, progress)
+    return [{"number": i, "name": lesson.name, "title": lesson.title(lang),
+             "scenario": lesson.scenario, "mode": lesson.mode,
+             "status": progress.record(lesson.name).status.value,
+             "current": lesson.name == progress.current, "next": lesson.name == nxt}
+            for i, lesson in enumerate(lessons, start=1)]
+
+
+def print_list(lessons: Sequence[Lesson], progress: Progress, lang: Lang, as_json: bool) -> int:
+    rows = list_rows(lessons, progress, lang)
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    width = max(len(row["name"]) for row in rows)
+    for row in rows:
+        mark = "▶" if row["current"] else MARKS[Status(row["status"])]
+        tail = "  (next)" if row["next"] else ""
+        mode = f" [{row['mode']}]" if row["mode"] else ""
+        print(f" {mark} {row['number']:>2}  {row['name']:<{width}}  {row['title']}{mode}{tail}")
+    return 0
+
+
+def _record_summary(number: int | None, lesson: Lesson | None, record: LessonRecord,
+                    lang: Lang) -> dict[str, Any]:
+    fix = None if record.fix_scenario is None else {
+        "scenario": record.fix_scenario, "held": record.fix_held, "run_dir": record.fix_run_dir}
+    return {"number": number, "name": record.name,
+            "title": lesson.title(lang) if lesson else None,
+            "scenario": lesson.scenario if lesson else None, "status": record.status.value,
+            "updated_at": record.updated_at,
+            "predictions": [{"question": p.question, "chosen": p.chosen, "right": p.right}
+                            for p in record.predictions],
+            "measured": record.measured, "run_dir": record.run_dir, "fix": fix}
+
+
+def summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> dict[str, Any]:
+    """What a facilitator wants after a workshop, as one JSON object."""
+    known = {lesson.name for lesson in lessons}
+    entries = [_record_summary(i, lesson, progress.record(lesson.name), lang)
+               for i, lesson in enumerate(lessons, start=1)]
+    entries += [_record_summary(None, None, record, lang)
+                for name, record in sorted(progress.records.items()) if name not in known]
+    predictions = [p for e in entries for p in e["predictions"]]
+    fixes = [e["fix"] for e in entries if e["fix"]]
+    return {
+        "lessons": len(lessons), "done": sum(e["status"] == Status.DONE for e in entries),
+        "current": progress.current,
+        "predictions": {"made": len(predictions),
+                        "right": sum(p["right"] is True for p in predictions),
+                        "wrong": sum(p["right"] is False for p in predictions),
+                        "not_judged": sum(p["right"] is None for p in predictions)},
+        "fixes": {"tried": len(fixes), "held": sum(f["held"] is True for f in fixes)},
+        "progress": entries}
+
+
+def print_summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang,
+                  as_json: bool) -> int:
+    data = summary(lessons, progress, lang)
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0
+    p, f = data["predictions"], data["fixes"]
+    print(f"lessons done: {data['done']} of {data['lessons']} · predictions right: "
+          f"{p['right']} of {p['made']} · fixes held: {f['held']} of {f['tried']}")
+    for entry in data["progress"]:
+        if entry["status"] == Status.NEW.value and not entry["predictions"]:
+            continue
+        print(f" {MARKS[Status(entry['status'])]} {entry['number'] or '-':>2}  {entry['name']}"
+              f"  {entry['title'] or ''}")
+        for pred in entry["predictions"]:
+            verdict = {True: "right", False: "wrong", None: "not run yet"}[pred["right"]]
+            print(f"      {pred['question']} → {pred['chosen']} ({verdict})")
+        if entry["measured"]:
+            print("      measured: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
+                                               for k, v in entry["measured"].items()))
+        if entry["fix"]:
+            held = {True: "held", False: "did not hold", None: "?"}[entry["fix"]["held"]]
+            print(f"      fix: {entry['fix']['scenario']} ({held})")
+    return 0

@@ -1,0 +1,425 @@
+"""`kinspect learn`: the live screen with a lesson beside it.
+
+The lesson's state is a `Flow` (lessons/flow.py); this app hands it what the screen saw (the
+events drawn, the lab's journal, the live loss) and the keys, runs the lesson's scenario in a
+worker like the `e` key does, and renders the panel. On stage (`--stage`) the presenter
+advances every step, and B plays the last good recording of the lesson in place of the live
+lab, on the same screen, through the replay's feed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.binding import Binding
+from textual.events import Resize
+
+from kinspect.errors import KinspectError, error_line
+from kinspect.lab.state import LabState
+from kinspect.lessons.flow import Flow, Happening, Phase, RunResult
+from kinspect.lessons.lesson_values import Lang, Lesson, Panel, Prediction, Status, Trigger
+from kinspect.load.load_process import LoadStatus
+from kinspect.load.rundir import POSTMORTEM_DIR, SCENARIO_FILE
+from kinspect.model import Event, EventKind
+from kinspect.postmortem.story.values import Report
+from kinspect.target import ClusterTarget, lab_target
+from kinspect.tui.app import KinspectApp
+from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
+from kinspect.tui.feed import Feed
+from kinspect.tui.lesson_panel import LessonPanel, PanelContext
+from kinspect.tui.messages import LessonRunEnded, Progress, ReplayStatus, Said
+from kinspect.tui.report_screen import ReportScreen
+
+# The events of the model a step can wait for (a fenced KRaft broker is a broker gone).
+EVENT_TRIGGERS: dict[EventKind, Trigger] = {
+    EventKind.LEADER_CHANGED: Trigger.LEADER_CHANGED,
+    EventKind.ISR_SHRANK: Trigger.ISR_SHRANK,
+    EventKind.ISR_EXPANDED: Trigger.ISR_EXPANDED,
+    EventKind.CONTROLLER_CHANGED: Trigger.CONTROLLER_CHANGED,
+    EventKind.VIEWS_DISAGREE_STARTED: Trigger.VIEWS_DISAGREE,
+    EventKind.BROKER_GONE: Trigger.BROKER_GONE,
+    EventKind.BROKER_FENCED: Trigger.BROKER_GONE,
+}
+# The lab journal's actions that break something (a step's `do` names one); heal repairs.
+FAULT_ACTIONS = frozenset({"kill", "stop", "pause", "isolate", "slow", "partition"})
+POINTED = "pointed"
+NARROW = 120  # columns under which the warnings panel gives way to the lesson
+READ_ONLY = "a lesson's recording: it shows what was recorded and acts on nothing"
+
+
+class LessonApp(KinspectApp):
+    """The live screen, a lesson panel beside it, and the lesson's keys."""
+
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
+        *KinspectApp.BINDINGS,
+        Binding("space", "lesson_go_on", "go on", priority=True),
+        Binding("T", "lesson_hint", "hint"),
+        Binding("R", "lesson_restart", "restart lesson", show=False),
+        Binding("N", "lesson_skip", "next lesson", show=False),
+        Binding("B", "lesson_backup", "play the recording", show=False),
+    ]
+
+    def __init__(self, feed: Feed, console: Console, lessons: Sequence[Lesson], index: int,
+                 lang: Lang, stage: bool, backup: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(feed, console, **kwargs)
+        self.lessons, self.index, self.lang = list(lessons), index, lang
+        self.flow = Flow(self.lessons[index], stage)
+        self.backup = backup  # a recorded run to play instead of the live lab
+        self.run_progress = ""
+        self.lesson_report: tuple[Report, Path] | None = None
+        self.reopen: tuple[str, int] | None = None  # (mode, lesson): remake the lab, reopen
+        self._titles: dict[str, str] = {}  # each panel's own border title, to point and unpoint
+
+    # ----- the panel -------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        panel = LessonPanel(id="lesson")
+        if self.flow.stage:
+            panel.add_class("stage")
+        self.main.mount(panel)
+        self.call_after_refresh(self._show_lesson)
+
+    def on_resize(self, event: Resize) -> None:
+        """Below 120 columns the lesson takes the warnings' place (W still shows them)."""
+        if self.main.query("#side"):
+            self.main.query_one("#side").display = event.size.width >= NARROW
+
+    def _panel_context(self) -> PanelContext:
+        nxt = self.lessons[self.index + 1].title(self.lang) if self.index + 1 < len(
+            self.lessons) else None
+        return PanelContext(self.lang, self.index + 1, len(self.lessons), self.run_progress,
+                            nxt, self._backup_when(), self._needs_mode())
+
+    def _backup_when(self) -> str | None:
+        if self.backup is None:
+            return None
+        when = datetime.fromtimestamp(self.backup.stat().st_mtime, UTC)
+        return when.strftime("%Y-%m-%d %H:%M UTC")
+
+    def _needs_mode(self) -> str | None:
+        """The mode this lesson needs when the lab runs the other (a recording needs none)."""
+        want = self.flow.lesson.mode
+        if want is None or self.backup is not None or self.lab is None:
+            return None
+        return want if self.lab.mode != want else None
+
+    def _show_lesson(self) -> None:
+        if not self.screen_stack or not self.main.query("#lesson"):
+            return
+        self.main.query_one(LessonPanel).show(self.flow, self._panel_context())
+        self._point(self.flow.step.point if self.flow.phase is Phase.RUN and self.flow.step
+                    else None)
+
+    def _point(self, panel: Panel | None) -> None:
+        """The part of the screen the step is about: a bright double border, and its title
+        says so (the captured screen shows it too)."""
+        for name in Panel:
+            found = self.main.query(f"#{name.value}")
+            if not found:
+                continue
+            widget = found.first()
+            self._titles.setdefault(name.value, str(widget.border_title or ""))
+            pointed = name is panel
+            widget.set_class(pointed, POINTED)
+            title = self._titles[name.value]
+            widget.border_title = f"▶▶ {title} ◀◀" if pointed and title else title or None
+
+    def _moved(self, flow: Flow) -> None:
+        self.flow = flow
+        self._show_lesson()
+
+    # ----- what the screen saw -----------------------------------------------------------
+
+    def saw_events(self, events: Sequence[Event]) -> None:
+        seen = [Happening(EVENT_TRIGGERS[e.kind]) for e in events if e.kind in EVENT_TRIGGERS]
+        if seen:
+            self._moved(self.flow.saw_all(seen))
+
+    def saw_lab(self, faults: Sequence[Mapping[str, Any]], load: LoadStatus | None) -> None:
+        seen = [happening for entry in faults if (happening := journal_happening(entry))]
+        if load is not None and load.live is not None and load.live.doomed_total > 0:
+            seen.append(Happening(Trigger.LIVE_LOST))
+        if seen:
+            self._moved(self.flow.saw_all(seen))
+
+    def progressed(self, message: Progress) -> None:
+        if message.title.startswith("lesson"):
+            self.run_progress = message.line
+            self._show_lesson()
+
+    # ----- keys --------------------------------------------------------------------------
+
+    def action_select_broker(self, broker_id: int) -> None:
+        """Digits answer the question or pick the fix while one is asked; else they select."""
+        flow = self.flow
+        if flow.question is not None:
+            self._moved(flow.answer(broker_id - 1))
+            if self.flow.phase is Phase.READY:
+                self.save_progress(self._with_predictions)
+            return
+        if flow.phase is Phase.FIX:
+            self._moved(flow.choose_fix(broker_id - 1))
+            return
+        super().action_select_broker(broker_id)
+
+    def action_lesson_go_on(self) -> None:
+        flow = self.flow
+        if flow.phase is Phase.READY:
+            self._start_run()
+        elif flow.phase is Phase.FIX and flow.chosen_fix and flow.chosen_fix.scenario:
+            self._moved(flow.fix_started())
+            self.run_lesson(flow.chosen_fix.scenario, fix=True)
+        elif flow.phase is Phase.SUMMARY:
+            self._next_lesson()
+        else:
+            self._moved(flow.go_on())
+
+    def _start_run(self) -> None:
+        mode = self._needs_mode()
+        if mode is not None:
+            self.reopen = (mode, self.index)
+            self.exit()
+            return
+        if self.backup is not None:
+            self._play_backup(self.backup)
+            return
+        if self._refused():
+            return
+        self._moved(self.flow.started())
+        self.run_lesson(self.flow.lesson.scenario, fix=False)
+
+    def action_lesson_hint(self) -> None:
+        if not self.flow.lesson.hints:
+            self.notify("—", title="hint")
+        self._moved(self.flow.hint())
+
+    def action_lesson_restart(self) -> None:
+        self.lesson_report = None
+        self._moved(self.flow.restart())
+
+    def action_lesson_skip(self) -> None:
+        self.save_progress(lambda p: p.with_status(self.flow.lesson.name, Status.SKIPPED))
+        self._next_lesson()
+
+    def _next_lesson(self) -> None:
+        if self.index + 1 >= len(self.lessons):
+            self.notify("that was the last lesson", title="lessons")
+            return
+        self.index += 1
+        self.lesson_report, self.run_progress = None, ""
+        self._moved(Flow(self.lessons[self.index], self.flow.stage))
+        self.save_progress(lambda p: p.with_status(self.flow.lesson.name, Status.CURRENT))
+
+    def action_postmortem(self) -> None:
+        """m after a lesson's run: its report (the scenario ran the post-mortem already)."""
+        if self.lesson_report is not None:
+            report, out = self.lesson_report
+            self.push_screen(ReportScreen(report, out))
+            return
+        super().action_postmortem()
+
+    # ----- the run -----------------------------------------------------------------------
+
+    @work(thread=True, group="scenario", exclusive=True, exit_on_error=False)
+    def run_lesson(self, scenario: str, fix: bool) -> None:
+        """The scenario in its own process, followed; its end posted as the lesson's result."""
+        from kinspect.scenarios.scenario_process import follow
+
+        title = "lesson: fix" if fix else "lesson"
+        mode = self.flow.lesson.mode or (self.lab.mode if self.lab else None)
+        try:
+            process = self.lab_console.start_scenario(scenario, mode)
+            outcome = follow(process, self._progress(title))
+        except (KinspectError, OSError) as exc:
+            self.post_message(LessonRunEnded(RunResult(scenario, error_line(exc)), None, None))
+            return
+        finally:
+            self.post_message(Progress(title, "", done=True))
+        report = outcome.report
+        result = RunResult(scenario, outcome.failure, outcome.row or {},
+                           report.explanation if report else "", str(process.run_dir),
+                           outcome.held)
+        self.post_message(LessonRunEnded(result, report, outcome.report_dir))
+
+    @on(LessonRunEnded)
+    def lesson_run_ended(self, message: LessonRunEnded) -> None:
+        if message.report is not None and message.report_dir is not None:
+            self.lesson_report = (message.report, message.report_dir)
+        fix = self.flow.phase is Phase.FIX_RUN
+        self._moved(self.flow.finished(message.result))
+        result = message.result
+        if self.backup is not None:
+            return  # a recording teaches; it is not progress
+        if fix:
+            self.save_progress(lambda p: p.with_fix(self.flow.lesson.name, result.scenario,
+                                                    result.held and result.failure is None,
+                                                    _path(result.run_dir)))
+        elif result.failure is None:
+            self.save_progress(lambda p: p.with_run(self.flow.lesson.name, result.row,
+                                                    _path(result.run_dir), self.flow.lesson))
+
+    # ----- stage mode's safety net -------------------------------------------------------
+
+    def action_lesson_backup(self) -> None:
+        """B: the last good recording of this lesson, in place of the live lab."""
+        self.find_backup(self.flow.lesson.name)
+
+    @work(thread=True, group="backup", exclusive=True, exit_on_error=False)
+    def find_backup(self, name: str) -> None:
+        from kinspect.lessons.lesson_progress import last_good_run
+
+        found = last_good_run(name)
+        if found is None:
+            self.post_message(Said(f"no recording of lesson {name} yet: run it once live",
+                                   "stage", timeout=8))
+            return
+        self.call_from_thread(self._play_backup, found)
+
+    def _play_backup(self, run_dir: Path) -> None:
+        """Swap the live feed for the recording's, from its start, and narrate it."""
+        from kinspect.sources.playback import open_recording
+        from kinspect.tui.replay_feed import ReplayFeed
+
+        try:
+            recording = open_recording(run_dir)
+        except KinspectError as exc:
+            self.notify(f"no replay: {exc}", severity="warning", markup=False)
+            return
+        self.feed.stop()
+        self.backup = run_dir
+        replay = ReplayFeed(recording, title=f"recording of {run_dir.name}")
+        self.feed, self.clock = replay, replay.clock
+        self.lab_console = ReadOnlyConsole(READ_ONLY)
+        if self.flow.phase is Phase.STORY:
+            self._show_lesson()
+            return
+        self._moved(self.flow.started())
+        self.start_feed()
+
+    @on(ReplayStatus)
+    def replay_moved(self, message: ReplayStatus) -> None:
+        """The recording played to its end: the run it recorded ended, with its verdict."""
+        if self.backup is None or not message.paused or message.at_ms < message.end_ms:
+            return
+        if self.flow.phase is Phase.RUN and self.flow.result is None:
+            result, report = recorded_result(self.flow.lesson.scenario, self.backup)
+            if report is not None:
+                self.lesson_report = (report, self.backup / POSTMORTEM_DIR)
+            self._moved(self.flow.finished(result))
+
+    # ----- progress ----------------------------------------------------------------------
+
+    def _with_predictions(self, progress: Any) -> Any:
+        flow = self.flow
+        predictions = tuple(Prediction(q.ask.en, q.choices[a].text.en)
+                            for q, a in zip(flow.lesson.questions, flow.answers, strict=True))
+        return progress.with_predictions(flow.lesson.name, predictions)
+
+    @work(thread=True, group="progress", exit_on_error=False)
+    def save_progress(self, change: Any) -> None:
+        """Read, change and write the progress file off the loop; a failure is one toast
+        (the lesson goes on: nothing on screen depends on the file)."""
+        from kinspect.lessons.lesson_progress import load_progress, save_progress
+
+        try:
+            save_progress(change(load_progress()))
+        except (KinspectError, OSError) as exc:
+            self.post_message(Said(f"progress not saved: {error_line(exc)}", "lessons",
+                                   timeout=10))
+
+
+def journal_happening(entry: Mapping[str, Any]) -> Happening | None:
+    """A lab journal entry as a step sees it: a fault that breaks something, or the heal."""
+    action = str(entry.get("action") or "")
+    if action in FAULT_ACTIONS:
+        return Happening(Trigger.FAULT, action)
+    return Happening(Trigger.HEAL) if action == "heal" else None
+
+
+def _path(text: str | None) -> Path | None:
+    return Path(text) if text else None
+
+
+def recorded_result(scenario: str, run_dir: Path) -> tuple[RunResult, Report | None]:
+    """What a recorded run measured: its result row and its report, as written then."""
+    try:
+        row = json.loads((run_dir / SCENARIO_FILE).read_text())
+        report_path = run_dir / POSTMORTEM_DIR / "report.json"
+        report = (Report.from_json(json.loads(report_path.read_text()))
+                  if report_path.exists() else None)
+    except (OSError, ValueError) as exc:
+        return RunResult(scenario, f"the recording's result: {error_line(exc)}"), None
+    held = bool(row.get("expectation_met"))
+    story = report.explanation if report else ""
+    return RunResult(scenario, None, row, story, str(run_dir), held), report
+
+
+def run_learn(cluster: ClusterTarget | None, lessons: Sequence[Lesson], first: str,
+              lang: Lang, stage: bool, replay: bool) -> int:
+    """The lessons from `first` on; a lesson that needs the lab in the other mode quits the
+    screen, remakes the lab (its progress on the terminal) and opens it again there."""
+    index = next((i for i, lesson in enumerate(lessons) if lesson.name == first), 0)
+    while True:
+        app = _lesson_app(cluster, lessons, index, lang, stage, replay)
+        app.run()
+        if app.reopen is None:
+            return 0
+        mode, index = app.reopen
+        cluster = _remade_lab(mode)
+
+
+def _lesson_app(cluster: ClusterTarget | None, lessons: Sequence[Lesson], index: int,
+                lang: Lang, stage: bool, replay: bool) -> LessonApp:
+    from kinspect.tui.feed import LiveFeed
+
+    backup = None
+    if replay:
+        from kinspect.lessons.lesson_progress import last_good_run
+
+        backup = last_good_run(lessons[index].name)
+        if backup is None:
+            raise KinspectError(f"no recording of lesson {lessons[index].name} yet: run it "
+                                "once on a lab (kinspect learn), then --replay plays it")
+    if cluster is None or replay:
+        return _replay_app(lessons, index, lang, stage, backup)
+    feed = LiveFeed(cluster.bootstrap, cluster.zookeeper, lab_backed=True,
+                    expected=cluster.expected_brokers, title=cluster.label,
+                    admin_config=cluster.kafka, controllers=cluster.controllers)
+    console: Console = LabConsole() if cluster.lab is not None else ReadOnlyConsole()
+    return LessonApp(feed, console, lessons, index, lang, stage)
+
+
+def _replay_app(lessons: Sequence[Lesson], index: int, lang: Lang, stage: bool,
+                backup: Path | None) -> LessonApp:
+    """No lab: the recording's feed from the start (paused until the run is asked for)."""
+    from kinspect.sources.playback import open_recording
+    from kinspect.tui.replay_feed import ReplayFeed
+
+    if backup is None:
+        raise KinspectError("no recording to play")
+    replay = ReplayFeed(open_recording(backup), title=f"recording of {backup.name}", paused=True)
+    app = LessonApp(replay, ReadOnlyConsole(READ_ONLY), lessons, index, lang, stage,
+                    backup=backup, clock=replay.clock)
+    return app
+
+
+def _remade_lab(mode: str) -> ClusterTarget:
+    """`kinspect lab reset --mode MODE`, its lines on the terminal; the lab it left."""
+    from kinspect.lab import running_lab
+
+    print(f"kinspect: remaking the lab in {mode} mode for this lesson …", flush=True)
+    done = subprocess.run([sys.executable, "-m", "kinspect", "lab", "reset", "--mode", mode],
+                          check=False)
+    lab: LabState | None = running_lab()
+    if done.returncode != 0 or lab is None:
+        raise KinspectError(f"the lab could not be remade in {mode} mode "
+                            f"(kinspect lab reset --mode {mode}: exit {done.returncode})")
+    return lab_target(lab)
+

@@ -15,6 +15,8 @@ the header naming the quorum's real leader (6-kraft-fenced-leader.svg).
 With --oncall, on a `lab up --tls --authorizer` lab: a throttled reassignment as the lab sees
 it (7-reassignment.svg), then orders' ISR down to one replica as an on-call user allowed only
 Describe sees it over SASL_SSL: `?` where a flag was not told, and why (8-oncall-describe-only.svg).
+With --lesson, on the lab: lesson 2 (acks=1, the leader cut off) asked, narrated in Chinese at
+80x24 and revealed (9-, 10-, 11-lesson-*.svg); its scenario resets the lab (about 2 min).
 """
 
 from __future__ import annotations
@@ -243,6 +245,54 @@ async def take_oncall() -> None:
     print(f"on-call screenshots written to {HERE}", file=sys.stderr)
 
 
+async def take_lesson() -> None:
+    """A lesson as an attendee meets it, on the running lab: the prediction asked
+    (9-lesson-predict.svg), a narrated step pointing at its panel, in Chinese at 80x24
+    (10-lesson-narrated-zh.svg), the reveal beside the predictions (11-lesson-reveal.svg)."""
+    from kinspect.lessons.flow import Phase
+    from kinspect.lessons.lesson_catalog import find
+    from kinspect.lessons.lesson_values import Lang
+    from kinspect.tui.lesson_app import LessonApp
+
+    lab = running_lab()
+    assert lab is not None, "no lab: kinspect lab up"
+    lessons = [find("isolated-leader"), find("cut-from-zookeeper")]
+
+    def lesson_app(lang: Lang) -> LessonApp:
+        feed = LiveFeed(lab.bootstrap, lab.zookeeper_address, lab_backed=True,
+                        expected={n.broker_id: n.address for n in lab.brokers
+                                  if n.broker_id is not None}, title="lab (demo preset)")
+        return LessonApp(feed, LabConsole(), lessons, 0, lang, stage=False)
+
+    en = lesson_app(Lang.EN)
+    async with en.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: en.snapshot is not None, 30, "the lab on screen")
+        await pilot.pause(2)
+        en.save_screenshot(str(HERE / "9-lesson-predict.svg"))
+    zh = lesson_app(Lang.ZH)
+    async with zh.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: zh.snapshot is not None, 30, "the lab on screen")
+        await pilot.press("3", "1", "space")
+        await until(pilot, lambda: zh.flow.held, 180, "the isolation narrated")
+        await pilot.pause(2)
+        zh.save_screenshot(str(HERE / "10-lesson-narrated-zh.svg"))
+        for _ in range(1500):
+            if zh.flow.phase is Phase.REVEAL:
+                break
+            if zh.flow.held or zh.flow.result is not None:
+                await pilot.press("space")
+            await pilot.pause(0.2)
+    reveal = lesson_app(Lang.EN)  # the same run, its reveal in English at full size
+    reveal.flow, reveal.lesson_report = zh.flow, zh.lesson_report
+    async with reveal.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: reveal.snapshot is not None, 30, "the lab on screen")
+        reveal.flow = zh.flow
+        reveal._show_lesson()
+        await pilot.pause(1)
+        reveal.save_screenshot(str(HERE / "11-lesson-reveal.svg"))
+    print(f"lesson screenshots written to {HERE}", file=sys.stderr)
+
+
 def chart(run_dir: Path | None) -> None:
     """postmortem-timeline.png from a real acks1-isolate-leader run (run now unless given)."""
     if run_dir is None:
@@ -259,6 +309,8 @@ if __name__ == "__main__":
         asyncio.run(take_kraft())
     elif sys.argv[1:2] == ["--oncall"]:
         asyncio.run(take_oncall())
+    elif sys.argv[1:2] == ["--lesson"]:
+        asyncio.run(take_lesson())
     else:
         asyncio.run(take())
         chart(None)

@@ -318,5 +318,10 @@ class ActingApp(App[None]):
             return said
 
         mode = self.lab.mode if self.lab else None  # the lab's mode, as the screen watches it
-        self._answer_with_progress(f"scenario {name}", lambda say: verdict(follow(
-            self.lab_console.start_scenario(name, mode), say)), f"scenario {name}: ", timeout=15)
+
+        def run(say: Callable[[str], None]) -> list[Message]:
+            process = self.lab_console.start_scenario(name, mode)
+            self.post_message(LoadStarted(process.run_dir))  # its load in the load panel
+            return verdict(follow(process, say))
+
+        self._answer_with_progress(f"scenario {name}", run, f"scenario {name}: ", timeout=15)

@@ -34,7 +34,7 @@ from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed
 from kinspect.tui.lesson_panel import LessonPanel, PanelContext
-from kinspect.tui.messages import LessonRunEnded, Progress, ReplayStatus, Said
+from kinspect.tui.messages import LessonRunEnded, LoadStarted, Progress, ReplayStatus, Said
 from kinspect.tui.report_screen import ReportScreen
 
 # The events of the model a step can wait for (a fenced KRaft broker is a broker gone).
@@ -47,8 +47,8 @@ EVENT_TRIGGERS: dict[EventKind, Trigger] = {
     EventKind.BROKER_GONE: Trigger.BROKER_GONE,
     EventKind.BROKER_FENCED: Trigger.BROKER_GONE,
 }
-# The lab journal's actions that break something (a step's `do` names one); heal repairs.
-FAULT_ACTIONS = frozenset({"kill", "stop", "pause", "isolate", "slow", "partition"})
+# The lab journal's actions a step's `do` may name (the scenario files' words, STEP_FAULTS).
+JOURNAL_FAULTS = frozenset({"kill", "stop", "start", "pause", "resume", "slow", "unslow"})
 POINTED = "pointed"
 NARROW = 120  # columns under which the warnings panel gives way to the lesson
 READ_ONLY = "a lesson's recording: it shows what was recorded and acts on nothing"
@@ -143,7 +143,7 @@ class LessonApp(KinspectApp):
             self._moved(self.flow.saw_all(seen))
 
     def saw_lab(self, faults: Sequence[Mapping[str, Any]], load: LoadStatus | None) -> None:
-        seen = [happening for entry in faults if (happening := journal_happening(entry))]
+        seen = [happening for entry in faults for happening in journal_happenings(entry)]
         if load is not None and load.live is not None and load.live.doomed_total > 0:
             seen.append(Happening(Trigger.LIVE_LOST))
         if seen:
@@ -236,6 +236,7 @@ class LessonApp(KinspectApp):
         mode = self.flow.lesson.mode or (self.lab.mode if self.lab else None)
         try:
             process = self.lab_console.start_scenario(scenario, mode)
+            self.post_message(LoadStarted(process.run_dir))  # the load panel follows its load
             outcome = follow(process, self._progress(title))
         except (KinspectError, OSError) as exc:
             self.post_message(LessonRunEnded(RunResult(scenario, error_line(exc)), None, None))
@@ -335,12 +336,15 @@ class LessonApp(KinspectApp):
                                    timeout=10))
 
 
-def journal_happening(entry: Mapping[str, Any]) -> Happening | None:
-    """A lab journal entry as a step sees it: a fault that breaks something, or the heal."""
+def journal_happenings(entry: Mapping[str, Any]) -> list[Happening]:
+    """A lab journal entry as the steps see it: the fault by the scenario files' word (the lab
+    isolates a node by partitioning it off), and a heal is also the HEAL trigger."""
     action = str(entry.get("action") or "")
-    if action in FAULT_ACTIONS:
-        return Happening(Trigger.FAULT, action)
-    return Happening(Trigger.HEAL) if action == "heal" else None
+    if action == "partition":
+        return [Happening(Trigger.FAULT, "isolate")]
+    if action == "heal":
+        return [Happening(Trigger.HEAL), Happening(Trigger.FAULT, "heal")]
+    return [Happening(Trigger.FAULT, action)] if action in JOURNAL_FAULTS else []
 
 
 def _path(text: str | None) -> Path | None:

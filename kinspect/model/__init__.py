@@ -2,6 +2,7 @@
 
 from kinspect.model.assessment import HealthReport, Unchecked, Verdict, assess
 from kinspect.model.build import build_snapshot
+from kinspect.model.controller_moves import ControllerMove, ControllerMoves, ControllerState
 from kinspect.model.events import Event, EventKind, HwStallTracker, diff
 from kinspect.model.facts import Fact, Unknown, known
 from kinspect.model.serialize import (
@@ -51,6 +52,9 @@ __all__ = [
     "ConfigValue",
     "ControllerAnswer",
     "ControllerInfo",
+    "ControllerMove",
+    "ControllerMoves",
+    "ControllerState",
     "EligibleLeaders",
     "EpochEnd",
     "Event",

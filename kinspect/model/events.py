@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kinspect.model.controller_moves import ControllerMove, ControllerMoves, ControllerState
 from kinspect.model.facts import Unknown
 from kinspect.model.severity import Severity as Severity  # noqa: PLC0414 (re-exported)
 from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
@@ -102,8 +103,14 @@ def _moves(ts: int, old: PartitionInfo, new: PartitionInfo) -> list[Event]:
     return []
 
 
-def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
+def diff(old: ClusterSnapshot | None, new: ClusterSnapshot,
+         controller: ControllerMoves | None = None) -> list[Event]:
+    """What changed from `old` to `new`. `controller` follows the controller across calls (the
+    observer keeps one): a move seen in steps is then one event once complete. Without it the
+    two snapshots alone are compared, and any change of controller is told."""
     if old is None:
+        if controller is not None:
+            controller.see(new.taken_at, _controller_state(new))
         return []
     ts = new.taken_at
     out: list[Event] = []
@@ -112,15 +119,7 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
         out.append(Event(ts, EventKind.ZK_SESSION, f"ZooKeeper session {new.zookeeper_state}",
                          severity=severity, fields={"state": new.zookeeper_state}))
     kraft = new.kraft and old.kraft  # a mode just learnt changes nothing in the cluster
-    if (old.controller.id, old.controller.epoch) != (new.controller.id, new.controller.epoch) \
-            and (new.controller.id is not None or old.controller.id is not None):
-        detail = (f"quorum leader {_id(old.controller.id)} → {_id(new.controller.id)}"
-                  if new.kraft else f"controller {old.controller.id} → {new.controller.id}")
-        out.append(Event(ts, EventKind.CONTROLLER_CHANGED,
-                         f"{detail} (epoch {new.controller.epoch})",
-                         broker=new.controller.id, severity=Severity.WARN,
-                         fields={"old": old.controller.id, "new": new.controller.id,
-                                 "epoch": new.controller.epoch}))
+    out += _controller_events(old, new, controller)
     was = {b.id for b in old.brokers if b.registered}
     now = {b.id for b in new.brokers if b.registered}
     for broker in sorted(now - was):
@@ -138,8 +137,30 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot) -> list[Event]:
     return out
 
 
-def _id(node: int | None) -> str:
-    return "none" if node is None else str(node)
+def _controller_state(snapshot: ClusterSnapshot) -> ControllerState:
+    return ControllerState(snapshot.controller.id, snapshot.controller.epoch)
+
+
+def _controller_events(old: ClusterSnapshot, new: ClusterSnapshot,
+                       moves: ControllerMoves | None) -> list[Event]:
+    """CONTROLLER_CHANGED, once per move; its fields `old`, `new`, `epoch` are what
+    `watch --jsonl` consumers read."""
+    if moves is None:  # the pair alone: whatever changed between them is told
+        moves = ControllerMoves()
+        moves.see(old.taken_at, _controller_state(old))
+        found = moves.see(new.taken_at, _controller_state(new), new.kraft) + moves.flush()
+    else:
+        if not moves.seeded:
+            moves.see(old.taken_at, _controller_state(old))
+        found = moves.see(new.taken_at, _controller_state(new), new.kraft)
+    return [controller_event(m, new.kraft) for m in found]
+
+
+def controller_event(move: ControllerMove, kraft: bool) -> Event:
+    """A vacancy told is an error (no controller for a while); a move a warning."""
+    return Event(move.ts, EventKind.CONTROLLER_CHANGED, move.detail(kraft), broker=move.new,
+                 severity=Severity.ERROR if move.new is None else Severity.WARN,
+                 fields={"old": move.old, "new": move.new, "epoch": move.epoch})
 
 
 def _fencing_events(ts: int, old: ClusterSnapshot, new: ClusterSnapshot) -> list[Event]:
@@ -193,7 +214,7 @@ class HwStallTracker:
 
 class LogKind(StrEnum):
     """What a Kafka log line says (kinspect/postmortem/evidence/brokerlogs.py): the broker's own
-    word, or its controller's (`by_controller`)."""
+    word, its controller's (`by_controller`), or ZooKeeper's (SESSION_EXPIRED)."""
 
     ISR_SHRINK = "log_isr_shrink"
     ISR_EXPAND = "log_isr_expand"
@@ -203,15 +224,18 @@ class LogKind(StrEnum):
     CONTROLLER_ELECTED = "log_controller_elected"
     LEADER_AND_ISR = "log_leader_and_isr"
     BROKER_REGISTERED = "log_broker_registered"
+    BROKER_GONE = "log_broker_gone"  # the controller saw its registration deleted
     BROKER_FENCED = "log_broker_fenced"
     BROKER_UNFENCED = "log_broker_unfenced"
     HEARTBEAT_FAILED = "log_heartbeat_failed"
-    ZK_EXPIRED = "log_zk_expired"
+    ZK_EXPIRED = "log_zk_expired"  # the broker learned its session had expired
     ZK_SESSION = "log_zk_session"
+    SESSION_EXPIRED = "log_session_expired"  # ZooKeeper's own log: it expired the session
 
     @property
     def by_controller(self) -> bool:
-        return self in {LogKind.LEADER_AND_ISR, LogKind.CONTROLLER_ELECTED, LogKind.BROKER_FENCED}
+        return self in {LogKind.LEADER_AND_ISR, LogKind.CONTROLLER_ELECTED, LogKind.BROKER_FENCED,
+                        LogKind.BROKER_GONE}
 
 
 class JournalKind(StrEnum):

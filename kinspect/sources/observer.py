@@ -23,7 +23,14 @@ from typing import IO
 
 from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE
 from kinspect.errors import KinspectError, error_line
-from kinspect.model import ClusterSnapshot, Event, HwStallTracker, build_snapshot, diff
+from kinspect.model import (
+    ClusterSnapshot,
+    ControllerMoves,
+    Event,
+    HwStallTracker,
+    build_snapshot,
+    diff,
+)
 from kinspect.sources.admin import AdminSource
 from kinspect.sources.claims import merge_claims
 from kinspect.sources.zk_watch import ZooKeeperSource
@@ -53,6 +60,7 @@ class Observer:
         self._lock = threading.Lock()
         self.latest: ClusterSnapshot | None = None
         self._stalls = HwStallTracker()
+        self._controller = ControllerMoves()  # a move seen in steps is one event
         self.zk = (ZooKeeperSource(zookeeper, self._wake.set, auth=zk_auth, watch=not one_shot)
                    if zookeeper else None)
         self.admin = (AdminSource(bootstrap, self._wake.set, interval_s=interval_s,
@@ -137,7 +145,7 @@ class Observer:
         started = time.perf_counter()
         snapshot = build_snapshot(zk_view, broker_view, sorted(self.expected) or None,
                                   taken_at=now_ms())
-        events = diff(self.latest, snapshot)
+        events = diff(self.latest, snapshot, self._controller)
         events += self._stalls.observe(snapshot)
         self.build_ms = (time.perf_counter() - started) * 1000
         self.latest = snapshot

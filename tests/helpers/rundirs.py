@@ -194,3 +194,60 @@ def zombie_run(run_dir: Path, with_segments: bool = False) -> Path:
         values = [f"{ZOMBIE_RUN}-0-{s}|xx".encode() for s in range(150)]
         (part / "00000000000000000000.log").write_bytes(_batch(0, 0, values))
     return run_dir
+
+
+SESSION_2 = "0x100004a1b2c0002"  # broker 2's ZooKeeper session
+
+
+def isolated_controller_run(run_dir: Path, observed: bool = True,
+                            zookeeper_log: bool = True) -> Path:
+    """zombie_run on stage: broker 2 leads t-0 and is the controller; it is cut off from
+    ZooKeeper and the other brokers at T0 + 400 and healed at T0 + 19,900. ZooKeeper expires
+    its session at T0 + 1,940 (its log; the observer sees broker 2 go at T0 + 1,950, the
+    controller move 2 → 1 in three steps); broker 1 is elected controller at T0 + 1,955 and
+    makes broker 3 leader at T0 + 2,000 while broker 2 still acknowledges (until T0 + 2,975).
+    Broker 2 learns its session expired only on reconnecting, at T0 + 19,990, and truncates.
+    `observed` False: no timeline.jsonl; `zookeeper_log` False: no zookeeper.log (the evidence
+    of a run whose story had only broker 2's late line)."""
+    zombie_run(run_dir)
+    _jsonl(run_dir / "faults.jsonl", [
+        {"ts": T0 + 400, "action": "partition", "node": None,
+         "groups": [["kafka2"], ["zk1", "kafka1", "kafka3"]], "detail": "partition kafka2",
+         "lab_id": "stage"},
+        {"ts": T0 + 19_900, "action": "heal", "node": None, "groups": None,
+         "detail": "all partitions removed", "lab_id": "stage"}])
+    if observed:
+        _jsonl(run_dir / "timeline.jsonl", [
+            {"ts": T0 + 1950, "kind": "broker_gone", "partition": None, "broker": 2,
+             "severity": "error", "detail": "broker 2 is gone from ZooKeeper"},
+            # as an observer diffing snapshot by snapshot recorded one move
+            {"ts": T0 + 1950, "kind": "controller_changed", "partition": None, "broker": None,
+             "severity": "warn", "detail": "controller 2 → None (epoch 1)", "old": 2,
+             "new": None, "epoch": 1},
+            {"ts": T0 + 1960, "kind": "controller_changed", "partition": None, "broker": 1,
+             "severity": "warn", "detail": "controller None → 1 (epoch 1)", "old": None,
+             "new": 1, "epoch": 1},
+            {"ts": T0 + 1970, "kind": "controller_changed", "partition": None, "broker": 1,
+             "severity": "warn", "detail": "controller 1 → 1 (epoch 2)", "old": 1, "new": 1,
+             "epoch": 2},
+            {"ts": T0 + 2010, "kind": "leader_changed", "partition": f"{TOPIC}-0", "broker": 3,
+             "severity": "warn", "detail": "leader 2 → 3 (epoch 1)", "old": 2, "new": 3,
+             "epoch": 1}])
+    logs = run_dir / "broker-logs"
+    (logs / "kafka1").mkdir(parents=True, exist_ok=True)
+    (logs / "kafka1" / "controller.log").write_text(
+        f"{log_stamp(T0 + 1955)} INFO [Controller id=1] 1 successfully elected as the controller. "
+        "Epoch incremented to 2 and epoch zk version is now 2 (kafka.controller.KafkaController)\n")
+    server = logs / "kafka2" / "server.log"
+    server.write_text(
+        f"{log_stamp(T0 - 10_000)} INFO Session establishment complete on server "
+        f"zk1/198.18.1.10:2181, session id = {SESSION_2}, negotiated timeout = 6000 "
+        "(org.apache.zookeeper.ClientCnxn)\n"
+        f"{log_stamp(T0 + 19_990)} WARN Unable to reconnect to ZooKeeper service, session "
+        f"{SESSION_2} has expired (org.apache.zookeeper.ClientCnxn)\n" + server.read_text())
+    if zookeeper_log:
+        (logs / "zk1").mkdir(parents=True, exist_ok=True)
+        (logs / "zk1" / "zookeeper.log").write_text(
+            f"{log_stamp(T0 + 1940)} INFO Expiring session {SESSION_2}, timeout of 6000ms "
+            "exceeded (org.apache.zookeeper.server.ZooKeeperServer)\n")
+    return run_dir

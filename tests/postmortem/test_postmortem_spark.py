@@ -6,9 +6,11 @@ One SparkSession for the module: Spark takes seconds to start on a 2-core machin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +185,54 @@ def test_a_zombie_leaders_acks_are_blamed_on_the_zombie(spark: Any, tmp_path: Pa
             for a in report.attribution] == [(2, 0, 100, method)]
     assert report.explanation.startswith("100 acknowledged messages were lost: broker 2 "
                                             "acknowledged them at leader epoch 0")
+
+
+def _clock(ms: int) -> str:
+    """T0 + ms as the paragraph shows it (local wall clock, tenths), computed here."""
+    moment = datetime.fromtimestamp((T0 + ms) / 1000)
+    return f"{moment:%H:%M:%S}.{moment.microsecond // 100_000}"
+
+
+STORIES = {
+    # ZooKeeper's log and the observer: when ZooKeeper expired the session, by its clock
+    "zookeeper's clock": (True, True, (
+        f"; ZooKeeper expired broker 2's session at {_clock(1940)} (ZooKeeper's own log; the "
+        f"observer saw it too); the controller then made broker 3 leader at {_clock(2000)} "
+        f"(epoch 1), while broker 2 still acknowledged writes until {_clock(2975)}; broker 2 "
+        f"itself learned of it only at {_clock(19_990)}, when it reached ZooKeeper again")),
+    # what the stage's run had: only broker 2's own line, logged on reconnecting after the heal
+    "only the broker's late line": (False, False, (
+        f"; the controller had already made broker 3 leader at {_clock(2000)} (epoch 1); "
+        f"broker 2 learned at {_clock(19_990)}, on reaching ZooKeeper again, that ZooKeeper "
+        "had expired its session")),
+}
+
+
+@pytest.mark.parametrize("story", list(STORIES))
+def test_the_story_of_an_isolated_controller_is_told_in_time_order(
+        spark: Any, tmp_path: Path, story: str) -> None:
+    """Issue 34: broker 2 logs its session's expiry only when it reconnects after the heal, so
+    the paragraph once said it "lost ZooKeeper" after the controller "then" elected broker 3,
+    18 s earlier. Every moment is now told in time order, by the clock that saw it, and the
+    controller's move (recorded in three steps) is one line of the timeline."""
+    from tests.helpers.rundirs import isolated_controller_run
+
+    observed, zookeeper_log, middle = STORIES[story]
+    run = isolated_controller_run(tmp_path / "run", observed, zookeeper_log)
+    report = run_postmortem(run, spark=spark, chart=False)
+    assert report.explanation == (
+        "100 acknowledged messages were lost: broker 2 acknowledged them at leader epoch 0 "
+        f"(inferred from the brokers' leadership history) between {_clock(500)} and "
+        f"{_clock(2975)}, after the fault (partition kafka2 at {_clock(400)})" + middle
+        + "; when broker 2 came back it truncated its log to offset 50. The first successful "
+        "acknowledgement after the fault came 10 ms after it.")
+    moments = report.explanation.split(". ")[0].split("after the fault (")[1]
+    told = re.findall(r"\d\d:\d\d:\d\d\.\d", moments)
+    assert told == sorted(told)  # as text: the run lasts 20 s, nowhere near midnight
+    controller = [(e["detail"], e.get("sources")) for e in report.timeline
+                  if e["kind"] in ("controller_changed", "log_controller_elected")]
+    assert controller == ([("controller 2 → 1 (epoch 2)", ["observer", "controller log"])]
+                          if observed else [("broker 1 elected controller (epoch 2)", None)])
 
 
 def test_the_engine_warms_on_the_newest_demo_sized_run_and_leaves_it_as_it_was(

@@ -225,9 +225,58 @@ def test_explanation_names_broker_epoch_and_truncation() -> None:
     text = rep.explain(report, events, leaders)
     assert text.startswith(f"31,784 acknowledged messages were lost: broker 2 acknowledged them at "
                            f"leader epoch 4 between {rep.clock(T0)} and {rep.clock(T0 + 14_000)}")
-    assert "it lost ZooKeeper at" in text
+    # only the broker's own late line: said as when it learned, not when ZooKeeper expired it
+    assert (f"broker 2 learned at {rep.clock(T0 + 500)}, on reaching ZooKeeper again, that "
+            "ZooKeeper had expired its session") in text
     assert f"had already made broker 3 leader at {rep.clock(T0 + 100)} (epoch 5)" in text
     assert "truncated its log to offset 34,669" in text
+
+
+def _stage(events: list[TimelineEvent]) -> str:
+    """The stage's run: broker 3 acknowledged (epoch 4) from T0 to T0 + 5 s; the controller
+    made broker 2 leader at T0 + 6 s (epoch 5); broker 3 came back at T0 + 18 s."""
+    attribution = [{"partition": 0, "leader_epoch": 4, "broker": 3, "count": 500,
+                    "first_ack_ts": T0, "last_ack_ts": T0 + 5000}]
+    report = _report(acked=1000, acked_lost=500, attribution=attribution)
+    return rep.explain(report, events, {("test1-0", 4): (3, T0 - 9000),
+                                        ("test1-0", 5): (2, T0 + 6000)})
+
+
+def test_the_brokers_late_expiry_line_is_told_when_it_learned_never_before_the_election(
+        ) -> None:
+    """Issue 34's paragraph: "it lost ZooKeeper at 20:16:10.5; the controller then made broker
+    2 leader at 20:15:58.6". The broker's line is when it learned; it is told after."""
+    text = _stage([TimelineEvent(T0 + 18_000, LogKind.ZK_EXPIRED, "", broker=3)])
+    assert text.endswith(f"; the controller then made broker 2 leader at {rep.clock(T0 + 6000)} "
+                         f"(epoch 5); broker 3 learned at {rep.clock(T0 + 18_000)}, on reaching "
+                         "ZooKeeper again, that ZooKeeper had expired its session.")
+
+
+def test_when_zookeeper_ended_the_session_comes_from_who_saw_it_then() -> None:
+    deleted = brokerlogs.parse_line(
+        f"{log_stamp(T0 + 5900)} INFO [Controller id=1] Newly added brokers: , deleted brokers: "
+        "3, bounced brokers: , all live brokers: 1,2 (kafka.controller.KafkaController)", "kafka1")
+    assert deleted is not None and (deleted.kind, deleted.broker) == (LogKind.BROKER_GONE, 3)
+    # without the broker's own expiry line, it may have been a clean shutdown: "gone"
+    assert f"; broker 3 was gone from ZooKeeper at {rep.clock(T0 + 5900)} (as the controller " \
+        f"saw it); the controller then made broker 2 leader" in _stage([deleted])
+    learned = TimelineEvent(T0 + 18_000, LogKind.ZK_EXPIRED, "", broker=3)
+    observed = TimelineEvent(T0 + 5905, EventKind.BROKER_GONE, "", broker=3)
+    text = _stage(timeline.merge([observed], [], [deleted, learned], "test1"))
+    assert f"; ZooKeeper expired broker 3's session at {rep.clock(T0 + 5900)} (as the " \
+        f"observer and the controller saw it); the controller then made broker 2 leader at " \
+        f"{rep.clock(T0 + 6000)} (epoch 5); broker 3 itself learned of it only at " \
+        f"{rep.clock(T0 + 18_000)}, when it reached ZooKeeper again." in text
+
+
+def test_a_controller_line_naming_two_gone_brokers_is_two_events() -> None:
+    line = (f"{log_stamp(T0)} INFO [Controller id=1] Newly added brokers: , deleted brokers: 2,3, "
+            "bounced brokers: , all live brokers: 1 (kafka.controller.KafkaController)")
+    assert [(e.kind, e.broker) for e in brokerlogs.parse_lines([line], "kafka1")] == [
+        (LogKind.BROKER_GONE, 2), (LogKind.BROKER_GONE, 3)]
+    added = line.replace("Newly added brokers: ", "Newly added brokers: 2").replace(
+        "deleted brokers: 2,3", "deleted brokers: ")
+    assert brokerlogs.parse_lines([added], "kafka1") == []
 
 
 def test_explanation_unknown_broker() -> None:

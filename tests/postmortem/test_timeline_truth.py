@@ -237,3 +237,72 @@ def test_an_event_reads_back_from_its_report_entry() -> None:
     back = TimelineEvent.from_json(entry.to_json())
     assert back == entry  # every field a report entry keeps
     assert TimelineEvent.from_json({"ts": 1, "kind": "no_such_kind"}) is None
+
+
+# --- 4. one controller move is one line; ZooKeeper's expiry by ZooKeeper's clock -------------
+
+ELECTED = ("INFO [Controller id=1] 1 successfully elected as the controller. Epoch incremented to 2 "
+           "and epoch zk version is now 2 (kafka.controller.KafkaController)")
+
+
+def test_a_controller_move_recorded_in_steps_is_one_timeline_line() -> None:
+    """A timeline.jsonl written before the observer told each move once holds the move as
+    three lines; with the new controller's own line they are one entry, with both sources."""
+    steps = [observed(900, "controller_changed", partition=None, broker=None, old=3, new=None,
+                      epoch=1),
+             observed(905, "controller_changed", partition=None, broker=1, old=None, new=1,
+                      epoch=1),
+             observed(910, "controller_changed", partition=None, broker=1, old=1, new=1, epoch=2)]
+    [entry] = merged([*steps, log(903, ELECTED, "kafka1")])
+    assert (entry.detail, entry.old, entry.new, entry.epoch) == ("controller 3 → 1 (epoch 2)", 3, 1, 2)
+    assert list(entry.sources) == ["observer", "controller log"] and entry.ts == T0 + 903
+    assert {k: entry.to_json()[k] for k in ("kind", "old", "new", "epoch")} == {
+        "kind": "controller_changed", "old": 3, "new": 1, "epoch": 2}
+
+
+def test_a_long_vacancy_in_a_recorded_timeline_stays_its_own_line() -> None:
+    steps = [observed(0, "controller_changed", partition=None, old=3, new=None, epoch=1),
+             observed(30_000, "controller_changed", partition=None, broker=1, old=None, new=1,
+                      epoch=1),
+             observed(30_010, "controller_changed", partition=None, broker=1, old=1, new=1,
+                      epoch=2)]
+    assert [(e.ts - T0, e.detail) for e in merged(steps)] == [
+        (0, "controller 3 → none (epoch 1)"), (30_010, "controller none → 1 (epoch 2)")]
+
+
+OWN_SESSION = ("INFO Session establishment complete on server zk1/198.19.239.10:2181, session id = "
+               "0x100004a1b2c0003, negotiated timeout = 6000 (org.apache.zookeeper.ClientCnxn)")
+
+
+def test_zookeepers_own_expiry_is_named_by_broker_and_folds_with_the_sightings(
+        tmp_path: Any) -> None:
+    """ZooKeeper's log says when it expired a session, by its clock; broker 3's own line names
+    the session, so it is broker 3's. The controller's "deleted brokers" line and the observer
+    saw the same moment; broker 3 learns it 10 s later, on reconnecting."""
+    logs = {"zk1": ["INFO Expiring session 0x100004a1b2c0003, timeout of 6000ms exceeded "
+                    "(org.apache.zookeeper.server.ZooKeeperServer)",
+                    "INFO Expiring session 0x100004a1b2c0007, timeout of 6000ms exceeded "
+                    "(org.apache.zookeeper.server.ZooKeeperServer)"],  # the observer's own
+            "kafka2": ["INFO [Controller id=2] Newly added brokers: , deleted brokers: 3, bounced "
+                       "brokers: , all live brokers: 1,2 (kafka.controller.KafkaController)"],
+            "kafka3": [OWN_SESSION,
+                       "WARN Unable to reconnect to ZooKeeper service, session 0x100004a1b2c0003 "
+                       "has expired (org.apache.zookeeper.ClientCnxn)"]}
+    at = {"zk1": [1000, 1000], "kafka2": [1012], "kafka3": [0, 11_000]}
+    files = {}
+    for node, lines in logs.items():
+        (tmp_path / node).mkdir()
+        path = tmp_path / node / ("zookeeper.log" if node == "zk1" else "server.log")
+        path.write_text("".join(f"{stamp(ms)} {line}\n"
+                                for ms, line in zip(at[node], lines, strict=True)))
+        files[node] = [path]
+    parsed = brokerlogs.read_broker_logs(files, "t")
+    gone = observed(1008, "broker_gone", partition=None, broker=3)
+    events = timeline.merge([gone], [], parsed, "t", T0 - 60_000, T0 + 600_000)
+    said = [(e.ts - T0, e.detail, list(e.sources)) for e in events if e.broker == 3
+            and e.kind != "log_zk_session"]
+    assert said == [
+        (1000, "ZooKeeper expired broker 3's session 0x100004a1b2c0003 (timeout 6,000 ms)",
+         ["zookeeper log", "observer", "controller log"]),
+        (11_000, "broker 3 learned its ZooKeeper session had expired (on reaching ZooKeeper "
+                 "again)", [])]

@@ -106,3 +106,35 @@ def test_a_subscriber_that_raises_is_said_and_the_others_still_get_snapshots() -
     observer._subscribers.remove(assess_badly)
     observer._hand_out("second", [])
     assert seen == ["first", "second"] and observer.problems() == []
+
+
+def test_the_observer_tells_a_controller_move_seen_in_steps_once(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The observer keeps one ControllerMoves across its builds: the three snapshots of one
+    ZooKeeper-mode move give its subscribers (the TUI's event log, `watch --jsonl`) and
+    timeline.jsonl one controller_changed, with the fields --jsonl consumers read."""
+    import json
+
+    from kinspect.model import build_snapshot
+    from kinspect.sources import observer as observing
+
+    script = iter([(3, 1), (None, 1), (1, 1), (1, 2)])
+
+    def scripted(_zk: Any, _broker: Any, expected: Any, taken_at: int) -> Any:
+        controller, epoch = next(script)
+        view = zk_view(controller=controller, epoch=epoch)
+        return build_snapshot(view, broker_view(view), expected, taken_at)
+
+    monkeypatch.setattr(observing, "build_snapshot", scripted)
+    observer = observing.Observer("127.0.0.1:1", None, run_dir=tmp_path)  # never started
+    observer.admin = None
+    told = []
+    for _ in range(4):
+        _snapshot, events = observer.build()
+        observer._record(events)
+        told += [e for e in events if e.kind == "controller_changed"]
+    observer.stop()
+    assert [e.detail for e in told] == ["controller 3 → 1 (epoch 2)"]
+    lines = [json.loads(line) for line in (tmp_path / "timeline.jsonl").read_text().splitlines()]
+    assert [(e["kind"], e["old"], e["new"], e["epoch"]) for e in lines
+            if e["kind"] == "controller_changed"] == [("controller_changed", 3, 1, 2)]

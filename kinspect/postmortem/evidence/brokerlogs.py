@@ -1,4 +1,4 @@
-"""Kafka broker log lines that explain loss, parsed into timeline events (pure Python).
+"""Kafka broker (and ZooKeeper) log lines that explain loss, parsed into timeline events (pure Python).
 
 The formats are Kafka's own (3.x, with the 2.x variants still seen in the wild):
   [Partition test1-0 broker=2] Shrinking ISR from 1,2,3 to 2. Leader: (...)     kafka.cluster.Partition
@@ -9,6 +9,7 @@ The formats are Kafka's own (3.x, with the 2.x variants still seen in the wild):
   [Controller id=3] 3 successfully elected as the controller. Epoch incremented to 2 and ...
   [Controller id=3 epoch=2] Changed partition test1-0 from OnlinePartition to OnlinePartition with
       state LeaderAndIsr(leader=3, leaderEpoch=5, ...)
+  [Controller id=2] Newly added brokers: , deleted brokers: 3, bounced brokers: , all live brokers: 1,2
   Unable to reconnect to ZooKeeper service, session 0x1000 has expired    org.apache.zookeeper.ClientCnxn
   [ZooKeeperClient Kafka server] Session expired.                          kafka.zookeeper.ZooKeeperClient
 KRaft (3.9) says the same facts in other words, on the controller nodes and the brokers:
@@ -20,7 +21,13 @@ KRaft (3.9) says the same facts in other words, on the controller nodes and the 
   [QuorumController id=101] partition change for test1-0 with topic ID x: leader: 2 -> 3,
       leaderEpoch: 0 -> 1, partitionEpoch: 0 -> 1       (DEBUG: the lab logs it to controller.log)
 (a leader's and a follower's "starts at leader epoch" and the truncations are as above).
-A broker's session expiry is only those ZooKeeper lines (both logged once it reaches ZooKeeper again);
+A broker's session expiry is only those ZooKeeper lines, and they say when the broker *learned*
+it: both are logged once it reaches ZooKeeper again, long after ZooKeeper expired the session.
+When ZooKeeper did is ZooKeeper's own line (the lab's zookeeper.log; the session is the broker's
+when one of its lines names it),
+  Expiring session 0x1000, timeout of 6000ms exceeded       org.apache.zookeeper.server.ZooKeeperServer
+else the controller's "deleted brokers" line (the registration went with the session; the
+controller's clock) or the observer's broker_gone.
 'Client session timed out' and '... Attempting reconnect except it is a SessionExpiredException'
 are every lost connection, expired or not, so they do not count.
 
@@ -33,7 +40,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,7 +62,10 @@ _CHANGED = re.compile(r"Changed partition (\S+) from (\w+) to (\w+) with state "
 _ZK_EXPIRED = re.compile(r"Unable to reconnect to ZooKeeper service, session 0x[0-9a-f]+ has expired"
                          r"|\[ZooKeeperClient [^\]]*\] Session expired\.")
 _ZK_NEW = re.compile(r"Initializing a new session to|Session establishment complete")
+_SESSION_ID = re.compile(r"session id = (0x[0-9a-f]+)|session (0x[0-9a-f]+) has expired")
+_EXPIRING = re.compile(r"Expiring session (0x[0-9a-f]+), timeout of (\d+)ms exceeded")
 _REGISTERED = re.compile(r"Registered broker (\d+) at path")
+_DELETED = re.compile(r"deleted brokers: ([\d,]*)")
 _KRAFT_CHANGE = re.compile(r"partition change for (\S+) with topic ID \S+: .*?leader: (-?\d+) -> "
                            r"(-?\d+), leaderEpoch: (\d+) -> (\d+)")
 _ACTIVE = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)")
@@ -68,7 +78,7 @@ _HEARTBEAT = re.compile(r"\[BrokerLifecycleManager id=(\d+)\] Unable to send a h
 _WORTH_A_LOOK = ("ISR from", "starts at", "Truncating", "successfully elected",
                  "Changed partition", "Registered broker", "ZooKeeper", "Session e", "new session",
                  "active controller", "Fencing broker", "to unfence", "send a heartbeat",
-                 "partition change for")
+                 "partition change for", "deleted brokers", "Expiring session")
 REPEATING = {LogKind.ZK_EXPIRED, LogKind.ZK_SESSION, LogKind.HEARTBEAT_FAILED}  # one per 5 s
 
 
@@ -101,10 +111,10 @@ class _Line:
     def event(self, kind: LogKind, severity: Severity, detail: str, *, broker: int | None,
               partition: str | None = None, epoch: int | None = None, offset: int | None = None,
               leader: int | None = None, old_isr: tuple[int, ...] | None = None,
-              new_isr: tuple[int, ...] | None = None) -> TimelineEvent:
+              new_isr: tuple[int, ...] | None = None, note: str | None = None) -> TimelineEvent:
         return TimelineEvent(self.ts, kind, detail, partition, broker, severity,
                              Source.BROKER_LOG, self.node or None, epoch, offset, leader=leader,
-                             old_isr=old_isr, new_isr=new_isr)
+                             old_isr=old_isr, new_isr=new_isr, note=note)
 
 
 def _isr(found: re.Match[str], line: _Line) -> TimelineEvent:
@@ -175,10 +185,34 @@ def _broker_said(kind: LogKind, severity: Severity, words: str
     return build
 
 
+def _deleted(found: re.Match[str], line: _Line) -> list[TimelineEvent]:
+    """The controller saw brokers' registrations go: ZooKeeper ended their sessions (expired,
+    or closed by a clean shutdown), by the controller's clock. One event per broker."""
+    return [line.event(LogKind.BROKER_GONE, Severity.ERROR, f"broker {broker} is gone from "
+                       "ZooKeeper", broker=broker) for broker in _ids(found[1])]
+
+
+def _session_said(kind: LogKind, severity: Severity, words: str
+                  ) -> Callable[[re.Match[str], _Line], TimelineEvent]:
+    """A builder for a broker's own ZooKeeper client line; `note` is the session it names."""
+    def build(_found: re.Match[str], line: _Line) -> TimelineEvent:
+        session = _SESSION_ID.search(line.text)
+        return line.event(kind, severity, words.format(broker=line.broker), broker=line.broker,
+                          note=(session[1] or session[2]) if session else None)
+    return build
+
+
+def _expiring(found: re.Match[str], line: _Line) -> TimelineEvent:
+    """ZooKeeper's own word, by its clock; whose session it was is found later (read_broker_logs)."""
+    return line.event(LogKind.SESSION_EXPIRED, Severity.ERROR, f"ZooKeeper expired session "
+                      f"{found[1]} (timeout {int(found[2]):,} ms)", broker=None, note=found[1])
+
+
+Builder = Callable[[re.Match[str], _Line], TimelineEvent | list[TimelineEvent]]
 # (a word the line must say, its pattern, what it becomes), tried in order: the first whose
-# word and pattern are both found builds the event. The words are cheap substring tests; a
+# word and pattern are both found builds the events. The words are cheap substring tests; a
 # pattern runs only on a line that says its word ("": any line worth a look).
-_RULES: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str], _Line], TimelineEvent]], ...] = (
+_RULES: tuple[tuple[str, re.Pattern[str], Builder], ...] = (
     ("ISR from", _ISR, _isr),
     ("starts at", _STARTS, _starts),
     ("Truncating", _TRUNC_FETCHER, _truncate),
@@ -187,6 +221,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str], _Line], Timel
     ("Changed partition", _CHANGED, _changed),
     ("Registered broker", _REGISTERED, _broker_said(
         LogKind.BROKER_REGISTERED, Severity.INFO, "broker {broker} registered in ZooKeeper")),
+    ("deleted brokers", _DELETED, _deleted),
     ("partition change for", _KRAFT_CHANGE, _kraft_change),
     ("active controller", _ACTIVE, _active),
     ("Fencing broker", _FENCED, _broker_said(
@@ -196,46 +231,57 @@ _RULES: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str], _Line], Timel
     ("send a heartbeat", _HEARTBEAT, _broker_said(
         LogKind.HEARTBEAT_FAILED, Severity.WARN,
         "broker {broker}: cannot reach the controller quorum (heartbeat)")),
-    ("", _ZK_EXPIRED, _broker_said(
-        LogKind.ZK_EXPIRED, Severity.ERROR, "broker {broker}: ZooKeeper session expired")),
-    ("", _ZK_NEW, _broker_said(
+    ("Expiring session", _EXPIRING, _expiring),
+    ("", _ZK_EXPIRED, _session_said(
+        LogKind.ZK_EXPIRED, Severity.ERROR,
+        "broker {broker} learned its ZooKeeper session had expired (on reaching ZooKeeper again)")),
+    ("", _ZK_NEW, _session_said(
         LogKind.ZK_SESSION, Severity.INFO, "broker {broker}: new ZooKeeper session")),
 )
 
 
 def parse_line(line: str, node: str = "") -> TimelineEvent | None:
-    """One event for a line that matters, else None."""
+    """The (first) event of a line that matters, else None."""
+    events = parse_events(line, node)
+    return events[0] if events else None
+
+
+def parse_events(line: str, node: str = "") -> list[TimelineEvent]:
+    """The events of a line that matters (one, or one per broker a controller line names)."""
     if not any(word in line for word in _WORTH_A_LOOK):
-        return None
+        return []
     match = _LINE.match(line.rstrip("\n"))
     if match is None:
-        return None
+        return []
     text = match[4]
     prefix = _BROKER_PREFIX.search(text)
     said = _Line(parse_ts(match[1], match[2]), node, text,
                  int(prefix[1]) if prefix else broker_id_of(node))
     for word, pattern, build in _RULES:
         if word in text and (found := pattern.search(text)):
-            return build(found, said)
-    return None
+            built = build(found, said)
+            return built if isinstance(built, list) else [built]
+    return []
 
 
-def parse_lines(lines: Iterable[str], node: str, topic: str | None = None) -> list[TimelineEvent]:
+def parse_lines(lines: Iterable[str], node: str, topic: str | None = None,
+                sessions: dict[str, int] | None = None) -> list[TimelineEvent]:
     """Events from one node's lines, only those of `topic` (plus cluster-wide ones).
 
     Repeated ZooKeeper or heartbeat lines (a reconnect loop logs one a second or two) collapse
-    to one per 5 s.
+    to one per 5 s. `sessions` (session id -> broker) gets every ZooKeeper session a broker's
+    line names, collapsed or not.
     """
     out: list[TimelineEvent] = []
     last_zk: dict[str, int] = {}
     pattern = re.compile(rf"^{re.escape(topic)}-\d+$") if topic else None
-    for line in lines:
-        event = parse_line(line, node)
-        if event is None:
-            continue
+    for event in (e for line in lines for e in parse_events(line, node)):
         partition = event.partition
         if partition is not None and pattern is not None and not pattern.match(partition):
             continue
+        if event.kind in (LogKind.ZK_SESSION, LogKind.ZK_EXPIRED) and sessions is not None \
+                and event.note and event.broker is not None:
+            sessions[event.note] = event.broker
         if event.kind in REPEATING:
             if event.ts - last_zk.get(event.kind, -10**15) < 5000:
                 continue
@@ -247,9 +293,26 @@ def parse_lines(lines: Iterable[str], node: str, topic: str | None = None) -> li
 def read_broker_logs(logs: dict[str, list[Path]], topic: str | None) -> list[TimelineEvent]:
     """All nodes' events in time order; unreadable bytes are replaced, never fatal."""
     events: list[TimelineEvent] = []
+    sessions: dict[str, int] = {}
     for node, files in logs.items():
         for path in files:
             with open(path, errors="replace") as handle:
-                events.extend(parse_lines(handle, node, topic))
+                events.extend(parse_lines(handle, node, topic, sessions))
+    events = whose_sessions(events, sessions)
     events.sort(key=lambda e: (e.ts, e.kind))
     return events
+
+
+def whose_sessions(events: Iterable[TimelineEvent], sessions: dict[str, int]
+                   ) -> list[TimelineEvent]:
+    """ZooKeeper's expiries named by broker; those of sessions no broker's line names (the
+    observer's, a client's) are left out."""
+    out = []
+    for e in events:
+        broker = sessions.get(e.note or "") if e.kind is LogKind.SESSION_EXPIRED else e.broker
+        if e.kind is not LogKind.SESSION_EXPIRED:
+            out.append(e)
+        elif broker is not None:
+            out.append(replace(e, broker=broker, detail=e.detail.replace(
+                "session ", f"broker {broker}'s session ", 1)))
+    return out

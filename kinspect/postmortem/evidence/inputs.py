@@ -340,13 +340,15 @@ def run_window(inputs: RunInputs) -> tuple[int | None, int | None]:
 
 
 def _broker_logs(root: Path) -> dict[str, list[Path]]:
-    """node -> its server/controller/state-change logs (rotated ones too, oldest first)."""
+    """node -> its server/controller/state-change logs, or ZooKeeper's (rotated ones too,
+    oldest first)."""
     if not root.is_dir():
         return {}
     out: dict[str, list[Path]] = {}
     for node in sorted(p for p in root.iterdir() if p.is_dir()):
         files = [f for f in node.iterdir() if f.is_file() and ".log" in f.name
-                 and f.name.split(".log")[0] in {"server", "controller", "state-change"}]
+                 and f.name.split(".log")[0] in {"server", "controller", "state-change",
+                                                 "zookeeper"}]
         if files:
             out[node.name] = sorted(files)
     return out

@@ -1,8 +1,8 @@
 """The lab's evidence for the post-mortem, kept in the run dir next to the ledger.
 
-After verify, the fault journal, the brokers' logs and the replica snapshots (segment files
-kept before a broker could truncate) are copied in, cut to the run's window, so a run dir
-explains itself after the lab is gone.
+After verify, the fault journal, the brokers' logs (and ZooKeeper's) and the replica snapshots
+(segment files kept before a broker could truncate) are copied in, cut to the run's window, so a
+run dir explains itself after the lab is gone.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from kinspect.lab.state import LabState
 from kinspect.load.rundir import BROKER_LOGS_DIR, FAULTS_FILE, REPLICAS_DIR
 
 BROKER_LOGS = ("server.log", "controller.log", "state-change.log")
+ZOOKEEPER_LOGS = ("zookeeper.log",)  # when it expired a broker's session, by its own clock
 
 
 def collect_lab_evidence(run_dir: Path, lab: LabState, window: tuple[int, int],
@@ -30,14 +31,14 @@ def collect_lab_evidence(run_dir: Path, lab: LabState, window: tuple[int, int],
     (run_dir / FAULTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in entries))
     kept.append(f"{FAULTS_FILE} ({len(entries)} faults)")
     backend = open_backend(lab.backend)
-    for broker in [n for n in lab.nodes if n.role in ("broker", "controller")]:
+    for broker in [n for n in lab.nodes if n.role in ("broker", "controller", "zookeeper")]:
         # KRaft's controllers too: they fence brokers and hold the quorum's elections
         source = backend.broker_log_dir(broker.name)  # a docker lab copies them out first
         if source is None:
             continue
         target = run_dir / BROKER_LOGS_DIR / broker.name
         target.mkdir(parents=True, exist_ok=True)
-        for name in BROKER_LOGS:
+        for name in ZOOKEEPER_LOGS if broker.role == "zookeeper" else BROKER_LOGS:
             for path in sorted(source.glob(name + "*")):
                 shutil.copy2(path, target / path.name)
         kept.append(f"{BROKER_LOGS_DIR}/{broker.name}")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinspect.lab.topology import broker_node
-from kinspect.model.events import EventKind, LogKind, TimelineEvent
+from kinspect.model.events import EventKind, LogKind, TimelineEvent, TimelineKind
+from kinspect.postmortem.story.timeline import witness
 from kinspect.postmortem.story.values import (
     Attribution,
     ConsumerSide,
@@ -196,34 +197,117 @@ def _extras(report: Report) -> list[str]:
     return extras
 
 
+@dataclass(frozen=True)
+class _Moment:
+    """A moment the paragraph tells: its time, its rank among moments of the same time, and its
+    words when it comes first or after another (`then`)."""
+
+    ts: int
+    rank: int
+    first: str
+    then: str
+
+
+SEEN_BY = {"observer": "the observer", "controller log": "the controller"}
+GONE_KINDS: set[TimelineKind] = {LogKind.SESSION_EXPIRED, LogKind.BROKER_GONE,
+                                 EventKind.BROKER_GONE}
+
+
 def _context(report: Report, top: Attribution, events: Sequence[TimelineEvent],
              leaders: dict[tuple[str, int], tuple[int, int]]) -> str:
-    broker, epoch, partition = top.broker, top.leader_epoch, f"{report.topic}-{top.partition}"
+    """What the cluster did, in time order, each moment by the clock that saw it: a broker
+    logs its ZooKeeper session's expiry only once it reaches ZooKeeper again, long after
+    ZooKeeper expired it (which the controller and the observer saw when it happened)."""
+    broker, fault, fault_ts = top.broker, report.fault, None
     parts = []
-    fault = report.fault
     if fault and broker is not None and fault.get("node") == broker_node(broker):
+        fault_ts = opt_int(fault, "ts")
         parts.append(f", after the fault ({fault['action']} {fault['node']} at "
-                     f"{clock(opt_int(fault, 'ts'))})")
-    expired = [e for e in events if e.kind in {LogKind.ZK_EXPIRED, EventKind.BROKER_GONE}
-               and e.broker == broker and broker is not None]
-    if expired:
-        parts.append(f"; it lost ZooKeeper at {clock(expired[0].ts)}")
-    fenced = [e for e in events if e.kind in {LogKind.BROKER_FENCED, EventKind.BROKER_FENCED}
-              and e.broker == broker and broker is not None]
-    if fenced and not expired:
-        parts.append(f"; the controller quorum fenced it at {clock(fenced[0].ts)}")
-    if epoch is not None:
-        later = sorted((e, b, ts) for (p, e), (b, ts) in leaders.items() if p == partition and e > epoch)
-        if later:
-            e2, b2, ts2 = later[0]
-            when = "had already made" if ts2 <= (top.last_ack_ts or 0) else "then made"
-            parts.append(f"; the controller {when} broker {b2} leader at {clock(ts2)} (epoch {e2})")
-    truncs = [e for e in events if e.kind is LogKind.TRUNCATE and e.broker == broker
-              and e.partition in {partition, None} and e.ts >= (top.first_ack_ts or 0)]
-    if truncs and broker is not None:
-        parts.append(f"; when broker {broker} came back it truncated its log to offset "
-                     f"{truncs[0].offset:,}")
+                     f"{clock(fault_ts)})")
+    known = [t for t in (top.first_ack_ts, fault_ts) if t is not None]
+    since = min(known) if known else None
+    moments = _session_moments(broker, events, since) + _election(report, top, leaders) \
+        + _truncation(broker, f"{report.topic}-{top.partition}", top.first_ack_ts, events)
+    told = sorted(moments, key=lambda m: (m.ts, m.rank))
+    parts += [f"; {m.then if i else m.first}" for i, m in enumerate(told)]
     return "".join(parts)
+
+
+def _first_of(events: Sequence[TimelineEvent], kinds: set[TimelineKind], broker: int,
+              since: int | None) -> TimelineEvent | None:
+    return next((e for e in events if e.kind in kinds and e.broker == broker
+                 and (since is None or e.ts >= since)), None)
+
+
+def _session_moments(broker: int | None, events: Sequence[TimelineEvent],
+                     since: int | None) -> list[_Moment]:
+    """When ZooKeeper ended the broker's session (its own log, the controller's line, the
+    observer's sighting), when the broker itself learned it (its own late line), or in KRaft
+    when the quorum fenced it."""
+    if broker is None:
+        return []
+    gone = _first_of(events, GONE_KINDS, broker, since)
+    learned = _first_of(events, {LogKind.ZK_EXPIRED}, broker, gone.ts if gone else since)
+    out = []
+    if gone is not None:
+        words = _gone_words(broker, gone, learned is not None)
+        out.append(_Moment(gone.ts, 0, words, words))
+    if learned is not None:
+        words = (f"broker {broker} itself learned of it only at {clock(learned.ts)}, when it "
+                 "reached ZooKeeper again") if gone else (
+            f"broker {broker} learned at {clock(learned.ts)}, on reaching ZooKeeper again, that "
+            "ZooKeeper had expired its session")
+        out.append(_Moment(learned.ts, 3, words, words))
+    fenced = _first_of(events, {LogKind.BROKER_FENCED, EventKind.BROKER_FENCED}, broker, since)
+    if fenced is not None and gone is None and learned is None:
+        words = f"the controller quorum fenced it at {clock(fenced.ts)}"
+        out.append(_Moment(fenced.ts, 1, words, words))
+    return out
+
+
+def _gone_words(broker: int, gone: TimelineEvent, learned: bool) -> str:
+    """ZooKeeper's own line, or the broker learning it later, says the session expired; the
+    controller and the observer saw only the registration go (a clean shutdown does that too)."""
+    sources = gone.sources or (witness(gone),)
+    others = " and ".join(SEEN_BY[s] for s in sources if s in SEEN_BY)
+    by_zookeeper = "zookeeper log" in sources
+    what = (f"ZooKeeper expired broker {broker}'s session" if by_zookeeper or learned
+            else f"broker {broker} was gone from ZooKeeper")
+    seen = ("ZooKeeper's own log" + (f"; {others} saw it too" if others else "")
+            if by_zookeeper else f"as {others} saw it")
+    return f"{what} at {clock(gone.ts)} ({seen})"
+
+
+def _election(report: Report, top: Attribution,
+              leaders: dict[tuple[str, int], tuple[int, int]]) -> list[_Moment]:
+    """The next leader the controller made. Made while the broker still acknowledged: first
+    in the story it "had already" made it; after another moment it "then" made it while the
+    broker still acknowledged."""
+    epoch, partition, last = top.leader_epoch, f"{report.topic}-{top.partition}", top.last_ack_ts
+    if epoch is None:
+        return []
+    later = sorted((e, b, ts) for (p, e), (b, ts) in leaders.items() if p == partition and e > epoch)
+    if not later:
+        return []
+    e2, b2, ts2 = later[0]
+    made = f"broker {b2} leader at {clock(ts2)} (epoch {e2})"
+    during = last is not None and ts2 <= last
+    who = f"broker {top.broker}" if top.broker is not None else "the old leader"
+    first = f"the controller {'had already made' if during else 'then made'} {made}"
+    then = f"the controller then made {made}" + (
+        f", while {who} still acknowledged writes until {clock(last)}" if during else "")
+    return [_Moment(ts2, 2, first, then)]
+
+
+def _truncation(broker: int | None, partition: str, since: int | None,
+                events: Sequence[TimelineEvent]) -> list[_Moment]:
+    truncs = [e for e in events if e.kind is LogKind.TRUNCATE and e.broker == broker
+              and e.partition in {partition, None} and e.ts >= (since or 0)]
+    if broker is None or not truncs:
+        return []
+    words = (f"when broker {broker} came back it truncated its log to offset "
+             f"{truncs[0].offset:,}")
+    return [_Moment(truncs[0].ts, 4, words, words)]
 
 
 MD_NUMBERS = ("sent", "acked", "failed", "refused", "unknown", "client_lost", "in_log",

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from kinspect.lab.faults import FaultKind, hurts
 from kinspect.lab.topology import broker_id_of
+from kinspect.model.controller_moves import ControllerMove, ControllerMoves, ControllerState
 from kinspect.model.events import (
     EventKind,
     JournalKind,
@@ -23,6 +24,7 @@ from kinspect.model.events import (
     Source,
     TimelineEvent,
     TimelineKind,
+    controller_event,
 )
 from kinspect.postmortem.matching.leadership import LEADER_RANK
 from kinspect.postmortem.story.values import Unavailable
@@ -43,14 +45,17 @@ EXPANDED: tuple[TimelineKind, ...] = (LogKind.ISR_EXPAND, EventKind.ISR_EXPANDED
 ISR = (*SHRANK, *EXPANDED)
 CONTROLLER: tuple[TimelineKind, ...] = (EventKind.CONTROLLER_CHANGED, LogKind.CONTROLLER_ELECTED)
 REGISTERED: tuple[TimelineKind, ...] = (LogKind.BROKER_REGISTERED, EventKind.BROKER_REGISTERED)
+# ZooKeeper ended a broker's session: ZooKeeper's own line, the controller's, the observer's
+GONE: tuple[TimelineKind, ...] = (LogKind.SESSION_EXPIRED, LogKind.BROKER_GONE,
+                                  EventKind.BROKER_GONE)
 # KRaft: the quorum stopped counting on it
 FENCED: tuple[TimelineKind, ...] = (LogKind.BROKER_FENCED, EventKind.BROKER_FENCED)
 PREFERENCE: dict[TimelineKind, int] = {
     kind: i for family in (ELECTION, (LogKind.ISR_SHRINK, LogKind.ISR_EXPAND, EventKind.ISR_SHRANK,
                                       EventKind.ISR_EXPANDED),
-                           CONTROLLER, REGISTERED, FENCED, (LogKind.TRUNCATE,))
+                           CONTROLLER, REGISTERED, GONE, FENCED, (LogKind.TRUNCATE,))
     for i, kind in enumerate(family)}
-SOURCE_ORDER = ("faults", "observer", "controller log", "broker log")
+SOURCE_ORDER = ("faults", "zookeeper log", "observer", "controller log", "broker log")
 
 
 def _ours(partition: str | None, topic: str) -> bool:
@@ -62,15 +67,46 @@ def merge(observer: Sequence[TimelineEvent] | None, faults: Sequence[TimelineEve
           end: int | None = None) -> list[TimelineEvent]:
     """Everything in [start, end], in time order, restricted to the run's topic (cluster-wide
     events stay): a lab's journal and logs also hold earlier runs."""
-    events = [e for e in observer or [] if _ours(e.partition, topic)]
+    events = controller_moves([e for e in observer or [] if _ours(e.partition, topic)])
     events += faults or []
     events += [e for e in logs if _ours(e.partition, topic)]
     return fold([e for e in events
                  if (start is None or e.ts >= start) and (end is None or e.ts <= end)])
 
 
-def _label(e: TimelineEvent) -> str:
-    """Who saw it, in words: the controller's lines are told apart from a broker's own."""
+def controller_moves(observed: Sequence[TimelineEvent]) -> list[TimelineEvent]:
+    """The observer's controller changes, one line per move: a timeline recorded before the
+    observer told each move once holds it in steps (none, the new one, its epoch). They are
+    replayed through the model's ControllerMoves, as the observer does live now; a timeline
+    already told move by move comes out as it went in."""
+    changes = sorted((e for e in observed if e.kind is EventKind.CONTROLLER_CHANGED),
+                     key=lambda e: e.ts)
+    if not changes:
+        return list(observed)
+    first = changes[0]
+    kraft = first.detail.startswith("quorum leader")
+    # the first change's epoch is the one before it when it only emptied the seat
+    moves = ControllerMoves()
+    moves.see(first.ts, ControllerState(first.old, first.epoch if first.new is None else None))
+    told: list[ControllerMove] = []
+    for e in changes:
+        told += moves.see(e.ts, ControllerState(e.new, e.epoch), kraft)
+    told += moves.flush()
+    rest = [e for e in observed if e.kind is not EventKind.CONTROLLER_CHANGED]
+    return sorted(rest + [_move_event(m, kraft) for m in told], key=lambda e: e.ts)
+
+
+def _move_event(move: ControllerMove, kraft: bool) -> TimelineEvent:
+    event = controller_event(move, kraft)
+    return TimelineEvent(event.ts, event.kind, event.detail, broker=event.broker,
+                         severity=event.severity, epoch=move.epoch, old=move.old, new=move.new)
+
+
+def witness(e: TimelineEvent) -> str:
+    """Who saw it, in words: ZooKeeper's and the controller's lines are told apart from a
+    broker's own."""
+    if e.kind is LogKind.SESSION_EXPIRED:
+        return "zookeeper log"
     if e.source is Source.BROKER_LOG:
         return "controller log" if isinstance(e.kind, LogKind) and e.kind.by_controller \
             else "broker log"
@@ -89,6 +125,8 @@ def _fact(e: TimelineEvent) -> tuple[object, ...] | None:
         return ("controller", e.broker, e.epoch)
     if kind in REGISTERED and e.broker is not None:
         return ("registered", e.broker)
+    if kind in GONE and e.broker is not None:
+        return ("gone", e.broker)
     if kind in FENCED and e.broker is not None:
         return ("fenced", e.broker)
     if kind is LogKind.TRUNCATE:  # the fetcher and the log itself both say it
@@ -122,7 +160,7 @@ def _one(group: list[TimelineEvent]) -> TimelineEvent:
     best = min(group, key=lambda e: PREFERENCE[e.kind])
     seen: dict[str, int] = {}
     for e in group:  # in time order, so the first ts per source
-        seen.setdefault(_label(e), e.ts)
+        seen.setdefault(witness(e), e.ts)
     entry = replace(best, ts=group[0].ts, sources=tuple(sorted(seen, key=SOURCE_ORDER.index)),
                     seen=tuple(seen.items()))
     for e in group:

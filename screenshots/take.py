@@ -250,19 +250,20 @@ async def take_lesson() -> None:
     (9-lesson-predict.svg), a narrated step pointing at its panel, in Chinese at 80x24
     (10-lesson-narrated-zh.svg), the reveal beside the predictions (11-lesson-reveal.svg)."""
     from kinspect.lessons.flow import Phase
-    from kinspect.lessons.lesson_catalog import find
+    from kinspect.lessons.lesson_catalog import builtin
     from kinspect.lessons.lesson_values import Lang
     from kinspect.tui.lesson_app import LessonApp
 
     lab = running_lab()
     assert lab is not None, "no lab: kinspect lab up"
-    lessons = [find("isolated-leader"), find("cut-from-zookeeper")]
+    lessons = builtin()
+    index = next(i for i, lesson in enumerate(lessons) if lesson.name == "isolated-leader")
 
     def lesson_app(lang: Lang) -> LessonApp:
         feed = LiveFeed(lab.bootstrap, lab.zookeeper_address, lab_backed=True,
                         expected={n.broker_id: n.address for n in lab.brokers
                                   if n.broker_id is not None}, title="lab (demo preset)")
-        return LessonApp(feed, LabConsole(), lessons, 0, lang, stage=False)
+        return LessonApp(feed, LabConsole(), lessons, index, lang, stage=False)
 
     en = lesson_app(Lang.EN)
     async with en.run_test(size=SIZE) as pilot:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kinspect.lessons.lesson_values import Panel, Text, Trigger
 
 LESSON = Text("lesson", "课程")
+COLON = Text(": ", "：")
 PREDICT = Text("Your prediction", "你的预测")
 CHOOSE = Text("press 1-{n}", "按 1-{n} 选择")
 READY = Text("Predictions made. Space: run it on the lab (the lab is reset first).",

@@ -305,10 +305,14 @@ class KinspectApp(ActingApp):
         if not self.screen_stack or not self.main.query("#header"):  # shutting down
             return
         title = self.feed.title + ("  read-only" if self.read_only_reason else "")
-        self.main.query_one("#header", Static).update(
-            header_text(self.snapshot, int(self.clock() * 1000), title,
-                        self.problems + self.stopped, self.engine_state,
-                        self.health.verdict if self.health else None))
+        header = self.main.query_one("#header", Static)
+        text = header_text(self.snapshot, int(self.clock() * 1000), title,
+                           self.problems + self.stopped, self.engine_state,
+                           self.health.verdict if self.health else None)
+        header.update(text)
+        width = header.content_region.width
+        if width > 0:  # laid out: as many lines as the text wraps to (up to 3)
+            header.styles.height = min(HEADER_LINES, len(text.wrap(self.console, width)))
 
     def _render_side(self) -> None:
         self.main.query_one(LoadPanel).show(self.load)
@@ -403,6 +407,7 @@ def worker_failure(worker: Worker[Any]) -> str:
     return f"{worker.name} stopped: {reason}"
 
 
+HEADER_LINES = 3  # the header's most lines; the verdict is on the last one when it wraps
 PROGRESS_LINGER_S = 4.0  # the last step stays readable this long after the task ended
 EVENT_BURST = 50  # the panel shows a dozen lines; writing 200 cost ~90 ms a draw at 10,000
 MIN_DRAW_GAP_S = 0.2

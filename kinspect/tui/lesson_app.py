@@ -180,6 +180,9 @@ class LessonApp(KinspectApp):
             self._next_lesson()
         else:
             self._moved(flow.go_on())
+            if self.flow.phase is Phase.SUMMARY and self.backup is None:
+                name = flow.lesson.name
+                self.save_progress(lambda p: p.with_status(name, Status.DONE))
 
     def _start_run(self) -> None:
         mode = self._needs_mode()

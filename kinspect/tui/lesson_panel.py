@@ -91,7 +91,7 @@ def _answers(flow: Flow, lang: Lang, text: Text, verdicts: tuple[bool | None, ..
     """The predictions made so far, each with its verdict once the run measured it."""
     for i, (q, a) in enumerate(zip(flow.lesson.questions, flow.answers, strict=False)):
         text.append(f"{q.ask(lang)}\n", "dim")
-        text.append(f"  {w.YOU_SAID(lang)}: ").append(q.choices[a].text(lang), "bold")
+        text.append(f"  {w.YOU_SAID(lang)}{w.COLON(lang)}").append(q.choices[a].text(lang), "bold")
         verdict = verdicts[i] if i < len(verdicts) else None
         if verdicts:
             text.append("  ")
@@ -143,7 +143,7 @@ def _reveal(flow: Flow, ctx: PanelContext, text: Text) -> None:
         text.append(w.FAILED(lang).format(why=why) + "\n", "bold red")
         return
     _answers(flow, lang, text, flow.verdicts())
-    text.append(f"\n{w.MEASURED(lang)}: ", "bold").append(
+    text.append(f"\n{w.MEASURED(lang)}{w.COLON(lang)}", "bold").append(
         measured_line(flow.lesson, result.row) + "\n")
     text.append(f"\n{w.WHY(lang)}\n", "bold").append(prose(flow.lesson.explain(lang)) + "\n")
     if result.story:
@@ -161,8 +161,11 @@ def metrics_of(lesson: Lesson) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def measured_line(lesson: Lesson, row: Mapping[str, Any]) -> str:
-    return ", ".join(f"{m} = {metric_value(row.get(m))}" for m in metrics_of(lesson))
+def measured_line(lesson: Lesson, row: Mapping[str, Any], skip_unmeasured: bool = False) -> str:
+    """`metric = value` for each metric the questions judge; a fix's rerun leaves out what it
+    did not measure (the blame of a loss that did not happen)."""
+    return ", ".join(f"{m} = {metric_value(row.get(m))}" for m in metrics_of(lesson)
+                     if not (skip_unmeasured and row.get(m) is None))
 
 
 def metric_value(value: Any) -> str:
@@ -179,7 +182,9 @@ def _fix(flow: Flow, ctx: PanelContext, text: Text) -> None:
         return
     text.append(w.FIX_ASK(lang) + "\n", "bold yellow").append(fix.ask(lang) + "\n")
     for i, choice in enumerate(fix.choices, 1):
-        text.append(f" {i} ", "bold reverse").append(f" {choice.text(lang)}\n")
+        picked = flow.fix_choice == i - 1
+        text.append(f" {i} ", "bold reverse").append(f" {choice.text(lang)}\n",
+                                                      "bold underline" if picked else "")
     chosen = flow.chosen_fix
     if chosen is None:
         text.append(w.CHOOSE(lang).format(n=len(fix.choices)) + "\n", "dim")
@@ -208,8 +213,8 @@ def _fix_done(flow: Flow, ctx: PanelContext, text: Text) -> None:
     text.append(prose(fix.expect(lang)) + "\n\n")
     style, said = (("bold green", w.FIX_HELD) if result.held else ("bold red", w.FIX_NOT_HELD))
     text.append(said(lang) + "\n", style)
-    text.append(f"{w.MEASURED(lang)}: ", "bold").append(
-        measured_line(flow.lesson, result.row) + "\n")
+    text.append(f"{w.MEASURED(lang)}{w.COLON(lang)}", "bold").append(
+        measured_line(flow.lesson, result.row, skip_unmeasured=True) + "\n")
     text.append("\n" + w.REPORT_KEY(lang) + "\n" + w.GO_ON(lang) + "\n", "dim")
 
 
@@ -259,7 +264,7 @@ class LessonPanel(VerticalScroll):
 
     DEFAULT_CSS = """
     LessonPanel { dock: right; width: 40; border: thick $accent; padding: 0 1;
-                  background: $surface; }
+                  background: $surface; scrollbar-gutter: stable; }
     LessonPanel.stage { width: 50%; padding: 1 2; }
     """
 
@@ -273,6 +278,11 @@ class LessonPanel(VerticalScroll):
         static = self.query_one("#lesson-text", Static)
         width = static.size.width or self.size.width - 4
         static.update(wrapped(lesson_text(flow, ctx), max(10, width)))
+        # the narration grows at the bottom: the newest step stays in view on a short screen
+        if flow.phase is Phase.RUN:
+            self.call_after_refresh(self.scroll_end, animate=False)
+        else:
+            self.call_after_refresh(self.scroll_home, animate=False)
 
     def on_resize(self) -> None:
         if self.shown is not None:

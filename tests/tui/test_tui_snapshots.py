@@ -39,10 +39,25 @@ async def until_drawn(pilot: Any) -> None:
     app = pilot.app
     for _ in range(400):
         if app.snapshot is not None and app.lab is not None:
-            await pilot.pause()
+            await settled(pilot)
             return
         await pilot.pause(0.05)
     raise AssertionError("the recorded model was not drawn in 20 s")
+
+
+async def settled(pilot: Any) -> None:
+    """Until two screenshots 0.1 s apart are the same: with the model in, a loaded machine may
+    still owe the screen a layout pass (the resize handler's panel heights, the load panel's
+    rows), and the snapshot caught it half drawn (a different test failed each run while two
+    labs and Spark ran beside the suite). The clock is frozen, so a drawn screen is still."""
+    before = pilot.app.export_screenshot()
+    for _ in range(100):
+        await pilot.pause(0.1)
+        now = pilot.app.export_screenshot()
+        if now == before:
+            return
+        before = now
+    raise AssertionError("the screen did not settle in 10 s")
 
 
 @pytest.fixture

@@ -53,13 +53,8 @@ def builtin() -> list[Lesson]:
 
 def find(name_or_path: str) -> Lesson:
     """A built-in lesson by name, or a facilitator's lesson file by path."""
-    if name_or_path.endswith(".toml") or "/" in name_or_path:
-        return read(Path(name_or_path))
-    lessons = builtin()
-    for lesson in lessons:
-        if lesson.name == name_or_path:
-            return lesson
-    raise KinspectError(f"unknown lesson {name_or_path!r} (see: kinspect learn --list)")
+    return scenario_catalog.find_in(name_or_path, read, builtin, lambda lesson: lesson.name,
+                                    "lesson", "kinspect learn --list")
 
 
 def read(path: Path) -> Lesson:

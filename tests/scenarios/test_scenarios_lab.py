@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.
 
 
 
+@pytest.mark.extended  # CI runs isolate-zk in lesson 3 (tests/tui/test_lesson_lab.py)
 def test_acksall_isolated_from_zookeeper_loses_nothing(lab_session: Any, tmp_path: Path) -> None:
     row = run("acksall-isolate-leader-zk", tmp_path)
     assert row["acked"] > 0 and row["acked_lost"] == 0, row

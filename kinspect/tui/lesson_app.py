@@ -134,6 +134,19 @@ class LessonApp(KinspectApp):
     def _moved(self, flow: Flow) -> None:
         self.flow = flow
         self._show_lesson()
+        self._hold_recording()
+
+    def _hold_recording(self) -> None:
+        """A recording (unlike a live cluster) waits for the narration: held at a pause, and on
+        stage while the next step has happened but the presenter has not shown it yet."""
+        from kinspect.tui.replay_feed import ReplayFeed
+
+        flow = self.flow
+        if not isinstance(self.feed, ReplayFeed) or flow.phase is not Phase.RUN:
+            return
+        nxt = flow.shown + 1
+        owed = flow.stage and nxt < len(flow.lesson.steps) and flow.waiting_for is None
+        self.feed.hold(flow.held or owed)
 
     # ----- what the screen saw -----------------------------------------------------------
 

@@ -103,6 +103,11 @@ class ReplayFeed(Feed):
     def toggle(self) -> None:
         self._command("toggle")
 
+    def hold(self, held: bool) -> None:
+        """Pause (True) or play on (False), whatever the state: a lesson holds the recording
+        at the moment its narration waits on."""
+        self._command("hold", 1.0 if held else 0.0)
+
     def step(self, n: int) -> None:
         self._command("step", n)
 
@@ -158,6 +163,8 @@ class ReplayFeed(Feed):
             if self.paused and self.position_ms >= rec.end_ms:  # at the end: from the start
                 self._jump(post, mailbox, rec.start_ms)
             self.paused = not self.paused
+        elif name == "hold":
+            self.paused = bool(value) or self.position_ms >= rec.end_ms
         elif name == "speed":
             i = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - self.speed * value))
             self.speed = SPEEDS[i]

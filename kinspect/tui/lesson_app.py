@@ -67,14 +67,18 @@ class LessonApp(KinspectApp):
     ]
 
     def __init__(self, feed: Feed, console: Console, lessons: Sequence[Lesson], index: int,
-                 lang: Lang, stage: bool, backup: Path | None = None, **kwargs: Any) -> None:
+                 lang: Lang, stage: bool, backup: Path | None = None,
+                 answers: Sequence[int] = (), **kwargs: Any) -> None:
         super().__init__(feed, console, **kwargs)
         self.lessons, self.index, self.lang = list(lessons), index, lang
         self.flow = Flow(self.lessons[index], stage)
+        for choice in answers:  # predictions made before the lab was remade for this lesson
+            self.flow = self.flow.answer(choice)
         self.backup = backup  # a recorded run to play instead of the live lab
         self.run_progress = ""
         self.lesson_report: tuple[Report, Path] | None = None
-        self.reopen: tuple[str, int] | None = None  # (mode, lesson): remake the lab, reopen
+        # (mode, lesson, answers): remake the lab in that mode, reopen there
+        self.reopen: tuple[str, int, tuple[int, ...]] | None = None
         self._titles: dict[str, str] = {}  # each panel's own border title, to point and unpoint
 
     # ----- the panel -------------------------------------------------------------------
@@ -200,7 +204,7 @@ class LessonApp(KinspectApp):
     def _start_run(self) -> None:
         mode = self._needs_mode()
         if mode is not None:
-            self.reopen = (mode, self.index)
+            self.reopen = (mode, self.index, self.flow.answers)
             self.exit()
             return
         if self.backup is not None:
@@ -386,17 +390,19 @@ def run_learn(cluster: ClusterTarget | None, lessons: Sequence[Lesson], first: s
     """The lessons from `first` on; a lesson that needs the lab in the other mode quits the
     screen, remakes the lab (its progress on the terminal) and opens it again there."""
     index = next((i for i, lesson in enumerate(lessons) if lesson.name == first), 0)
+    answers: tuple[int, ...] = ()
     while True:
-        app = _lesson_app(cluster, lessons, index, lang, stage, replay)
+        app = _lesson_app(cluster, lessons, index, lang, stage, replay, answers)
         app.run()
         if app.reopen is None:
             return 0
-        mode, index = app.reopen
+        mode, index, answers = app.reopen
         cluster = _remade_lab(mode)
 
 
 def _lesson_app(cluster: ClusterTarget | None, lessons: Sequence[Lesson], index: int,
-                lang: Lang, stage: bool, replay: bool) -> LessonApp:
+                lang: Lang, stage: bool, replay: bool, answers: tuple[int, ...] = ()
+                ) -> LessonApp:
     from kinspect.tui.feed import LiveFeed
 
     backup = None
@@ -413,7 +419,7 @@ def _lesson_app(cluster: ClusterTarget | None, lessons: Sequence[Lesson], index:
                     expected=cluster.expected_brokers, title=cluster.label,
                     admin_config=cluster.kafka, controllers=cluster.controllers)
     console: Console = LabConsole() if cluster.lab is not None else ReadOnlyConsole()
-    return LessonApp(feed, console, lessons, index, lang, stage)
+    return LessonApp(feed, console, lessons, index, lang, stage, answers=answers)
 
 
 def _replay_app(lessons: Sequence[Lesson], index: int, lang: Lang, stage: bool,

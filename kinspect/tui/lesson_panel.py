@@ -113,7 +113,7 @@ def _ready(flow: Flow, ctx: PanelContext, text: Text) -> None:
 def _run(flow: Flow, ctx: PanelContext, text: Text) -> None:
     lang = ctx.lang
     if ctx.progress:
-        text.append(f"{w.RUNNING(lang)}: ", "bold").append(ctx.progress + "\n\n", "dim")
+        text.append(f"{w.RUNNING(lang)}{w.COLON(lang)}", "bold").append(ctx.progress + "\n\n", "dim")
     for i, step in enumerate(flow.lesson.steps[:flow.shown + 1]):
         _step(step, lang, text, current=i == flow.shown)
     waiting = flow.waiting_for
@@ -200,7 +200,7 @@ def _fix_run(flow: Flow, ctx: PanelContext, text: Text) -> None:
     if chosen is not None:
         text.append(chosen.text(ctx.lang) + "\n\n", "bold")
     if ctx.progress:
-        text.append(f"{w.RUNNING(ctx.lang)}: ", "bold").append(ctx.progress + "\n", "dim")
+        text.append(f"{w.RUNNING(ctx.lang)}{w.COLON(ctx.lang)}", "bold").append(ctx.progress + "\n", "dim")
 
 
 def _fix_done(flow: Flow, ctx: PanelContext, text: Text) -> None:

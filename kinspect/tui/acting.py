@@ -24,7 +24,7 @@ from kinspect.load.consumers.group_process import ConsumerRequest
 from kinspect.load.load_process import LoadRequest, LoadStatus
 from kinspect.model import ClusterSnapshot, Severity
 from kinspect.tui.console import Console
-from kinspect.tui.messages import CatalogReady, LoadStarted, Progress, ReportReady, Said
+from kinspect.tui.messages import CatalogReady, LoadStarted, ReportReady, Said, TaskStep
 from kinspect.tui.modals import (
     ConfirmScreen,
     ConsumerForm,
@@ -108,7 +108,7 @@ class ActingApp(App[None]):
     def _progress(self, title: str) -> Callable[[str], None]:
         """A worker's progress lines, each replacing the last on the screen's progress line."""
         def say(line: str) -> None:
-            self.post_message(Progress(title, line))
+            self.post_message(TaskStep(title, line))
         return say
 
     def _answer_with_progress(self, title: str, do: Callable[[Callable[[str], None]], list[Message]],
@@ -117,7 +117,7 @@ class ActingApp(App[None]):
         try:
             self._answer(lambda: do(self._progress(title)), failed, timeout)
         finally:
-            self.post_message(Progress(title, "", done=True))
+            self.post_message(TaskStep(title, "", done=True))
 
     @work(thread=True, group="faults", exit_on_error=False)
     def apply_fault(self, fault: Fault) -> None:

@@ -45,10 +45,10 @@ from kinspect.tui.messages import (
     LabArrived,
     LoadStarted,
     ProblemsChanged,
-    Progress,
     ReportReady,
     Said,
     SnapshotArrived,
+    TaskStep,
 )
 from kinspect.tui.modals import HelpScreen
 from kinspect.tui.partition_view import PartitionPanel, PartitionView
@@ -267,8 +267,8 @@ class KinspectApp(ActingApp):
         self.notify(message.text, title=message.title, severity=TOAST_LEVEL[message.severity],
                     timeout=message.timeout, markup=False)  # plain text: "kinspect[lab]" stays
 
-    @on(Progress)
-    def progress(self, message: Progress) -> None:
+    @on(TaskStep)
+    def progress(self, message: TaskStep) -> None:
         """The progress line: the newest step in place; gone a moment after the task ends."""
         if not self.screen_stack:
             return
@@ -288,7 +288,7 @@ class KinspectApp(ActingApp):
     def saw_lab(self, faults: Sequence[Mapping[str, Any]], load: LoadStatus | None) -> None:
         """The lab's new journal entries and the load's counters, just drawn."""
 
-    def progressed(self, message: Progress) -> None:
+    def progressed(self, message: TaskStep) -> None:
         """A long task's newest step, just shown."""
 
     @on(LoadStarted)

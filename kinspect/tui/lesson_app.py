@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,7 +23,14 @@ from textual.events import Resize
 
 from kinspect.errors import KinspectError, error_line
 from kinspect.lab.state import LabState
+from kinspect.lessons import words as w
 from kinspect.lessons.flow import Flow, Happening, Phase, RunResult
+from kinspect.lessons.lesson_progress import (
+    Progress,
+    last_good_run,
+    load_progress,
+    save_progress,
+)
 from kinspect.lessons.lesson_values import Lang, Lesson, Panel, Prediction, Status, Trigger
 from kinspect.load.load_process import LoadStatus
 from kinspect.load.rundir import POSTMORTEM_DIR, SCENARIO_FILE
@@ -34,7 +41,7 @@ from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed
 from kinspect.tui.lesson_panel import LessonPanel, PanelContext
-from kinspect.tui.messages import LessonRunEnded, LoadStarted, Progress, ReplayStatus, Said
+from kinspect.tui.messages import LessonRunEnded, LoadStarted, ReplayStatus, Said, TaskStep
 from kinspect.tui.report_screen import ReportScreen
 
 # The events of the model a step can wait for (a fenced KRaft broker is a broker gone).
@@ -166,7 +173,7 @@ class LessonApp(KinspectApp):
         if seen:
             self._moved(self.flow.saw_all(seen))
 
-    def progressed(self, message: Progress) -> None:
+    def progressed(self, message: TaskStep) -> None:
         if message.title.startswith("lesson"):
             self.run_progress = message.line
             self._show_lesson()
@@ -179,7 +186,7 @@ class LessonApp(KinspectApp):
         if flow.question is not None:
             self._moved(flow.answer(broker_id - 1))
             if self.flow.phase is Phase.READY:
-                self.save_progress(self._with_predictions)
+                self.keep_progress(with_predictions(self.flow))
             return
         if flow.phase is Phase.FIX:
             self._moved(flow.choose_fix(broker_id - 1))
@@ -199,7 +206,7 @@ class LessonApp(KinspectApp):
             self._moved(flow.go_on())
             if self.flow.phase is Phase.SUMMARY and self.backup is None:
                 name = flow.lesson.name
-                self.save_progress(lambda p: p.with_status(name, Status.DONE))
+                self.keep_progress(lambda p: p.with_status(name, Status.DONE))
 
     def _start_run(self) -> None:
         mode = self._needs_mode()
@@ -216,8 +223,8 @@ class LessonApp(KinspectApp):
         self.run_lesson(self.flow.lesson.scenario, fix=False)
 
     def action_lesson_hint(self) -> None:
-        if not self.flow.lesson.hints:
-            self.notify("—", title="hint")
+        if self.flow.hints_shown >= len(self.flow.lesson.hints):
+            self.notify(w.NO_HINT(self.lang), title=w.HINT(self.lang))
         self._moved(self.flow.hint())
 
     def action_lesson_restart(self) -> None:
@@ -225,7 +232,8 @@ class LessonApp(KinspectApp):
         self._moved(self.flow.restart())
 
     def action_lesson_skip(self) -> None:
-        self.save_progress(lambda p: p.with_status(self.flow.lesson.name, Status.SKIPPED))
+        name = self.flow.lesson.name  # read now: the worker runs after the next lesson opens
+        self.keep_progress(lambda p: p.with_status(name, Status.SKIPPED))
         self._next_lesson()
 
     def _next_lesson(self) -> None:
@@ -235,7 +243,8 @@ class LessonApp(KinspectApp):
         self.index += 1
         self.lesson_report, self.run_progress = None, ""
         self._moved(Flow(self.lessons[self.index], self.flow.stage))
-        self.save_progress(lambda p: p.with_status(self.flow.lesson.name, Status.CURRENT))
+        name = self.flow.lesson.name
+        self.keep_progress(lambda p: p.with_status(name, Status.CURRENT))
 
     def action_postmortem(self) -> None:
         """m after a lesson's run: its report (the scenario ran the post-mortem already)."""
@@ -262,7 +271,7 @@ class LessonApp(KinspectApp):
             self.post_message(LessonRunEnded(RunResult(scenario, error_line(exc)), None, None))
             return
         finally:
-            self.post_message(Progress(title, "", done=True))
+            self.post_message(TaskStep(title, "", done=True))
         report = outcome.report
         result = RunResult(scenario, outcome.failure, outcome.row or {},
                            report.explanation if report else "", str(process.run_dir),
@@ -278,13 +287,14 @@ class LessonApp(KinspectApp):
         result = message.result
         if self.backup is not None:
             return  # a recording teaches; it is not progress
+        lesson = self.flow.lesson  # read now: the worker may run after the next lesson opens
         if fix:
-            self.save_progress(lambda p: p.with_fix(self.flow.lesson.name, result.scenario,
+            self.keep_progress(lambda p: p.with_fix(lesson.name, result.scenario,
                                                     result.held and result.failure is None,
                                                     _path(result.run_dir)))
         elif result.failure is None:
-            self.save_progress(lambda p: p.with_run(self.flow.lesson.name, result.row,
-                                                    _path(result.run_dir), self.flow.lesson))
+            self.keep_progress(lambda p: p.with_run(lesson.name, result.row,
+                                                    _path(result.run_dir), lesson))
 
     # ----- stage mode's safety net -------------------------------------------------------
 
@@ -294,8 +304,6 @@ class LessonApp(KinspectApp):
 
     @work(thread=True, group="backup", exclusive=True, exit_on_error=False)
     def find_backup(self, name: str) -> None:
-        from kinspect.lessons.lesson_progress import last_good_run
-
         found = last_good_run(name)
         if found is None:
             self.post_message(Said(f"no recording of lesson {name} yet: run it once live",
@@ -337,18 +345,10 @@ class LessonApp(KinspectApp):
 
     # ----- progress ----------------------------------------------------------------------
 
-    def _with_predictions(self, progress: Any) -> Any:
-        flow = self.flow
-        predictions = tuple(Prediction(q.ask.en, q.choices[a].text.en)
-                            for q, a in zip(flow.lesson.questions, flow.answers, strict=True))
-        return progress.with_predictions(flow.lesson.name, predictions)
-
     @work(thread=True, group="progress", exit_on_error=False)
-    def save_progress(self, change: Any) -> None:
+    def keep_progress(self, change: Callable[[Progress], Progress]) -> None:
         """Read, change and write the progress file off the loop; a failure is one toast
         (the lesson goes on: nothing on screen depends on the file)."""
-        from kinspect.lessons.lesson_progress import load_progress, save_progress
-
         try:
             save_progress(change(load_progress()))
         except (KinspectError, OSError) as exc:
@@ -365,6 +365,14 @@ def journal_happenings(entry: Mapping[str, Any]) -> list[Happening]:
     if action == "heal":
         return [Happening(Trigger.HEAL), Happening(Trigger.FAULT, "heal")]
     return [Happening(Trigger.FAULT, action)] if action in JOURNAL_FAULTS else []
+
+
+def with_predictions(flow: Flow) -> Callable[[Progress], Progress]:
+    """The change that records the flow's predictions (not judged yet: nothing ran)."""
+    predictions = tuple(Prediction(q.ask.en, q.choices[a].text.en)
+                        for q, a in zip(flow.lesson.questions, flow.answers, strict=True))
+    name = flow.lesson.name
+    return lambda progress: progress.with_predictions(name, predictions)
 
 
 def _path(text: str | None) -> Path | None:
@@ -407,8 +415,6 @@ def _lesson_app(cluster: ClusterTarget | None, lessons: Sequence[Lesson], index:
 
     backup = None
     if replay:
-        from kinspect.lessons.lesson_progress import last_good_run
-
         backup = last_good_run(lessons[index].name)
         if backup is None:
             raise KinspectError(f"no recording of lesson {lessons[index].name} yet: run it "

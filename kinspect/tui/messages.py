@@ -32,7 +32,7 @@ class Said(Message):
         self.text, self.title, self.severity, self.timeout = text, title, severity, timeout
 
 
-class Progress(Message):
+class TaskStep(Message):
     """A long task's newest step (m, a scenario, a lesson's run): one line updated in place,
     readable from the back of a room, where a toast per step stacked up over the screen."""
 

@@ -222,6 +222,11 @@ class QuorumProbe:
         self._order: list[str] = []
         self._last: tuple[QuorumAnswer, float] | None = None
 
+    @property
+    def answered(self) -> bool:
+        """Some poll got an answer already."""
+        return self._last is not None
+
     def poll(self, brokers: Mapping[int, str], controllers: Mapping[int, str],
              timeout_s: float = 1.0) -> QuorumPoll:
         with ThreadPoolExecutor(max_workers=max(1, len(controllers)),

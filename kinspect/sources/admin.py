@@ -344,9 +344,11 @@ class AdminSource:
         return {k: since for k, (_end, since) in progress.items() if since < now_ms}
 
     def _ask_quorum(self, brokers: dict[int, str]) -> QuorumPoll:
-        """The KRaft quorum: via the brokers, and each known controller directly."""
-        return self._quorum.poll({**self.known_brokers, **brokers}, self.controllers,
-                                 min(1.0, self.timeout_s))
+        """The KRaft quorum: via the brokers, and each known controller directly. Until a first
+        answer, the poll's whole timeout: a one-shot `health` has no earlier answer to fall
+        back on, and a fresh connection to a loaded broker can take more than a second."""
+        budget = min(1.0, self.timeout_s) if self._quorum.answered else self.timeout_s
+        return self._quorum.poll({**self.known_brokers, **brokers}, self.controllers, budget)
 
     def _decisions(self, claims: Claims, polled_at: int) -> dict[Key, PartitionDecision]:
         """KRaft: each partition's newest claim, with the poll that first saw its epoch (the

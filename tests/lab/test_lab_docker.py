@@ -122,7 +122,7 @@ def test_a_whole_scenario_runs_unchanged_on_the_docker_lab(lab: dict[str, Any],
     assert row["acked_lost"] > 0 and row["expectation_met"] is True, row
     assert kinspect("lab", "status", "--json").stdout.count('"backend": "docker"') == 1
     logs = sorted(p.name for p in (tmp_path / "broker-logs").iterdir())
-    assert logs == ["kafka1", "kafka2", "kafka3"]
+    assert logs == ["kafka1", "kafka2", "kafka3", "zk1"]  # and ZooKeeper's own log
     assert (tmp_path / "broker-logs" / "kafka1" / "state-change.log").stat().st_size > 0
     # the isolated broker is blamed, as its segments (kept from the bind-mounted data) confirm
     check_blame(tmp_path, row, lab["bootstrap"])

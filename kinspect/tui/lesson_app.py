@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,6 +37,7 @@ from kinspect.load.load_process import LoadStatus
 from kinspect.load.rundir import POSTMORTEM_DIR, SCENARIO_FILE
 from kinspect.model import Event, EventKind
 from kinspect.postmortem.story.values import Report
+from kinspect.sources.playback import Recording
 from kinspect.target import ClusterTarget, lab_target
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
@@ -74,7 +76,7 @@ class LessonApp(KinspectApp):
     ]
 
     def __init__(self, feed: Feed, console: Console, lessons: Sequence[Lesson], index: int,
-                 lang: Lang, stage: bool, backup: Path | None = None,
+                 lang: Lang, stage: bool, backup: Backup | None = None,
                  answers: Sequence[int] = (), **kwargs: Any) -> None:
         super().__init__(feed, console, **kwargs)
         self.lessons, self.index, self.lang = list(lessons), index, lang
@@ -109,10 +111,7 @@ class LessonApp(KinspectApp):
                             nxt, self._backup_when(), self._needs_mode())
 
     def _backup_when(self) -> str | None:
-        if self.backup is None:
-            return None
-        when = datetime.fromtimestamp(self.backup.stat().st_mtime, UTC)
-        return when.strftime("%Y-%m-%d %H:%M UTC")
+        return self.backup.made if self.backup is not None else None
 
     def _needs_mode(self) -> str | None:
         """The mode this lesson needs when the lab runs the other (a recording needs none)."""
@@ -304,26 +303,26 @@ class LessonApp(KinspectApp):
 
     @work(thread=True, group="backup", exclusive=True, exit_on_error=False)
     def find_backup(self, name: str) -> None:
+        """The recording, its result and report read here, off the loop."""
         found = last_good_run(name)
         if found is None:
             self.post_message(Said(f"no recording of lesson {name} yet: run it once live",
                                    "stage", timeout=8))
             return
-        self.call_from_thread(self._play_backup, found)
+        try:
+            backup = load_backup(self.flow.lesson.scenario, found)
+        except KinspectError as exc:
+            self.post_message(Said(f"no replay: {exc}", "stage", timeout=8))
+            return
+        self.call_from_thread(self._play_backup, backup)
 
-    def _play_backup(self, run_dir: Path) -> None:
+    def _play_backup(self, backup: Backup) -> None:
         """Swap the live feed for the recording's, from its start, and narrate it."""
-        from kinspect.sources.playback import open_recording
         from kinspect.tui.replay_feed import ReplayFeed
 
-        try:
-            recording = open_recording(run_dir)
-        except KinspectError as exc:
-            self.notify(f"no replay: {exc}", severity="warning", markup=False)
-            return
         self.feed.stop()
-        self.backup = run_dir
-        replay = ReplayFeed(recording, title=f"recording of {run_dir.name}")
+        self.backup = backup
+        replay = ReplayFeed(backup.recording, title=f"recording of {backup.run_dir.name}")
         self.feed, self.clock = replay, replay.clock
         self.lab_console = ReadOnlyConsole(READ_ONLY)
         if self.flow.phase is Phase.STORY:
@@ -338,10 +337,10 @@ class LessonApp(KinspectApp):
         if self.backup is None or not message.paused or message.at_ms < message.end_ms:
             return
         if self.flow.phase is Phase.RUN and self.flow.result is None:
-            result, report = recorded_result(self.flow.lesson.scenario, self.backup)
-            if report is not None:
-                self.lesson_report = (report, self.backup / POSTMORTEM_DIR)
-            self._moved(self.flow.finished(result))
+            backup = self.backup
+            if backup.report is not None:
+                self.lesson_report = (backup.report, backup.run_dir / POSTMORTEM_DIR)
+            self._moved(self.flow.finished(backup.result))
 
     # ----- progress ----------------------------------------------------------------------
 
@@ -377,6 +376,27 @@ def with_predictions(flow: Flow) -> Callable[[Progress], Progress]:
 
 def _path(text: str | None) -> Path | None:
     return Path(text) if text else None
+
+
+@dataclass(frozen=True)
+class Backup:
+    """A recorded run of a lesson, read whole before it plays (nothing read on the loop)."""
+
+    run_dir: Path
+    recording: Recording
+    made: str  # when it was recorded, as the panel says it
+    result: RunResult
+    report: Report | None
+
+
+def load_backup(scenario: str, run_dir: Path) -> Backup:
+    """The recording (KinspectError when there is none), when it was made, what it measured."""
+    from kinspect.sources.playback import open_recording
+
+    recording = open_recording(run_dir)
+    made = datetime.fromtimestamp(run_dir.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    result, report = recorded_result(scenario, run_dir)
+    return Backup(run_dir, recording, made, result, report)
 
 
 def recorded_result(scenario: str, run_dir: Path) -> tuple[RunResult, Report | None]:
@@ -431,14 +451,14 @@ def _lesson_app(cluster: ClusterTarget | None, lessons: Sequence[Lesson], index:
 def _replay_app(lessons: Sequence[Lesson], index: int, lang: Lang, stage: bool,
                 backup: Path | None) -> LessonApp:
     """No lab: the recording's feed from the start (paused until the run is asked for)."""
-    from kinspect.sources.playback import open_recording
     from kinspect.tui.replay_feed import ReplayFeed
 
     if backup is None:
         raise KinspectError("no recording to play")
-    replay = ReplayFeed(open_recording(backup), title=f"recording of {backup.name}", paused=True)
+    loaded = load_backup(lessons[index].scenario, backup)
+    replay = ReplayFeed(loaded.recording, title=f"recording of {backup.name}", paused=True)
     app = LessonApp(replay, ReadOnlyConsole(READ_ONLY), lessons, index, lang, stage,
-                    backup=backup, clock=replay.clock)
+                    backup=loaded, clock=replay.clock)
     return app
 
 

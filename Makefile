@@ -80,9 +80,13 @@ lint: system-deps venv
 bench: setup
 	$(PY) -m bench.run
 
-# Every scenario (rewrites the README's table) and the tests `make test` leaves out (extended).
+# Every scenario on ZooKeeper 3.9, KRaft 3.9 and KRaft 4.x (rewrites the README's tables; about
+# 100 runs of 1-2 min each) and the tests `make test` leaves out (extended).
+# `make matrix BACKEND=docker` runs them on the docker lab; MATRIX_ARGS="--names a b" narrows.
+MATRIX_ARGS ?=
 matrix: setup docker-engine images
-	$(KINSPECT) scenario matrix --markdown --out README.md
+	$(if $(filter-out auto,$(BACKEND)),KINSPECT_BACKEND=$(BACKEND)) $(KINSPECT) scenario matrix \
+	  --modes zookeeper,kraft --kafka 3,4 --markdown --out README.md $(MATRIX_ARGS)
 	$(PY) -m pytest -m extended $(PYTEST_ARGS)
 
 screenshots: setup

@@ -126,8 +126,8 @@ def _profile(name: str, raw: Any, path: Path) -> Profile:
                    zookeeper_auth=zk_auth, refresh_s=float(refresh))
 
 
-def load_profile(name: str, path: Path | None = None) -> Profile:
-    path = path or config_path()
+def _clusters(path: Path) -> dict[str, Any]:
+    """The [clusters.*] tables of the profiles file, or a one-line reason it cannot be read."""
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
@@ -138,8 +138,21 @@ def load_profile(name: str, path: Path | None = None) -> Profile:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise KinspectError(f"{path}: not valid TOML: {exc}") from None
     clusters = data.get("clusters", {})
-    if not isinstance(clusters, dict) or name not in clusters:
-        known = ", ".join(sorted(clusters)) if isinstance(clusters, dict) else ""
+    if not isinstance(clusters, dict):
+        raise KinspectError(f"{path}: [clusters] must be tables, e.g. [clusters.prod]")
+    return clusters
+
+
+def profile_names(path: Path | None = None) -> list[str]:
+    """Every profile's name, in the file's order."""
+    return list(_clusters(path or config_path()))
+
+
+def load_profile(name: str, path: Path | None = None) -> Profile:
+    path = path or config_path()
+    clusters = _clusters(path)
+    if name not in clusters:
+        known = ", ".join(sorted(clusters))
         raise KinspectError(f"no profile {name!r} in {path}" + (f" (profiles: {known})"
                                                                   if known else ""))
     return _profile(name, clusters[name], path)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from kinspect.lab.readiness import read_lab_mark
 from kinspect.lab.state import LabState
+from kinspect.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,20 @@ def is_kraft_lab(bootstrap: str, lab: LabState, config: dict[str, str] | None = 
     except (KafkaException, TimeoutError, ValueError):
         return False
     return bool(cluster_id == lab.extra["cluster_id"])
+
+
+def profile_target(profile: Profile, lab: LabState | None) -> ClusterTarget:
+    """A profile's cluster; the lab (fault keys on) only when it proves to be `lab`."""
+    proven = lab is not None and (is_lab_cluster(profile.zookeeper, lab) if profile.zookeeper
+                                  else is_kraft_lab(profile.bootstrap, lab, profile.kafka))
+    return ClusterTarget(profile.bootstrap, profile.zookeeper, dict(profile.kafka),
+                         profile.zookeeper_auth, lab if proven else None, profile.refresh_s,
+                         profile.name)
+
+
+def read_only_reason(target: ClusterTarget, label: str) -> str | None:
+    """Why fault keys are off on this cluster (None: it is the lab kinspect started)."""
+    if target.lab is not None:
+        return None
+    return (f"fault keys act only on a lab kinspect started; {label} is not one (no lab id "
+            "of ours in its ZooKeeper)")

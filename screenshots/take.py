@@ -15,6 +15,9 @@ the header naming the quorum's real leader (6-kraft-fenced-leader.svg).
 With --oncall, on a `lab up --tls --authorizer` lab: a throttled reassignment as the lab sees
 it (7-reassignment.svg), then orders' ISR down to one replica as an on-call user allowed only
 Describe sees it over SASL_SSL: `?` where a flag was not told, and why (8-oncall-describe-only.svg).
+With --disk, on a `lab up --log-dirs 2` lab: kafka2's second log dir filled under load until
+Kafka takes it offline (12-full-disk.svg), then kafka2's broker view sorted by health
+(13-broker-view.svg).
 With --lesson, on the lab: lesson 2 (acks=1, the leader cut off) asked, narrated in Chinese at
 80x24 and revealed (9-, 10-, 11-lesson-*.svg); its scenario resets the lab (about 2 min).
 """
@@ -166,6 +169,40 @@ async def take_kraft() -> None:
     print(f"KRaft screenshot written to {HERE}", file=sys.stderr)
 
 
+def dir_offline(app: KinspectApp, broker: int) -> bool:
+    snapshot = app.snapshot
+    return snapshot is not None and any(b.id == broker and b.offline_log_dirs
+                                        for b in snapshot.brokers)
+
+
+async def take_disk() -> None:
+    lab = running_lab()
+    if lab is None or int(lab.extra.get("log_dirs", 1)) < 2:
+        raise SystemExit("screenshots: no lab with two log dirs (kinspect lab up --log-dirs 2)")
+    create_topics(lab.bootstrap, DEMO_TOPICS)
+    app = lab_app(lab)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: test1(app) is not None and app.lab is not None, 30, "test1")
+        await pilot.press("l")
+        await pilot.pause(0.5)
+        app.screen.query_one("#topic", Input).value = "orders"  # its 6 partitions span both dirs
+        app.screen.query_one("#count", Input).value = "2000000"
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(app.load and app.load.stats.get("acked")), 30, "load")
+        subprocess.run([sys.executable, "-m", "kinspect", "lab", "fill-disk", "kafka2"],
+                       check=True)
+        await until(pilot, lambda: dir_offline(app, 2), 60, "kafka2's log dir offline")
+        await pilot.pause(3)
+        app.save_screenshot(str(HERE / "12-full-disk.svg"))
+        await pilot.press("2", "b", "s")
+        await pilot.pause(1)
+        app.save_screenshot(str(HERE / "13-broker-view.svg"))
+        await pilot.press("escape", "l")  # stop the load
+        await pilot.pause(2)
+    subprocess.run([sys.executable, "-m", "kinspect", "lab", "free-disk", "kafka2"], check=False)
+    print(f"disk screenshots written to {HERE}", file=sys.stderr)
+
+
 def kafka_tool(lab: Any, main_class: str, *args: str) -> str:
     from kinspect.lab import dist
 
@@ -310,6 +347,8 @@ if __name__ == "__main__":
         asyncio.run(take_kraft())
     elif sys.argv[1:2] == ["--oncall"]:
         asyncio.run(take_oncall())
+    elif sys.argv[1:2] == ["--disk"]:
+        asyncio.run(take_disk())
     elif sys.argv[1:2] == ["--lesson"]:
         asyncio.run(take_lesson())
     else:

@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         consume,
         demo,
         doctor,
+        exporter,
         health,
         lab,
         learn,
@@ -42,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="start here:\n"
                "  kinspect doctor                     what this machine can do, and each fix\n"
                "  kinspect demo [--backend docker]    lab up, demo topics, the TUI\n"
-               "  kinspect scenario run NAME          a classic data-loss experiment (see list)\n"
+               "  kinspect scenario run NAME          a classic data-loss experiment (see list);\n"
+               "                                      with --kafka 4.x on today's Kafka\n"
                "  kinspect lab up --mode kraft        a KRaft lab: controller ctl1, no ZooKeeper\n"
                "  kinspect health --profile prod      on call: exit 0/1/2/3\n"
                "  kinspect replay RUN_DIR [--at T]    play a recorded session or run back\n"
@@ -55,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab.register(commands)
     observe.register(commands)
     health.register(commands)
+    exporter.register(commands)
     load.register(commands)
     consume.register(commands)
     postmortem.register(commands)

@@ -19,8 +19,8 @@ from kinspect.errors import KinspectError
 from kinspect.extras import missing_extra
 from kinspect.lab import running_lab
 from kinspect.lab.state import LabState
-from kinspect.profiles import SECRET_KEY, load_profile, remember_secret
-from kinspect.target import ClusterTarget, is_kraft_lab, is_lab_cluster, lab_target
+from kinspect.profiles import SECRET_KEY, Profile, load_profile, remember_secret
+from kinspect.target import ClusterTarget, is_lab_cluster, lab_target, profile_target
 
 __all__ = ["ClusterTarget", "VersionAction", "add_cluster_arguments", "progress", "resolve_cluster"]
 
@@ -57,15 +57,12 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     kafka = {**(profile.kafka if profile else {}), **librdkafka_properties(args)}
     if explicit or profile:
         bootstrap = explicit or (profile.bootstrap if profile else "")
-        zookeeper = getattr(args, "zookeeper", None) or (profile.zookeeper if profile else None)
-        lab = _openable_lab()
-        proven = lab is not None and (is_lab_cluster(zookeeper, lab) if zookeeper
-                                      else is_kraft_lab(bootstrap, lab, kafka))
-        own = lab if proven else None
-        return ClusterTarget(bootstrap, zookeeper, kafka,
-                             profile.zookeeper_auth if profile else (), own,
-                             profile.refresh_s if profile else 1.0,
-                             profile.name if profile else bootstrap)
+        named = Profile(profile.name if profile else bootstrap, bootstrap,
+                        getattr(args, "zookeeper", None) or (profile.zookeeper if profile
+                                                             else None),
+                        kafka, profile.zookeeper_auth if profile else (),
+                        profile.refresh_s if profile else 1.0)
+        return profile_target(named, _openable_lab())
     lab = running_lab()
     if lab is None:
         raise KinspectError("no lab is running and no --bootstrap or --profile given "

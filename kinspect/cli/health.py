@@ -19,7 +19,7 @@ from kinspect.cli.common import add_cluster_arguments, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
 from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalled_between
-from kinspect.model.serialize import unchecked_to_json
+from kinspect.model.serialize import seconds, unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
 
@@ -43,6 +43,13 @@ def register(commands: Any) -> None:
     health.add_argument("--max-lag", type=option(0, 10**15, integer=True), metavar="N",
                         help="also warn (exit 1) when a consumer group lags more than N records "
                              "(default: lag is reported, not judged)")
+    health.add_argument("--max-lag-seconds", type=option(0, 10**9), metavar="S",
+                        help="also warn (exit 1) when a consumer group's oldest unconsumed "
+                             "record is more than S seconds old; with either limit, a group "
+                             "near or past its topic's retention is a warning too")
+    health.add_argument("--all", action="store_true",
+                        help="every profile of the profiles file at once: one line each, exit "
+                             "with the worst code (critical, then not judged, then warnings)")
     add_cluster_arguments(health)
     health.set_defaults(handler=cmd_health)
 
@@ -129,17 +136,21 @@ def report_json(report: HealthReport, snapshot: ClusterSnapshot, zk_error: str |
         "offline": list(report.offline), "under_min_isr": list(report.under_min_isr),
         "at_min_isr": list(report.at_min_isr), "under_replicated": list(report.under_replicated),
         "unavailable": list(report.unavailable), "reassignments": _reassignments(snapshot),
+        "offline_log_dirs": list(report.offline_log_dirs),
         "elr": _elr(snapshot),
         "risky_settings": list(report.risky_settings), "limitations": list(snapshot.limitations),
-        "groups": [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag}
+        "groups": [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag,
+                    "lag_seconds": seconds(g.lag_ms(snapshot.taken_at))}
                    for g in snapshot.groups],
     }
 
 
 def health_json(snapshot: ClusterSnapshot, zk_error: str | None = None,
-                max_lag: int | None = None, stalled: tuple[str, ...] = ()) -> dict[str, Any]:
+                max_lag: int | None = None, stalled: tuple[str, ...] = (),
+                max_lag_s: float | None = None) -> dict[str, Any]:
     """The model's assessment of one snapshot, as `health --json` writes it (pure)."""
-    return report_json(assess(snapshot, zk_error, max_lag, stalled), snapshot, zk_error)
+    return report_json(assess(snapshot, zk_error, max_lag, stalled, max_lag_s), snapshot,
+                       zk_error)
 
 
 def _text(result: dict[str, Any]) -> list[str]:
@@ -148,8 +159,9 @@ def _text(result: dict[str, Any]) -> list[str]:
     lines += [f"  - {problem}" for problem in result["problems"]]
     for group in result.get("groups", []):
         lag = "?" if group["lag"] is None else f"{group['lag']:,}"
+        behind = "" if group.get("lag_seconds") is None else f" ({group['lag_seconds']:,.1f} s)"
         lines.append(f"  group {group['group']}: {group['state']}, {group['members']} "
-                     f"members, lag {lag}")
+                     f"members, lag {lag}{behind}")
     if result["verdict"] == Verdict.UNKNOWN:
         lines.append(f"  (what it could see is {result['seen']}; it could not check:)")
     lines += [f"  ? {missing['text']}" for missing in result.get("unchecked", [])]
@@ -169,9 +181,16 @@ def _moving(moving: dict[str, Any]) -> str:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
+    if args.all:
+        if args.profile or args.bootstrap or args.zookeeper:
+            raise KinspectError("--all checks every profile: leave out --profile, --bootstrap "
+                                "and --zookeeper")
+        from kinspect.cli.health_all import cmd_health_all
+
+        return cmd_health_all(args)
     cluster = resolve_cluster(args)
     snapshot, zk_error, stalled = observe_once(cluster, args.timeout, args.watch_moves)
-    report = assess(snapshot, zk_error, args.max_lag, stalled)
+    report = assess(snapshot, zk_error, args.max_lag, stalled, args.max_lag_seconds)
     result = {"cluster": redact(cluster.label), **report_json(report, snapshot, zk_error),
               "exit_code": report.exit_code}
     if args.json:

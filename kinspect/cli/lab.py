@@ -118,6 +118,16 @@ def register(commands: Any) -> None:
     unslow.set_defaults(handler=cmd_fault,
                         fault=lambda args: Fault(FaultKind.UNSLOW, args.node))
 
+    for kind, words in ((FaultKind.FILL_DISK, "fill a broker's last log dir (a small disk of "
+                         "its own, lab up --log-dirs 2) until it is full: Kafka takes the dir "
+                         "offline"),
+                        (FaultKind.FREE_DISK, "delete what fill-disk wrote (Kafka uses the dir "
+                         "again once the broker restarts: lab restart NODE)")):
+        disk = sub.add_parser(kind.value, help=words)
+        disk.add_argument("node", help="kafka1, kafka2, ...")
+        disk.set_defaults(handler=cmd_fault,
+                          fault=lambda args, kind=kind: Fault(kind, args.node))
+
     _user_commands(sub)
 
 
@@ -182,6 +192,13 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka", metavar="VERSION", default=None,
                    help="the Kafka version to run (default: the pinned 3.9.x; 4.x is KRaft "
                         "only); its jars come from Maven")
+    p.add_argument("--feature", action="append", default=[], metavar="NAME=LEVEL",
+                   type=_feature, help="Kafka 4.x in KRaft: a feature level the quorum is "
+                   "formatted with (repeatable), e.g. eligible.leader.replicas.version=0 for a "
+                   "lab without eligible leader replicas")
+    p.add_argument("--log-dirs", type=option(1, 3, integer=True), default=1, metavar="N",
+                   help="log dirs per broker, 1-3 (default 1); the second and third are small "
+                        "disks of their own that 'lab fill-disk' fills (process backend, root)")
     p.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto",
                    help="process backend: netns (root: real network faults) or loopback; "
                         "auto picks")
@@ -193,9 +210,10 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=option(1, 3600), default=120.0,
                    help="seconds to wait for the cluster, 1 to 3600 (default 120)")
     p.add_argument("--json", action="store_true", help="print the status as JSON when up")
-    p.add_argument("--sasl", choices=["plain", "scram-sha-256"],
-                   help="also listen with SASL_PLAINTEXT (port + 1000) for user kinspect; the "
-                        "password is kept in the lab dir, never printed")
+    p.add_argument("--sasl", choices=["plain", "scram-sha-256", "oauthbearer"],
+                   help="also listen with SASL_PLAINTEXT (port + 1000) for user kinspect (PLAIN "
+                        "and SCRAM-SHA-256; the password is kept in the lab dir, never printed); "
+                        "oauthbearer: OAUTHBEARER too, with the lab's own token endpoint")
     p.add_argument("--tls", action="store_true",
                    help="a CA of the lab's own and SSL (port + 2000) and SASL_SSL (port + 3000) "
                         "listeners; implies --sasl scram-sha-256")
@@ -241,7 +259,17 @@ def _options(args: argparse.Namespace) -> UpOptions:
                      overrides=presets.parse_overrides(args.broker_config),
                      network=args.network, base_port=args.base_port, timeout_s=args.timeout,
                      sasl=args.sasl, mode=args.mode, controllers=args.controllers,
-                     kafka=args.kafka, tls=args.tls, authorizer=args.authorizer)
+                     kafka=args.kafka, tls=args.tls, authorizer=args.authorizer,
+                     features=dict(args.feature), log_dirs=args.log_dirs)
+
+
+def _feature(text: str) -> tuple[str, int]:
+    """NAME=LEVEL, as kafka-storage format --feature takes it."""
+    name, _, level = text.partition("=")
+    if dist.feature_problem(name.strip()) or not level.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=LEVEL, e.g. "
+                                         f"eligible.leader.replicas.version=0, not {text!r}")
+    return name.strip(), int(level)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -312,7 +340,8 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
         print(json.dumps(data))
         return 0
     print(f"lab {data['lab_id']}  backend {data['backend']}  network {data['network']}  "
-          f"preset {data['preset']}  Kafka {data['kafka_version']}")
+          f"preset {data['preset']}  Kafka {data['kafka_version']}"
+          + "".join(f"  {name}={level}" for name, level in (data["features"] or {}).items()))
     if state.kraft:
         print(f"bootstrap {data['bootstrap']}   mode KRaft   {_quorum_line(state)}")
     else:
@@ -341,6 +370,10 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
         print(f"sasl: SASL_PLAINTEXT at {data['sasl']['bootstrap']}, user "
               f"{data['sasl']['username']}, PLAIN or SCRAM-SHA-256, password in "
               f"{data['sasl']['password_file']}")
+    if data.get("oauth"):
+        print(f"oauth: OAUTHBEARER on the SASL listeners, tokens at "
+              f"{data['oauth']['token_endpoint']} for client {data['oauth']['client_id']}, "
+              f"secret in {data['oauth']['client_secret_file']}")
     if data["tls"]:
         print(f"tls: SSL at {data['tls']['ssl_bootstrap']}, SASL_SSL at "
               f"{data['tls']['sasl_ssl_bootstrap']}, CA {data['tls']['ca']}")

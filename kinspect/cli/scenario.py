@@ -15,14 +15,19 @@ from kinspect.cli.lab import stop_loads_on_lab
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
 from kinspect.lab.backend import MODES
+from kinspect.lab.dist import parse_version, resolve_version
 from kinspect.paths import kinspect_home
+from kinspect.scenarios.platform import Platform, platforms
 
 MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
+# The side-by-side table (one column group per platform) has a block of its own.
+PLATFORM_MARKS = ("<!-- platform-matrix -->", "<!-- /platform-matrix -->")
 
 
-def check_table_file(path: Path) -> str:
+def check_table_file(path: Path, marks: tuple[str, str] = (MARK_START, MARK_END)) -> str:
     """The text of --out as it is now ("" when new); refused when the table could not go there:
     a directory, an unwritable place, or a document without the markers (never overwritten)."""
+    start, end = marks
     if path.is_dir():
         raise KinspectError(f"--out {path} is a directory; give a file")
     writable_dir(path.parent, "--out's folder")
@@ -30,27 +35,50 @@ def check_table_file(path: Path) -> str:
         text = path.read_text() if path.exists() else ""
     except (OSError, UnicodeDecodeError) as exc:
         raise KinspectError(f"--out {path} cannot be read: {getattr(exc, 'strerror', exc)}") from None
-    if text.strip() and not (MARK_START in text and MARK_END in text):
-        raise KinspectError(f"{path} has no {MARK_START} … {MARK_END} block to replace; "
-                            "not overwriting it")
+    if text.strip() and not (start in text and end in text):
+        raise KinspectError(f"{path} has no {start} … {end} block to replace; not overwriting it")
     return text
 
 
-def write_table(path: Path, table: str) -> None:
+def write_table(path: Path, table: str, marks: tuple[str, str] = (MARK_START, MARK_END)) -> None:
     """Replace the marked block of a document, or write a new (or empty) file whole; a document
     without the markers is refused rather than overwritten."""
-    text = check_table_file(path)
-    if MARK_START in text and MARK_END in text:
-        head, rest = text.split(MARK_START, 1)
-        _, tail = rest.split(MARK_END, 1)
-        path.write_text(f"{head}{MARK_START}\n{table}\n{MARK_END}{tail}")
+    start, end = marks
+    text = check_table_file(path, marks)
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        path.write_text(f"{head}{start}\n{table}\n{end}{tail}")
     else:
         path.write_text(table + "\n")
 
 
+def write_tables(path: Path | None, rows: list[dict[str, Any]], columns: list[Platform],
+                 markdown: bool, first_in_full: bool = False) -> str:
+    """The table printed and written to --out: one platform's rows in full (the scenario-matrix
+    block); several side by side (the platform-matrix block), and with `first_in_full` (a
+    matrix, which ran every row) the first platform's rows in full too."""
+    from kinspect.scenarios.table import markdown_table, platform_of, side_by_side, text_table
+
+    def full(chosen: list[dict[str, Any]]) -> str:
+        return markdown_table(chosen) if markdown else text_table(chosen)
+
+    if len(columns) == 1:
+        table = full(rows)
+        if path is not None:
+            write_table(path, table)
+        return table
+    table = side_by_side(rows, columns, markdown=markdown)
+    if path is not None:
+        write_table(path, table, PLATFORM_MARKS)
+        if first_in_full:
+            write_table(path, full([r for r in rows if platform_of(r) == columns[0]]))
+    return table
+
 
 def register(commands: Any) -> None:
-    scenario = commands.add_parser("scenario", help="replay the classic data-loss experiments")
+    scenario = commands.add_parser("scenario", help="replay the classic data-loss experiments "
+                                   "and today's Kafka failures (3.9 or 4.x, ZooKeeper or KRaft)")
     sub = scenario.add_subparsers(dest="scenario_command", metavar="ACTION", required=True)
 
     listing = sub.add_parser("list", help="the built-in scenarios and what each should show")
@@ -63,23 +91,40 @@ def register(commands: Any) -> None:
     run.add_argument("--keep-lab", action="store_true", help="leave the lab running afterwards")
     run.add_argument("--run-dir", type=Path, help="where the evidence goes "
                      "(default $KINSPECT_HOME/runs/scenario-NAME-TIME)")
-    run.add_argument("--mode", choices=MODES, default="zookeeper",
-                     help="the lab's mode: zookeeper (default) or kraft, where isolation from "
-                          "the controller quorum stands for isolation from ZooKeeper")
+    run.add_argument("--mode", choices=MODES, default=None,
+                     help="the lab's mode: zookeeper (default; kraft on Kafka 4.x) or kraft, "
+                          "where isolation from the controller quorum stands for isolation "
+                          "from ZooKeeper")
+    run.add_argument("--kafka", metavar="VERSION", default=None,
+                     help="the Kafka release to run it on: the pinned 3.9.x (default), 4.x "
+                          "(the tested 4.x release, KRaft only) or any 3.9.x / 4.x release")
     run.set_defaults(handler=cmd_run)
 
     matrix = sub.add_parser("matrix", help="run many scenarios, one table")
     matrix.add_argument("--names", nargs="+", metavar="NAME", help="default: every scenario")
     matrix.add_argument("--repeat", type=option(1, 100, integer=True), default=1,
                         help="runs of each, 1-100 (default 1)")
-    matrix.add_argument("--modes", type=_modes, default=("zookeeper",), metavar="MODE[,MODE]",
-                        help="zookeeper (default), kraft, or zookeeper,kraft: each scenario "
-                             "on each, the modes side by side")
+    matrix.add_argument("--modes", type=_modes, default=None, metavar="MODE[,MODE]",
+                        help="zookeeper, kraft, or zookeeper,kraft: each scenario on each, "
+                             "side by side (default: zookeeper, and kraft on 4.x)")
+    matrix.add_argument("--kafka", type=_versions, default=(None,), metavar="VERSION[,VERSION]",
+                        help="releases to run on, e.g. 3.9.2,4.x: every mode on every release, "
+                             "one column each (ZooKeeper is left out on 4.x); default the "
+                             "pinned 3.9.x")
     matrix.add_argument("--markdown", action="store_true", help="print a Markdown table")
     matrix.add_argument("--out", type=Path, help="also write the table to this file; in a file "
                         f"holding the lines {MARK_START} and {MARK_END} (the README), only "
                         "the block between them is replaced")
     matrix.set_defaults(handler=cmd_matrix)
+
+    table = sub.add_parser("table", help="one table from results recorded earlier")
+    table.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
+                       help="a matrix's results.jsonl or a run's scenario.json (several: the "
+                            "last run of each scenario on each platform)")
+    table.add_argument("--markdown", action="store_true", help="a Markdown table")
+    table.add_argument("--out", type=Path, help="also write it to this file: the marked block "
+                       "of the table printed (platform-matrix for several platforms)")
+    table.set_defaults(handler=cmd_table)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -88,7 +133,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     scenarios = builtin()
     if args.json:
         print(json.dumps([{"name": s.name, "title": s.title, "source": s.source,
-                           "expectation": s.expectation_text(), "needs": list(s.needs)}
+                           "expectation": s.expectation_text(), "needs": list(s.needs),
+                           **{f"expectation_{scope}": " and ".join(map(str, conditions))
+                              for scope, conditions in s.expect_on.items()}}
                           for s in scenarios]))
         return 0
     width = max(len(s.name) for s in scenarios)
@@ -96,6 +143,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{s.name.ljust(width)}  {s.title}")
         print(f"{'':{width}}  expect {s.expectation_text()}"
               + (f"   [{s.source}]" if s.source else ""))
+        for scope, words in (("kraft", "in KRaft"), ("kafka4", "on Kafka 4.x")):
+            if scope in s.expect_on:
+                told = " and ".join(map(str, s.expect_on[scope]))
+                print(f"{'':{width}}  {words}: {told}")
     return 0
 
 
@@ -126,15 +177,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kinspect.scenarios.table import text_table
 
     scenario = find(args.name)
+    platform = _platform(args.mode, args.kafka)
     writable_dir(kinspect_home(), "KINSPECT_HOME")
     run_dir = _run_dir(scenario.name, args.run_dir)
     check_load(scenario)
     stop_loads_on_lab()  # the scenario resets the lab
     with Display() as display:
-        display.say(f"{scenario.name}: {scenario.title}"
-                    f"{' (KRaft)' if args.mode == 'kraft' else ''}\nrun dir: {run_dir}")
+        display.say(f"{scenario.name}: {scenario.title} ({platform.label})\nrun dir: {run_dir}")
         row = run_scenario(scenario, run_dir, display.line, keep_lab=args.keep_lab,
-                           mode=args.mode)
+                           platform=platform)
     if args.json:
         print(json.dumps(row))
     else:
@@ -150,20 +201,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from kinspect.scenarios.catalog import builtin, find
     from kinspect.scenarios.scenario_run import run_scenario, skipped_row
-    from kinspect.scenarios.table import markdown_table, side_by_side, text_table
-
     scenarios = [find(n) for n in args.names] if args.names else builtin()
     for scenario in scenarios:
         check_load(scenario)
+    columns, dropped = platforms(args.modes, args.kafka)
+    if not columns:
+        raise KinspectError("no platform left to run on: " + "; ".join(dropped))
     if args.out:
         check_table_file(args.out)
+        if len(columns) > 1:
+            check_table_file(args.out, PLATFORM_MARKS)
     writable_dir(kinspect_home(), "KINSPECT_HOME")
     stop_loads_on_lab()  # every scenario resets the lab
     root = kinspect_home() / "runs" / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True)
     results = root / "results.jsonl"
-    runs = len(scenarios) * args.repeat * len(args.modes)
-    progress(f"{runs} runs; results go to {results} as they finish")
+    runs = len(scenarios) * args.repeat * len(columns)
+    for line in dropped:
+        progress(line)
+    progress(f"{runs} runs on {', '.join(p.label for p in columns)}; results go to {results} "
+             "as they finish")
     rows: list[dict[str, Any]] = []
     spark = None
     # Spark warms up while the first scenario resets the lab and loads it; its post-mortem
@@ -171,18 +228,19 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     warming = _WarmSpark()
     display = Display().start()  # a bar over the runs; each run's steps as stages
     try:
-        for n, scenario, mode in _runs(scenarios, args.repeat, args.modes):
+        for n, scenario, platform in _runs(scenarios, args.repeat, columns):
             display.bar("matrix", len(rows), runs, "runs", scenario.name)
-            display.say(f"--- {scenario.name} on {mode} (run {n + 1} of {args.repeat})")
+            display.say(f"--- {scenario.name} on {platform.label} (run {n + 1} of {args.repeat})")
             if spark is None and "netem" not in scenario.needs:
                 spark = warming.session()
+            name = f"{scenario.name}-{platform.mode}-{platform.kafka}-{n + 1}"
             try:
-                row = run_scenario(scenario, root / f"{scenario.name}-{mode}-{n + 1}",
-                                   display.line, spark=spark, mode=mode)
+                row = run_scenario(scenario, root / name, display.line, spark=spark,
+                                   platform=platform)
             except KinspectError as exc:  # one broken run does not lose the others
-                row = {**skipped_row(scenario, str(exc)), "status": "error",
-                       "expectation_met": False, "mode": mode}
-                display.say(f"{scenario.name} on {mode}: {exc}")
+                row = {**skipped_row(scenario, str(exc), platform), "status": "error",
+                       "expectation_met": False}
+                display.say(f"{scenario.name} on {platform.label}: {exc}")
             rows.append(row)
             with open(results, "a") as handle:
                 handle.write(json.dumps(row) + "\n")
@@ -190,14 +248,45 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     finally:
         display.stop()
         warming.stop()
-    if len(args.modes) > 1:
-        table = side_by_side(rows, args.modes, markdown=args.markdown)
-    else:
-        table = markdown_table(rows) if args.markdown else text_table(rows)
-    print(table)
-    if args.out:
-        write_table(args.out, table)
+    print(write_tables(args.out, rows, columns, args.markdown, first_in_full=True))
     return 0
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    """Rows recorded by earlier runs (a matrix's results.jsonl, a run's scenario.json), as one
+    table: the last run of each scenario on each platform, scenarios in the order met, the
+    platforms ZooKeeper first, then by release."""
+    from kinspect.scenarios.table import platform_of
+
+    rows = [row for path in args.results for row in _recorded_rows(path)]
+    if not rows:
+        raise KinspectError("the results hold no rows")
+    columns = sorted(dict.fromkeys(platform_of(r) for r in rows),  # ZooKeeper, then by release
+                     key=lambda p: (p.kraft, parse_version(p.kafka)))
+    if args.out:  # only the block of the table printed: recorded rows may be a partial set
+        check_table_file(args.out, PLATFORM_MARKS if len(columns) > 1 else (MARK_START, MARK_END))
+    print(write_tables(args.out, rows, columns, args.markdown))
+    return 0
+
+
+def _recorded_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of one results file: JSON lines, or one JSON object (scenario.json)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise KinspectError(f"cannot read {path}: {exc.strerror}") from None
+    rows = []
+    for number, line in enumerate(text.splitlines() if path.suffix == ".jsonl" else [text], 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise KinspectError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or "scenario" not in row:
+            raise KinspectError(f"{path}:{number}: not a scenario result row")
+        rows.append(row)
+    return rows
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -210,13 +299,30 @@ def _modes(text: str) -> tuple[str, ...]:
     return modes
 
 
-def _runs(scenarios: list[Any], repeat: int, modes: tuple[str, ...]
-          ) -> Iterator[tuple[int, Any, str]]:
-    """Each repeat, each scenario, each mode: a scenario's modes run one after the other."""
+def _versions(text: str) -> tuple[str, ...]:
+    """`3.9.2,4.x` → ("3.9.2", "4.4.0"), each a release kinspect runs, none twice."""
+    try:
+        versions = tuple(dict.fromkeys(resolve_version(v) for v in text.split(",")))
+    except KinspectError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return versions
+
+
+def _platform(mode: str | None, kafka: str | None) -> Platform:
+    """`scenario run`'s lab: --mode as given, else ZooKeeper on 3.x and KRaft on 4.x."""
+    platform = Platform.of(mode, kafka)
+    if platform.impossible:
+        raise KinspectError(f"{platform.impossible}: use --mode kraft")
+    return platform
+
+
+def _runs(scenarios: list[Any], repeat: int, columns: list[Platform]
+          ) -> Iterator[tuple[int, Any, Platform]]:
+    """Each repeat, each scenario, each platform: a scenario's platforms one after the other."""
     for n in range(repeat):
         for scenario in scenarios:
-            for mode in modes:
-                yield n, scenario, mode
+            for platform in columns:
+                yield n, scenario, platform
 
 
 class _WarmSpark:

@@ -6,6 +6,11 @@ rd_kafka_enq_once_del_source_return, librdkafka issue #4605, open for 2.x; seen 
 broker was isolated). A TUI must not die of a network fault it is there to show, so the group
 queries run in this small process: it prints one JSON line per poll, and the caller
 (GroupsWatch) starts it again if it dies.
+
+Lag in time is the age of the next record a group will consume: the process reads the one record
+at each committed offset that is behind (a consumer assigned to it, never joining or committing)
+and reports its timestamp. An offset's record never changes, so each is read once and kept while
+the group stays there: a stopped consumer costs one read per partition.
 """
 
 from __future__ import annotations
@@ -20,13 +25,21 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from kinspect.model import GroupView
 
 GROUP_AUTHORIZATION_FAILED = 30
 MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
+MAX_READS = 1000  # records read per poll for their timestamps (the rest wait for the next)
+Position = tuple[str, int, int]  # topic, partition, offset
 RESTART_PAUSE_S = 2.0
 
 
@@ -64,9 +77,80 @@ def read_groups(admin: AdminClient, timeout_s: float) -> dict[str, Any]:
     return {"listed": ids, "groups": out, "refused": refused}
 
 
+class NextRecords:
+    """The timestamp of the record at each committed offset (the next one a group consumes),
+    read with a consumer that is only ever assigned: it joins no group and commits nothing."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self._settings = {**settings, "group.id": "kinspect-lag-probe",
+                          "enable.auto.commit": False, "enable.partition.eof": True,
+                          "max.partition.fetch.bytes": 65536, "fetch.wait.max.ms": 100}
+        self._made: Consumer | None = None
+        # None: nothing to read there (caught up) or not ours to read (no Read on the topic)
+        self._known: dict[Position, int | None] = {}
+
+    @property
+    def _consumer(self) -> Consumer:
+        """Made at the first read, not before: a consumer with a group.id looks up its
+        coordinator at once, and that FindCoordinator makes a cluster without consumer groups
+        create __consumer_offsets (an inspector must change nothing). There is a read only
+        where a group has committed offsets, so the topic is there already."""
+        if self._made is None:
+            self._made = Consumer(self._settings)
+        return self._made
+
+    def timestamps(self, wanted: list[Position], budget_s: float) -> dict[Position, int]:
+        """Each position's record timestamp, where known (the rest: next poll)."""
+        self._known = {p: ts for p, ts in self._known.items() if p in set(wanted)}
+        todo = [p for p in wanted if p not in self._known][:MAX_READS]
+        if todo:
+            self._read(todo, budget_s)
+        return {p: ts for p in wanted if (ts := self._known.get(p)) is not None}
+
+    def _read(self, todo: list[Position], budget_s: float) -> None:
+        pending = {(t, p): o for t, p, o in todo}
+        self._consumer.assign([TopicPartition(t, p, o) for t, p, o in todo])
+        deadline = time.monotonic() + budget_s
+        try:
+            while pending and time.monotonic() < deadline:
+                for message in self._consumer.consume(len(pending), timeout=0.2):
+                    key = (str(message.topic()), int(message.partition() or 0))
+                    offset = pending.get(key)
+                    if offset is None:
+                        continue
+                    error = message.error()
+                    if error is not None:  # caught up, or no Read on the topic: not asked again
+                        if error.code() in (KafkaError._PARTITION_EOF,
+                                            KafkaError.TOPIC_AUTHORIZATION_FAILED):
+                            self._known[(*key, offset)] = None
+                            del pending[key]
+                        continue
+                    _kind, ts = message.timestamp()
+                    self._known[(*key, offset)] = ts if ts >= 0 else None
+                    del pending[key]
+        finally:
+            self._consumer.unassign()
+
+    def close(self) -> None:
+        if self._made is not None:
+            self._made.close()
+
+
 def _refused(exc: KafkaException) -> bool:
     error = exc.args[0] if exc.args else None
     return isinstance(error, KafkaError) and error.code() == GROUP_AUTHORIZATION_FAILED
+
+
+def with_timestamps(answer: dict[str, Any], records: NextRecords, budget_s: float
+                    ) -> dict[str, Any]:
+    """The answer with each group's `next_ts`: [[topic, partition, ms], …] of the record at
+    each committed offset that has one (a caught-up partition has none yet)."""
+    wanted = sorted({(t, p, o) for g in answer["groups"].values() for t, p, o in g["committed"]})
+    found = records.timestamps(wanted, budget_s)
+    for group in answer["groups"].values():
+        group["next_ts"] = [[t, p, found[(t, p, o)]] for t, p, o in group["committed"]
+                            if (t, p, o) in found]
+    return answer
 
 
 def parse_groups(line: str) -> tuple[list[str], dict[str, GroupView], dict[str, str]]:
@@ -74,7 +158,8 @@ def parse_groups(line: str) -> tuple[list[str], dict[str, GroupView], dict[str, 
     from one line of the probe."""
     data = json.loads(line)
     views = {gid: GroupView(gid, str(g["state"]), int(g["members"]),
-                            {(str(t), int(p)): int(o) for t, p, o in g["committed"]})
+                            {(str(t), int(p)): int(o) for t, p, o in g["committed"]},
+                            {(str(t), int(p)): int(ts) for t, p, ts in g.get("next_ts", [])})
              for gid, g in data["groups"].items()}
     refused = {str(gid): str(why) for gid, why in (data.get("refused") or {}).items()}
     return [str(gid) for gid in data["listed"]], views, refused
@@ -166,10 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     settings, _auth = client_config({"bootstrap.servers": args.bootstrap,
                                      "socket.timeout.ms": int(args.timeout * 1000), **extra})
     admin = AdminClient(settings)
+    records = NextRecords(settings)
     while args.parent is None or os.getppid() == args.parent:
         began = time.monotonic()
         try:
-            print(json.dumps(read_groups(admin, args.timeout)), flush=True)
+            answer = with_timestamps(read_groups(admin, args.timeout), records,
+                                     min(1.0, args.timeout))
+            print(json.dumps(answer), flush=True)
         except (KafkaException, TimeoutError):
             pass  # nothing this time: the caller keeps the last answer
         except BrokenPipeError:

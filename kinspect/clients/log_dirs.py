@@ -1,4 +1,7 @@
-"""Every replica one broker holds, from its own log directories: DescribeLogDirs (API key 35).
+"""A broker's log directories and every replica in them: DescribeLogDirs (API key 35).
+
+Sizes, offline dirs (a failed or full disk) and replicas being moved between dirs, which
+only the broker itself knows.
 
 Metadata shows only the topics the asking user may describe; the broker's log dirs hold every
 partition it hosts, so a topic on disk but missing from the metadata is hidden from this user.
@@ -31,8 +34,8 @@ from kafka.protocol.types import (
 from kinspect.clients.quorum import NO_ANSWER
 from kinspect.clients.reassignments import broker_name, error_name
 from kinspect.clients.wire import BrokerLink
-from kinspect.model.facts import Unknown
-from kinspect.model.views import LogDirReplica
+from kinspect.model.facts import NOT_ANSWERED, Unknown
+from kinspect.model.views import BrokerLogDirs, LogDir, LogDirReplica
 
 __all__ = ["DESCRIBE_LOG_DIRS", "DescribeLogDirsRequest", "DescribeLogDirsResponse",
            "ask_log_dirs", "log_dirs_from"]
@@ -114,31 +117,29 @@ DescribeLogDirsRequest: dict[int, type[Any]] = {1: DescribeLogDirsRequest_v1,
 DescribeLogDirsResponse: dict[int, type[Any]] = {1: DescribeLogDirsResponse_v1,
                                                  4: DescribeLogDirsResponse_v4}
 
-LogDirs = dict[tuple[str, int], LogDirReplica]
-
-
-def log_dirs_from(response: Any, broker: int, asked: str) -> LogDirs | Unknown:
-    """A DescribeLogDirsResponse (v1 or v4) as the broker's replicas; a replica being moved
-    between its dirs is keyed by its current log (the future one only while there is none).
-    A failed log dir makes the whole answer Unknown: what it held is not told."""
+def log_dirs_from(response: Any, broker: int, asked: str) -> BrokerLogDirs | Unknown:
+    """A DescribeLogDirsResponse (v1 or v4) as the broker's log dirs and replicas. A replica
+    being moved between its dirs has its current log in `replicas` and the copy being made in
+    `future`. An offline dir (a failed or full disk) is kept with its error: the broker answers
+    for its other dirs, and what the offline one held is not told."""
     code = getattr(response, "error_code", 0)
     if code == CLUSTER_AUTHORIZATION_FAILED or (not code and not response.results):
         return Unknown(REFUSED)
     if code:
         return Unknown(f"{asked} answered DescribeLogDirs with {error_name(code)}")
-    failed = [f"{row[1]} ({error_name(row[0])})" for row in response.results if row[0]]
-    if failed:
-        return Unknown(f"{asked}: log dir {', '.join(failed)} is offline: the replicas it "
-                       "held are unknown")
-    out: LogDirs = {}
+    dirs: list[LogDir] = []
+    replicas: dict[tuple[str, int], LogDirReplica] = {}
+    future: dict[tuple[str, int], LogDirReplica] = {}
     for row in response.results:
-        log_dir, topics = row[1], row[2]
+        error, log_dir, topics = row[0], row[1], row[2]
+        total, usable = (row[3], row[4]) if len(row) > 4 else (-1, -1)
+        dirs.append(LogDir(log_dir, error_name(error) if error else None,
+                           total if total >= 0 else None, usable if usable >= 0 else None))
         for topic_row in topics or ():
-            for index, size, lag, future, *_tags in topic_row[1] or ():
-                key = (topic_row[0], index)
-                if key not in out or out[key].future:
-                    out[key] = LogDirReplica(broker, log_dir, size, lag, future)
-    return out
+            for index, size, lag, is_future, *_tags in topic_row[1] or ():
+                into = future if is_future else replicas
+                into[(topic_row[0], index)] = LogDirReplica(broker, log_dir, size, lag, is_future)
+    return BrokerLogDirs(broker, tuple(sorted(dirs, key=lambda d: d.path)), replicas, future)
 
 
 def _every_partition(version: int) -> Any:
@@ -148,9 +149,9 @@ def _every_partition(version: int) -> Any:
     return DescribeLogDirsRequest_v1(topics=None)
 
 
-def ask_log_dirs(link: BrokerLink, timeout_s: float) -> LogDirs | Unknown:
-    """Every replica this broker holds (link.broker_id must be set: the answer is about it).
-    Never raises: no answer, a refusal or an offline log dir is an Unknown with its reason."""
+def ask_log_dirs(link: BrokerLink, timeout_s: float) -> BrokerLogDirs | Unknown:
+    """This broker's log dirs and every replica it holds (link.broker_id must be set: the
+    answer is about it). Never raises: no answer or a refusal is an Unknown with its reason."""
     asked = broker_name(link)
     if link.broker_id is None:
         return Unknown(f"{asked}: its broker id is not known, so its log dirs are not asked")
@@ -161,5 +162,5 @@ def ask_log_dirs(link: BrokerLink, timeout_s: float) -> LogDirs | Unknown:
             return Unknown(f"{asked} takes no DescribeLogDirs version kinspect speaks")
         response = link.ask(_every_partition(version), timeout_s)
     except NO_ANSWER as exc:
-        return Unknown(f"{asked} did not answer DescribeLogDirs: {str(exc) or type(exc).__name__}")
+        return Unknown(f"{asked} {NOT_ANSWERED} DescribeLogDirs: {str(exc) or type(exc).__name__}")
     return log_dirs_from(response, link.broker_id, asked)

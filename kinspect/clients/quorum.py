@@ -5,9 +5,11 @@ and AKHQ shipped that as the controller); the active controller is the leader of
 that replicates `__cluster_metadata`, and only DescribeQuorum says who it is, at which epoch,
 and how far each voter and observer has replicated. A broker forwards the request to the active
 controller; a controller answers itself, and only while it leads (else NOT_LEADER_OR_FOLLOWER).
-kafka-python has no class for it, so v0 and v1 are declared here with its own building blocks
+kafka-python has no class for it, so v0 to v2 are declared here with its own building blocks
 (flexible versions: compact strings and arrays, tagged fields, request header v2), exactly as
-Kafka's DescribeQuorumRequest.json / DescribeQuorumResponse.json lay them out.
+Kafka's DescribeQuorumRequest.json / DescribeQuorumResponse.json lay them out. v2 (Kafka 3.9+,
+KIP-853) also names each voter's endpoints: a profile that lists only brokers still gets every
+controller asked directly (KIP-919's point: a client learns the controllers from the cluster).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.errors import for_code
+from kafka.protocol.abstract import AbstractType
 from kafka.protocol.api import Request, Response
 from kafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
@@ -49,8 +52,35 @@ class QuorumError(KinspectError):
         self.code = code
 
 
+class Uuid(AbstractType):  # type: ignore[misc]
+    """16 bytes (kafka-python has no UUID type): a voter's directory id, kept as hex."""
+
+    @classmethod
+    def encode(cls, value: str) -> bytes:
+        return bytes.fromhex(value)
+
+    @classmethod
+    def decode(cls, data: Any) -> str:
+        return bytes(data.read(16)).hex()
+
+
+class UInt16(AbstractType):  # type: ignore[misc]
+    """A port: unsigned 16 bits (kafka-python's Int16 is signed)."""
+
+    @classmethod
+    def encode(cls, value: int) -> bytes:
+        return struct.pack(">H", value)
+
+    @classmethod
+    def decode(cls, data: Any) -> int:
+        return int(struct.unpack(">H", data.read(2))[0])
+
+
 _REPLICA_V0 = (("replica_id", Int32), ("log_end_offset", Int64), ("tags", TaggedFields))
 _REPLICA_V1 = (("replica_id", Int32), ("log_end_offset", Int64),
+               ("last_fetch_timestamp", Int64), ("last_caught_up_timestamp", Int64),
+               ("tags", TaggedFields))
+_REPLICA_V2 = (("replica_id", Int32), ("replica_directory_id", Uuid), ("log_end_offset", Int64),
                ("last_fetch_timestamp", Int64), ("last_caught_up_timestamp", Int64),
                ("tags", TaggedFields))
 
@@ -78,6 +108,43 @@ class DescribeQuorumResponse_v0(Response):  # type: ignore[misc]  # kafka-python
     API_VERSION = 0
     FLEXIBLE_VERSION = True
     SCHEMA = _response_schema(_REPLICA_V0)
+
+
+_MESSAGE = ("error_message", CompactString("utf-8"))  # v2: null when there is no error
+_RESPONSE_V2 = Schema(
+    ("error_code", Int16),
+    _MESSAGE,
+    ("topics", CompactArray(
+        ("topic_name", CompactString("utf-8")),
+        ("partitions", CompactArray(
+            ("partition_index", Int32),
+            ("error_code", Int16),
+            _MESSAGE,
+            ("leader_id", Int32),
+            ("leader_epoch", Int32),
+            ("high_watermark", Int64),
+            ("current_voters", CompactArray(*_REPLICA_V2)),
+            ("observers", CompactArray(*_REPLICA_V2)),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))),
+    ("nodes", CompactArray(
+        ("node_id", Int32),
+        ("listeners", CompactArray(
+            ("name", CompactString("utf-8")),
+            ("host", CompactString("utf-8")),
+            ("port", UInt16),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))),
+    ("tags", TaggedFields))
+
+
+class DescribeQuorumResponse_v2(Response):  # type: ignore[misc]
+    """v2 adds error messages, each replica's directory id and the voters' endpoints."""
+
+    API_KEY = DESCRIBE_QUORUM
+    API_VERSION = 2
+    FLEXIBLE_VERSION = True
+    SCHEMA = _RESPONSE_V2
 
 
 class DescribeQuorumResponse_v1(Response):  # type: ignore[misc]
@@ -117,8 +184,21 @@ class DescribeQuorumRequest_v1(Request):  # type: ignore[misc]
     SCHEMA = _REQUEST_SCHEMA
 
 
-DescribeQuorumRequest: list[type[Any]] = [DescribeQuorumRequest_v0, DescribeQuorumRequest_v1]
-DescribeQuorumResponse: list[type[Any]] = [DescribeQuorumResponse_v0, DescribeQuorumResponse_v1]
+class DescribeQuorumRequest_v2(Request):  # type: ignore[misc]
+    """The same request; it asks for the v2 answer."""
+
+    API_KEY = DESCRIBE_QUORUM
+    API_VERSION = 2
+    FLEXIBLE_VERSION = True
+    RESPONSE_TYPE = DescribeQuorumResponse_v2
+    SCHEMA = _REQUEST_SCHEMA
+
+
+DescribeQuorumRequest: list[type[Any]] = [DescribeQuorumRequest_v0, DescribeQuorumRequest_v1,
+                                          DescribeQuorumRequest_v2]
+DescribeQuorumResponse: list[type[Any]] = [DescribeQuorumResponse_v0, DescribeQuorumResponse_v1,
+                                           DescribeQuorumResponse_v2]
+NEWEST = len(DescribeQuorumRequest) - 1
 
 
 def quorum_request(version: int) -> Any:
@@ -132,9 +212,25 @@ def _time(value: int) -> int | None:
 
 
 def _replica(row: Any) -> QuorumReplica:
+    if len(row) > 5:  # v2: the directory id after the id
+        return QuorumReplica(row[0], row[2], _time(row[3]), _time(row[4]))
     if len(row) > 3:  # v1
         return QuorumReplica(row[0], row[1], _time(row[2]), _time(row[3]))
     return QuorumReplica(row[0], row[1], None, None)
+
+
+def voter_addresses(answer: QuorumAnswer) -> dict[int, str]:
+    """Each voter's first listener as host:port, from a v2 answer (the controllers' own
+    listeners: a voter's endpoints are its controller listeners)."""
+    return {voter.replica_id: answer.endpoints[voter.replica_id][0].split("://", 1)[-1]
+            for voter in answer.voters if answer.endpoints.get(voter.replica_id)}
+
+
+def _endpoints(response: Any) -> dict[int, tuple[str, ...]]:
+    """v2's nodes: each voter's listeners as NAME://host:port (what kafka-metadata-quorum
+    describe --status prints as its endpoints); empty before v2."""
+    return {node_id: tuple(f"{name}://{host}:{port}" for name, host, port, _tags in listeners)
+            for node_id, listeners, _tags in getattr(response, "nodes", None) or ()}
 
 
 def _error(code: int, address: str) -> QuorumError:
@@ -147,7 +243,9 @@ def quorum_from(response: Any, asked: str) -> QuorumAnswer:
     if response.error_code:
         raise _error(response.error_code, asked)
     for topic, partitions, _tags in response.topics or ():
-        for row in partitions or ():
+        for raw in partitions or ():
+            # v2: the partition's error message after its code
+            row = (*raw[:2], *raw[3:]) if response.API_VERSION >= 2 else raw
             index, code, leader, epoch, high_watermark, voters, observers = row[:7]
             if topic != METADATA_TOPIC or index != METADATA_PARTITION:
                 continue
@@ -157,7 +255,7 @@ def quorum_from(response: Any, asked: str) -> QuorumAnswer:
                                 high_watermark=high_watermark,
                                 voters=tuple(_replica(r) for r in voters or ()),
                                 observers=tuple(_replica(r) for r in observers or ()),
-                                asked=asked)
+                                asked=asked, endpoints=_endpoints(response))
     raise QuorumError(f"{asked}: DescribeQuorum answered without {METADATA_TOPIC}-0", -1)
 
 
@@ -172,9 +270,9 @@ def ask_quorum(link: BrokerLink, timeout_s: float = 1.0) -> QuorumAnswer:
     if DESCRIBE_QUORUM not in versions:
         raise NotKRaft(f"{link.address} does not take DescribeQuorum: not a KRaft cluster")
     low, high = versions[DESCRIBE_QUORUM]
-    if low > 1:
+    if low > NEWEST:
         raise KinspectError(f"{link.address} takes DescribeQuorum v{low}+ only")
-    return quorum_from(link.ask(quorum_request(min(high, 1)), timeout_s), link.address)
+    return quorum_from(link.ask(quorum_request(min(high, NEWEST)), timeout_s), link.address)
 
 
 # What a broker or controller that does not answer may raise (a decoding error included).
@@ -218,6 +316,7 @@ class QuorumProbe:
 
     def __init__(self, settings: Mapping[str, Any] | None, keep_s: float = 3.0) -> None:
         self.settings, self.keep_s = dict(settings or {}), keep_s
+        self.learned: dict[int, str] = {}  # voters' addresses the quorum named (v2), if none given
         self._links: dict[str, BrokerLink] = {}
         self._order: list[str] = []
         self._last: tuple[QuorumAnswer, float] | None = None
@@ -229,12 +328,21 @@ class QuorumProbe:
 
     def poll(self, brokers: Mapping[int, str], controllers: Mapping[int, str],
              timeout_s: float = 1.0) -> QuorumPoll:
+        """`controllers`: the profile's; when it gives none, those the quorum named (v2) are
+        asked, the first time right after the answer that named them."""
+        given = bool(controllers)
+        controllers = controllers or self.learned
         with ThreadPoolExecutor(max_workers=max(1, len(controllers)),
                                 thread_name_prefix="kinspect-quorum") as pool:
             direct = [pool.submit(self._ask_controller, node, address, timeout_s)
                       for node, address in sorted(controllers.items())]
             mode, forwarded, error = self._ask_brokers(brokers, timeout_s)
             asked = [future.result() for future in direct]
+        if not given and forwarded is not None and forwarded.endpoints:
+            first = not self.learned
+            self.learned = voter_addresses(forwarded)
+            if first:
+                asked += self._ask_all(self.learned, timeout_s)
         states = tuple(state for state, _answer in asked)
         answers = [a for _state, a in asked if a is not None] + ([forwarded] if forwarded else [])
         if any(state.state in ("leader", "follower") for state in states):
@@ -248,6 +356,13 @@ class QuorumProbe:
         if self._last is not None and now - self._last[1] <= self.keep_s:
             return QuorumPoll(mode, self._last[0], error, states)
         return QuorumPoll(mode, None, error, states)
+
+    def _ask_all(self, controllers: Mapping[int, str], timeout_s: float
+                 ) -> list[tuple[ControllerAnswer, QuorumAnswer | None]]:
+        with ThreadPoolExecutor(max_workers=max(1, len(controllers)),
+                                thread_name_prefix="kinspect-quorum") as pool:
+            return list(pool.map(lambda item: self._ask_controller(item[0], item[1], timeout_s),
+                                 sorted(controllers.items())))
 
     def close(self) -> None:
         for link in self._links.values():

@@ -4,7 +4,8 @@ librdkafka merges metadata from whichever broker it likes and asks offsets of le
 two things the workshop wants to show are invisible through it: a leader cut off from
 ZooKeeper that still believes it leads (each broker's own metadata), and each replica's own log
 end (ListOffsets with the debugging replica id -2, which a follower answers from its own log).
-kafka-python's `BrokerConnection` speaks PLAINTEXT, TLS and SASL (PLAIN, SCRAM) and its request
+kafka-python's `BrokerConnection` speaks PLAINTEXT, TLS and SASL (PLAIN, SCRAM, OAUTHBEARER with
+the profile's token settings: clients/tokens.py) and its request
 classes cover every version we use, so no protocol code is ours. A `BrokerLink` keeps one
 connection per broker between polls: a TLS or SASL handshake per poll would cost more than the
 questions.
@@ -28,6 +29,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 
 from kinspect.clients.kafka import TLS_FAILED, verify_hint
+from kinspect.clients.tokens import OAUTH_KEYS, LibrdkafkaTokens
 from kinspect.errors import KinspectError
 from kinspect.model import EpochEnd, ReplicaEnd
 
@@ -52,6 +54,7 @@ class BrokerClaim:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader_epoch: int = NO_EPOCH  # -1: not said (Metadata before v7)
+    offline: tuple[int, ...] = ()  # replicas on a failed log dir (kafka-topics' "Offline:")
 
 
 @dataclass(frozen=True)
@@ -69,23 +72,31 @@ _SETTINGS = {
     "ssl.key.location": "ssl_keyfile", "ssl.key.password": "ssl_password",
 }
 _IGNORED = ("bootstrap.servers", "client.id", "socket.timeout.ms", "logger", "error_cb")
-_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+PROBES_OFF = "per-replica probes off"  # how a login the probes cannot make is said
+
+
+def _mechanism(value: Any) -> str:
+    mechanism = str(value).upper()
+    if mechanism == "GSSAPI":
+        raise KinspectError(f"{PROBES_OFF}: GSSAPI (Kerberos): kinspect's direct questions to "
+                            "each broker log in with PLAIN, SCRAM or OAUTHBEARER only")
+    if mechanism not in _MECHANISMS:
+        raise KinspectError(f"{PROBES_OFF}: sasl.mechanism {value} is not supported (one of "
+                            f"{', '.join(_MECHANISMS)})")
+    return mechanism
 
 
 def connection_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """kafka-python settings for a librdkafka config; KinspectError names what it cannot do."""
     out: dict[str, Any] = {"security_protocol": "PLAINTEXT"}
     for key, value in (config or {}).items():
-        if key in _IGNORED:
+        if key in _IGNORED or key in OAUTH_KEYS:
             continue
         if key == "security.protocol":
             out["security_protocol"] = str(value).upper()
         elif key in ("sasl.mechanism", "sasl.mechanisms"):
-            mechanism = str(value).upper()
-            if mechanism not in _MECHANISMS:
-                raise KinspectError(f"asking brokers directly: sasl.mechanism {value} is not "
-                                    f"supported (one of {', '.join(_MECHANISMS)})")
-            out["sasl_mechanism"] = mechanism
+            out["sasl_mechanism"] = _mechanism(value)
         elif key in _SETTINGS:
             out[_SETTINGS[key]] = value
         elif key == "ssl.endpoint.identification.algorithm":
@@ -93,6 +104,8 @@ def connection_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
         elif key == "enable.ssl.certificate.verification" and str(value).lower() == "false":
             out["ssl_check_hostname"] = False
             out["ssl_context"] = _unverified_context()
+    if out.get("sasl_mechanism") == "OAUTHBEARER":
+        out["sasl_oauth_token_provider"] = LibrdkafkaTokens(config or {})
     return out
 
 
@@ -224,10 +237,11 @@ def claims_from(response: Any) -> MetadataAnswer:
         topic, parts = topic_row[1], topic_row[3]
         for part in parts:
             partition, leader = part[1], part[2]
-            epoch, replicas, isr = (part[3], part[4], part[5]) if with_epoch \
-                else (NO_EPOCH, part[3], part[4])
+            epoch, replicas, isr, offline = (part[3], part[4], part[5], part[6]) if with_epoch \
+                else (NO_EPOCH, part[3], part[4], ())  # offline replicas: Metadata v5+
             partitions[(topic, partition)] = BrokerClaim(leader if leader >= 0 else None,
-                                                         tuple(replicas), tuple(isr), epoch)
+                                                         tuple(replicas), tuple(isr), epoch,
+                                                         tuple(offline or ()))
     return MetadataAnswer(None, response.controller_id, brokers, partitions)
 
 

@@ -18,9 +18,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kinspect.errors import KinspectError
-from kinspect.lab import authorizer, dist, journal, presets, sasl, shaping, tls, topology
+from kinspect.lab import (
+    authorizer,
+    disks,
+    dist,
+    journal,
+    oauth,
+    presets,
+    sasl,
+    shaping,
+    tls,
+    topology,
+)
 from kinspect.lab.faults import Fault, FaultKind
-from kinspect.lab.nodes import new_cluster_id
+from kinspect.lab.nodes import new_cluster_id, node_dir
 from kinspect.lab.readiness import (
     clear_stale_registrations,
     describe_gaps,
@@ -72,10 +83,20 @@ class UpOptions:
     kafka: str | None = None  # a Kafka version other than the pinned one
     tls: bool = False  # SSL and SASL_SSL listeners, certificates of the lab's own CA
     authorizer: bool = False  # Kafka's ACL authorizer, nothing allowed without an ACL
+    # KRaft on 4.x: feature levels the storage is formatted with, e.g.
+    # {"eligible.leader.replicas.version": 0} for a lab without eligible leader replicas
+    features: dict[str, int] = field(default_factory=dict)
+    # log dirs per broker: the second and third on small disks a fault can fill (disks.py)
+    log_dirs: int = 1
 
     @property
     def kraft(self) -> bool:
         return self.mode == "kraft"
+
+    @property
+    def oauth(self) -> bool:
+        """--sasl oauthbearer: OAUTHBEARER on the SASL listeners, the lab's token endpoint."""
+        return (self.sasl or "").lower() == "oauthbearer"
 
     @property
     def sasl_mechanism(self) -> str | None:
@@ -104,8 +125,16 @@ class UpOptions:
             if not self.kraft and not dist.supports_zookeeper(version):
                 raise KinspectError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
                                     "add --mode kraft")
+        if self.features and (not self.kraft or dist.supports_zookeeper(self.kafka)):
+            raise KinspectError("--feature needs --mode kraft on Kafka 4.x (kafka-storage "
+                                "format --feature)")
+        for name in self.features:
+            if (problem := dist.feature_problem(name)) is not None:
+                raise KinspectError(f"--feature: {problem}")
         if self.authorizer and not self.sasl_mechanism:
             raise KinspectError("--authorizer needs --sasl or --tls: its users log in with SASL")
+        if not 1 <= self.log_dirs <= disks.MAX_LOG_DIRS:
+            raise KinspectError(f"--log-dirs must be between 1 and {disks.MAX_LOG_DIRS}")
         presets.effective(self.preset, self.overrides, self.mode)
 
 
@@ -133,13 +162,17 @@ class LabBackend(ABC):
                 return current
             if current:
                 progress("cleaning up a lab that is no longer running")
+                oauth.stop(current)
                 self._teardown(current, progress)
             state = self._plan(options, progress)
             save_state(state, self.root)  # before anything is made: `down` can always clean up
             try:
                 self._build(state, options, progress)
             except BaseException:
-                progress("start failed; removing what was made")
+                kept = self._keep_start_logs()
+                progress(f"start failed; removing what was made (the nodes' logs kept in {kept})"
+                         if kept else "start failed; removing what was made")
+                oauth.stop(state)
                 self._teardown(state, progress)
                 raise
             quorum = (f", KRaft with {len(state.voters)} controller"
@@ -158,12 +191,14 @@ class LabBackend(ABC):
             state = load_state(self.root)
             if state is None:
                 return False
+            oauth.stop(state)
             self._teardown(state, progress)
             journal.record("down", state.lab_id, root=self.root)
             return True
 
     def wipe(self) -> None:
         """Delete data and broker logs kept on this machine (for `lab reset`); the journal stays."""
+        disks.unmount_under(self.root / "nodes")
         shutil.rmtree(self.root / "nodes", ignore_errors=True)
 
     @abstractmethod
@@ -182,6 +217,7 @@ class LabBackend(ABC):
         authorizer.clear_users(self.root)
         secure = {**({"sasl": sasl.plan(self.root, options.sasl_mechanism)}
                      if options.sasl_mechanism else {}),
+                  **({"oauth": oauth.plan(self.root)} if options.oauth else {}),
                   **({"tls": tls.plan(self.root, nodes)} if options.tls else {}),
                   **({"authorizer": authorizer.plan(self.root, options.mode)} if options.authorizer
                      else {})}
@@ -194,6 +230,8 @@ class LabBackend(ABC):
             extra={"brokers": options.brokers, **extra,
                    **({"cluster_id": new_cluster_id(),
                        "controllers": options.dedicated_controllers} if options.kraft else {}),
+                   **({"features": dict(options.features)} if options.features else {}),
+                   **({"log_dirs": options.log_dirs} if options.log_dirs > 1 else {}),
                    **secure})
 
     @abstractmethod
@@ -216,6 +254,12 @@ class LabBackend(ABC):
             sasl.create_scram_user(state)
             progress(f"SASL_PLAINTEXT listeners at {sasl.bootstrap(state)} (user {sasl.USERNAME}, "
                      f"password in {sasl.password_file(self.root)})")
+        if oauth.enabled(state):
+            state.extra["oauth"] = oauth.start(state)
+            save_state(state, self.root)
+            progress(f"OAUTHBEARER on the SASL listeners: tokens at "
+                     f"{state.extra['oauth']['token_endpoint']} (client {oauth.CLIENT_ID}, "
+                     f"secret in {state.extra['oauth']['client_secret_file']})")
         if tls.enabled(state):
             progress(f"SSL listeners at {tls.ssl_bootstrap(state)}, SASL_SSL at "
                      f"{tls.sasl_ssl_bootstrap(state)} (CA {tls.ca_file(state)})")
@@ -264,15 +308,30 @@ class LabBackend(ABC):
     def _running(self, state: LabState, node: NodeRecord) -> bool: ...
 
     def _why_dead(self, node: NodeRecord) -> str:
-        """The last error line a node that died left in its console log (" (…)"), if any:
-        "kafka3 exited while starting" alone sends the user digging."""
-        out = self.root / "nodes" / node.name / "logs" / f"{node.name}.out"
-        try:
-            lines = out.read_text(errors="replace").splitlines()[-40:]
-        except OSError:
-            return ""
-        said = [line.strip() for line in lines if "Exception" in line or "ERROR" in line]
+        """The last error line a node that died left in its console log or its server.log (4.x
+        logs a fatal error there, not on the console) (" (…)"), if any: "kafka3 exited while
+        starting" alone sends the user digging."""
+        logs = self.root / "nodes" / node.name / "logs"
+        said: list[str] = []
+        for name in (f"{node.name}.out", "server.log"):
+            try:
+                lines = (logs / name).read_text(errors="replace").splitlines()[-40:]
+            except OSError:
+                continue
+            said += [line.strip() for line in lines
+                     if "Exception" in line or "ERROR" in line or "FATAL" in line]
         return f" ({said[-1][:200]})" if said else ""
+
+    def _keep_start_logs(self) -> Path | None:
+        """A copy of every node's logs when a start fails, out of the lab dir: the next reset
+        wipes the lab's nodes, and with them why the start failed (None: nothing to keep)."""
+        nodes = self.root / "nodes"
+        if not nodes.is_dir():
+            return None
+        kept = self.root.parent / "lab-failures" / time.strftime("%Y%m%d-%H%M%S")
+        for logs in nodes.glob("*/logs"):
+            shutil.copytree(logs, kept / logs.parent.name, dirs_exist_ok=True)
+        return kept if kept.is_dir() else None
 
     def _where(self, node: NodeRecord) -> str:
         """Where a starting node can be found, for the progress lines."""
@@ -315,7 +374,26 @@ class LabBackend(ABC):
                 return f"restarted {node.name}"
             case FaultKind.SLOW:
                 return self._slow_link(state, node, fault)
+            case FaultKind.FILL_DISK | FaultKind.FREE_DISK:
+                return self._disk(state, node, fault.kind)
         return self._change(state, node, fault.kind)  # kill, stop, pause, resume
+
+    def _disk(self, state: LabState, node: NodeRecord, kind: FaultKind) -> str:
+        """Fill a broker's last log dir (a small disk of its own) or free it again."""
+        count = int(state.extra.get("log_dirs", 1))
+        if count < 2 or node.role != "broker" or self.name != "process":
+            raise KinspectError(f"{kind} needs a broker of a lab made with --log-dirs 2 on the "
+                                "process backend (its small disks are this machine's)")
+        path = disks.log_dirs(node_dir(self.root, node.name) / "data", count)[-1]
+        if kind is FaultKind.FILL_DISK:
+            done = f"filled {node.name}'s log dir {path.name} ({disks.fill(path) / 1e6:.0f} MB " \
+                "written): Kafka takes it offline at its next write there"
+        else:
+            done = f"freed {disks.free(path) / 1e6:.0f} MB on {node.name}'s log dir {path.name}" \
+                " (Kafka uses it again when the broker restarts)"
+        journal.record(kind, state.lab_id, node=node.name, root=self.root,
+                       detail=f"{kind} {node.name} {path.name}")
+        return done
 
     def _change(self, state: LabState, node: NodeRecord, kind: FaultKind) -> str:
         """Kill, stop, pause or resume one node: refused when its state does not allow it."""
@@ -594,6 +672,10 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "rootless_holder": state.extra.get("userns_holder"),
         "preset": state.preset,
         "kafka_version": state.kafka_version,
+        # the levels kinspect formatted the quorum with; None: the release's own defaults
+        # (kinspect does not ask the cluster which: kafka-features describe does)
+        "features": state.extra.get("features"),
+        "log_dirs": int(state.extra.get("log_dirs", 1)),  # per broker (lab up --log-dirs)
         "mode": state.mode,
         "bootstrap": state.bootstrap,
         "zookeeper": state.zookeeper_address,
@@ -605,6 +687,10 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "sasl": ({"bootstrap": sasl.bootstrap(state), **{k: v for k, v in state.extra["sasl"].items()
                                                            if k != "port_offset"}}
                  if "sasl" in state.extra else None),
+        # --sasl oauthbearer: where clients get tokens (the secret: a file's name, never its text)
+        "oauth": ({k: state.extra["oauth"].get(k) for k in ("token_endpoint", "client_id",
+                   "client_secret_file", "audience", "issuer", "jwks")}
+                  if oauth.enabled(state) else None),
         "tls": ({"ca": tls.ca_file(state), "ssl_bootstrap": tls.ssl_bootstrap(state),
                  "sasl_ssl_bootstrap": tls.sasl_ssl_bootstrap(state)}
                 if tls.enabled(state) else None),

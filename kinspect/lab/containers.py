@@ -26,7 +26,7 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, docker_engine, firewall, images, reach, shaping, tls
+from kinspect.lab import dist, docker_engine, firewall, images, oauth, reach, shaping, tls
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import (
@@ -52,6 +52,7 @@ BLOCK = ipaddress.ip_network("198.19.0.0/16")  # process labs take 198.18.x; doc
 LAST_LAB_SUBNET = 238  # .239 is docker-compose.yml's; 198.19.240.0/20 dockerd's (docker/engine.sh)
 STOP_GRACE_S = 30
 IN_CONTAINER = Path("/kinspect/data")
+OAUTH_IN_CONTAINER = Path("/kinspect/conf/oauth")  # the key set OAUTHBEARER tokens are checked by
 TLS_IN_CONTAINER = Path("/kinspect/conf/tls")  # the node's key and certificate, the lab's CA
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -167,7 +168,9 @@ class DockerBackend(LabBackend):
             state.extra["image"], command=["kinspect-node", role], name=node.container,
             labels=self._labels(state, node, "jvm"),
             environment={"KINSPECT_LAB": state.lab_id, "KINSPECT_NODE": node.name,
-                         "KINSPECT_HEAP": heap, "KINSPECT_JVM_OPTS": " ".join(JVM_FLAGS),
+                         "KINSPECT_HEAP": heap,
+                         "KINSPECT_JVM_OPTS": " ".join((*JVM_FLAGS, *(oauth.jvm_flags(
+                             state, OAUTH_IN_CONTAINER) if node.role == "broker" else ()))),
                          # KRaft: kinspect-node logs the quorum's lines too (formatted below)
                          **({"KINSPECT_CLUSTER_ID": state.extra["cluster_id"]}
                             if state.kraft else {})},
@@ -178,11 +181,15 @@ class DockerBackend(LabBackend):
                   else render_broker(node, state, IN_CONTAINER, TLS_IN_CONTAINER))
         if state.kraft:  # formatted here, on the data dir the container mounts
             format_storage(dist.ensure(version=state.kafka_version),
-                           write_config(self.root, node, state), data, state.extra["cluster_id"])
+                           write_config(self.root, node, state), data, state.extra["cluster_id"],
+                           state.extra.get("features"))
         files: dict[str, str | bytes] = {f"{role}.properties": config}
         if tls.enabled(state) and node.role == "broker":  # copies: the container sees no host path
             files.update({f"{TLS_IN_CONTAINER.name}/{name}": data
                           for name, data in tls.node_files(self.root, node).items()})
+        if oauth.enabled(state) and node.role == "broker":
+            files.update({f"{OAUTH_IN_CONTAINER.name}/{name}": data
+                          for name, data in oauth.node_files(state).items()})
         api.put_archive(created["Id"], "/kinspect/conf", _tar(files))
         self._start(state, node)
 

@@ -103,6 +103,17 @@ def resolve_version(version: str | None = None) -> str:
     return ".".join(str(part) for part in parse_version(version))
 
 
+FEATURE_NAME = re.compile(r"[a-z][a-z0-9_.]*")  # e.g. eligible.leader.replicas.version
+
+
+def feature_problem(name: str) -> str | None:
+    """Why `name` cannot be a Kafka feature for `kafka-storage format --feature` (None: it
+    can be; whether this release knows it, the tool itself says)."""
+    if FEATURE_NAME.fullmatch(name):
+        return None
+    return f"{name!r} is not a feature name (e.g. eligible.leader.replicas.version)"
+
+
 def supports_zookeeper(version: str | None = None) -> bool:
     """Whether this release can run in ZooKeeper mode: Kafka 4.0 removed it (KRaft only)."""
     return parse_version(resolve_version(version))[0] < 4

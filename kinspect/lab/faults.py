@@ -27,6 +27,8 @@ class FaultKind(StrEnum):
     HEAL = "heal"
     SLOW = "slow"
     UNSLOW = "unslow"
+    FILL_DISK = "fill-disk"  # a broker's small log dir filled: Kafka takes it offline
+    FREE_DISK = "free-disk"
 
     @property
     def needs_node(self) -> bool:
@@ -56,13 +58,15 @@ class Lane(StrEnum):
     PAUSED = "paused"
     NET = "net"
     SLOW = "slow"
+    DISK = "disk"
 
 
 LANES = {FaultKind.KILL: Lane.DOWN, FaultKind.STOP: Lane.DOWN, FaultKind.START: Lane.DOWN,
          FaultKind.RESTART: Lane.DOWN, FaultKind.PAUSE: Lane.PAUSED,
          FaultKind.RESUME: Lane.PAUSED, FaultKind.PARTITION: Lane.NET,
          FaultKind.ISOLATE: Lane.NET, FaultKind.HEAL: Lane.NET, FaultKind.SLOW: Lane.SLOW,
-         FaultKind.UNSLOW: Lane.SLOW}
+         FaultKind.UNSLOW: Lane.SLOW, FaultKind.FILL_DISK: Lane.DISK,
+         FaultKind.FREE_DISK: Lane.DISK}
 # Journal actions that are no FaultKind, and whether each hurt the cluster: the lab's own
 # steps (not faults at all) and the faults of older kinspect versions (no undo known).
 LEGACY_ACTIONS = {"up": False, "down": False, "reset": False, "fetch": False, "images": False,
@@ -90,7 +94,8 @@ def is_fault(action: str) -> bool:
 
 UNDO = {FaultKind.KILL: FaultKind.START, FaultKind.STOP: FaultKind.START,
         FaultKind.PAUSE: FaultKind.RESUME, FaultKind.PARTITION: FaultKind.HEAL,
-        FaultKind.ISOLATE: FaultKind.HEAL, FaultKind.SLOW: FaultKind.UNSLOW}
+        FaultKind.ISOLATE: FaultKind.HEAL, FaultKind.SLOW: FaultKind.UNSLOW,
+        FaultKind.FILL_DISK: FaultKind.FREE_DISK}
 
 
 class Scope(StrEnum):

@@ -11,12 +11,14 @@ import base64
 import shutil
 import subprocess
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import authorizer, sasl, tls
+from kinspect.lab import authorizer, disks, oauth, sasl, tls
 from kinspect.lab.dist import STORAGE_TOOL, KafkaDist
 from kinspect.lab.state import LabState, NodeRecord
+from kinspect.procs import read_process
 
 ZK_HEAP = "128m"
 BROKER_HEAP = "384m"
@@ -69,13 +71,18 @@ def render_broker(node: NodeRecord, state: LabState, data: Path,
         "broker.id": str(node.broker_id),
         "listeners": f"PLAINTEXT://{node.address}",
         "advertised.listeners": f"PLAINTEXT://{node.address}",
-        "log.dirs": str(data),
+        "log.dirs": broker_log_dirs(state, data),
         "zookeeper.connect": state.zookeeper.address,
         **state.broker_config,
         **secure_listeners(node, state, tls_dir),
         **authorizer.broker_settings(state),
     }
     return _properties(settings)
+
+
+def broker_log_dirs(state: LabState, data: Path) -> str:
+    """log.dirs of a broker: `data`, and with `lab up --log-dirs N` data2… (small disks)."""
+    return ",".join(map(str, disks.log_dirs(data, int(state.extra.get("log_dirs", 1)))))
 
 
 def secure_listeners(node: NodeRecord, state: LabState, tls_dir: Path | None = None
@@ -93,6 +100,9 @@ def secure_listeners(node: NodeRecord, state: LabState, tls_dir: Path | None = N
         "inter.broker.listener.name": "PLAINTEXT",
         **sasl.broker_settings(state, [name for name, _ in extra if name.startswith("SASL")]),
         **tls.broker_settings(node, state, tls_dir),
+        # a container's copies sit beside its TLS files (/kinspect/conf/oauth)
+        **oauth.broker_settings(state, [name for name, _ in extra if name.startswith("SASL")],
+                                tls_dir.parent / "oauth" if tls_dir else None),
     }
 
 
@@ -113,7 +123,8 @@ def _kraft_settings(node: NodeRecord, state: LabState, data: Path,
                              ("controller", node.controller_address is not None)) if on]
     base = {"process.roles": ",".join(roles), "node.id": str(node.kraft_id),
             "controller.quorum.voters": quorum_voters(state),
-            "controller.listener.names": "CONTROLLER", "log.dirs": str(data)}
+            "controller.listener.names": "CONTROLLER",
+            "log.dirs": str(data) if node.role == "controller" else broker_log_dirs(state, data)}
     controller = (f"CONTROLLER://{node.controller_address}"
                   if node.controller_address is not None else "")
     if node.role == "controller":
@@ -173,14 +184,18 @@ def clear_foreign_data(data: Path, cluster_id: str | None) -> bool:
     return True
 
 
-def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str) -> None:
-    """`kafka-storage format` once, before a KRaft node first starts (a restart keeps it)."""
+def format_storage(kafka: KafkaDist, config: Path, data: Path, cluster_id: str,
+                   features: Mapping[str, int] | None = None) -> None:
+    """`kafka-storage format` once, before a KRaft node first starts (a restart keeps it);
+    `features` (4.x) are the levels the quorum starts with, the release's defaults otherwise."""
     clear_foreign_data(data, cluster_id)
     if (data / "meta.properties").exists():
         return
     result = subprocess.run(
         kafka.tool_command(STORAGE_TOOL, "format", "-t", cluster_id, "-c",
-                           str(config), "--ignore-formatted"),
+                           str(config), "--ignore-formatted",
+                           *(arg for name, level in (features or {}).items()
+                             for arg in ("--feature", f"{name}={level}"))),
         capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines() or [f"exit {result.returncode}"]
@@ -198,8 +213,9 @@ def new_cluster_id() -> str:
 
 
 def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,
-                 kraft: bool = False) -> list[str]:
-    """The JVM command line for a node, tagged with the lab id."""
+                 kraft: bool = False, flags: tuple[str, ...] = ()) -> list[str]:
+    """The JVM command line for a node, tagged with the lab id (`flags`: a broker's extra
+    system properties, e.g. the key set OAUTHBEARER may read)."""
     base = node_dir(root, node.name)
     is_zk = node.role == "zookeeper"
     heap = ZK_HEAP if is_zk else CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
@@ -210,6 +226,7 @@ def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,
         f"-Xms{heap}",
         f"-Xmx{heap}",
         *JVM_FLAGS,
+        *flags,
         f"-Dkinspect.lab={lab_id}",
         f"-Dkinspect.node={node.name}",
         *dist.logging_flags(base / "logs", role=node.role, kraft=kraft),
@@ -222,17 +239,9 @@ def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,
 
 
 def process_state(pid: int | None, lab_id: str) -> str:
-    """'running', 'paused' or 'dead' for a pid, counting it dead unless it carries our tag."""
-    if not pid:
+    """'running', 'paused' or 'dead' for a pid, counting it dead unless it carries our tag
+    (read across an exec: a starting node is `ip netns exec` becoming java)."""
+    process = read_process(pid) if pid else None
+    if process is None or process.exited or f"-Dkinspect.lab={lab_id}".encode() not in process.args:
         return "dead"
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return "dead"
-    if f"-Dkinspect.lab={lab_id}".encode() not in cmdline:
-        return "dead"
-    code = stat.rsplit(")", 1)[1].split()[0]
-    if code in {"Z", "X"}:
-        return "dead"
-    return "paused" if code in {"T", "t"} else "running"
+    return "paused" if process.stopped else "running"

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, netns, userns
+from kinspect.lab import disks, dist, netns, oauth, userns
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import (
     CONTROLLER_PORT,
@@ -116,13 +116,19 @@ class ProcessBackend(LabBackend):
 
     def _launch(self, state: LabState, node: NodeRecord) -> None:
         config = write_config(self.root, node, state)
+        if node.role == "broker":  # --log-dirs: the extra dirs on small disks, before format
+            for extra in disks.log_dirs(node_dir(self.root, node.name) / "data",
+                                        int(state.extra.get("log_dirs", 1)))[1:]:
+                disks.mount_small(extra)
         kafka = dist.ensure(version=state.kafka_version)
         data = node_dir(self.root, node.name) / "data"
         if state.kraft:
-            format_storage(kafka, config, data, state.extra["cluster_id"])
+            format_storage(kafka, config, data, state.extra["cluster_id"],
+                           state.extra.get("features"))
         elif node.role == "broker":
             clear_foreign_data(data, None)  # a KRaft lab's, left in this home
-        cmd = java_command(kafka, self.root, node, state.lab_id, kraft=state.kraft)
+        cmd = java_command(kafka, self.root, node, state.lab_id, kraft=state.kraft,
+                           flags=tuple(oauth.jvm_flags(state)) if node.role == "broker" else ())
         if node.netns:
             cmd = netns.in_ns(node.netns, *cmd)
         out = node_dir(self.root, node.name) / "logs" / f"{node.name}.out"
@@ -152,6 +158,8 @@ class ProcessBackend(LabBackend):
             if state.forward_rule:
                 netns.remove_forward_rule(slot)
             progress(f"removed namespaces, veths and bridge {slot.bridge}")
+        if disks.unmount_under(self.root / "nodes"):
+            progress("unmounted the brokers' small disks")
         clear_state(self.root)
 
     def _wait_dead(self, state: LabState, node: NodeRecord, timeout: float) -> bool:

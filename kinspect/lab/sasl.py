@@ -20,6 +20,7 @@ from kinspect.lab.state import LabState, NodeRecord, load_state
 SASL_PORT_OFFSET = 1000
 USERNAME = "kinspect"
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256")
+OAUTHBEARER = "OAUTHBEARER"  # --sasl oauthbearer: taken as well, tokens from the lab (oauth.py)
 
 
 def password_file(root: Path) -> Path:
@@ -28,8 +29,9 @@ def password_file(root: Path) -> Path:
 
 def plan(root: Path, mechanism: str) -> dict[str, Any]:
     """Choose the password (kept on disk, private) and describe the listener for the state."""
-    if mechanism.upper() not in MECHANISMS:
-        raise KinspectError(f"--sasl must be one of {', '.join(m.lower() for m in MECHANISMS)}")
+    if mechanism.upper() not in (*MECHANISMS, OAUTHBEARER):
+        raise KinspectError("--sasl must be one of "
+                            f"{', '.join(m.lower() for m in (*MECHANISMS, OAUTHBEARER))}")
     path = password_file(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -79,7 +81,8 @@ def broker_settings(state: LabState, sasl_listeners: list[str]) -> dict[str, str
     plain = (f"org.apache.kafka.common.security.plain.PlainLoginModule required "
              f'user_{USERNAME}="{password}";')
     scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-    settings = {"sasl.enabled.mechanisms": ",".join(MECHANISMS)}
+    bearer = (OAUTHBEARER,) if "oauth" in state.extra else ()
+    settings = {"sasl.enabled.mechanisms": ",".join((*MECHANISMS, *bearer))}
     for name in sasl_listeners:
         settings[f"listener.name.{name.lower()}.plain.sasl.jaas.config"] = plain
         settings[f"listener.name.{name.lower()}.scram-sha-256.sasl.jaas.config"] = scram

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kinspect.paths import kinspect_home
+from kinspect.procs import read_process
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,9 @@ def registered(run_dir: Path, topic: str, bootstrap: str, kind: str = "load",
 
 
 def _alive(pid: int) -> bool:
-    try:
-        return b"kinspect" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+    process = read_process(pid)
+    return process is not None and not process.exited and any(
+        b"kinspect" in arg for arg in process.args)
 
 
 def running_loads() -> list[ActiveLoad]:

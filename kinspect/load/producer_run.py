@@ -40,6 +40,7 @@ from kinspect.load.rundir import (
 )
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, ledger_totals, read_stats
+from kinspect.procs import read_process
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
@@ -242,10 +243,8 @@ def stop_workers(run_dir: Path) -> list[int]:
         return []
     stopped = []
     for pid in pids:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+        process = read_process(pid)
+        cmdline = process.args if process else ()
         if b"kinspect.load.producer_worker" in cmdline and str(run_dir.resolve()).encode() in cmdline:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)

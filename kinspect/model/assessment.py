@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Literal
 
-from kinspect.model.facts import Fact, Unknown
+from kinspect.model.facts import Fact, Unknown, unanswered
 from kinspect.model.severity import Severity
-from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
+from kinspect.model.snapshot import BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
 from kinspect.model.views import EligibleLeaders
 
 # A reassignment whose replicas being added have not moved for this long is flagged.
@@ -48,7 +48,7 @@ SEVERITY_VERDICT = {Severity.INFO: Verdict.HEALTHY, Severity.WARN: Verdict.WARNI
                     Severity.ERROR: Verdict.CRITICAL, Severity.CRITICAL: Verdict.CRITICAL}
 
 Check = Literal["under_min_isr", "at_min_isr", "under_replicated", "settings", "hidden_topics",
-                "controller", "group_lag"]
+                "controller", "group_lag", "log_dirs", "retention"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ CHECK_NAMES: dict[Check, str] = {
     "under_min_isr": "under min ISR", "at_min_isr": "at min ISR",
     "under_replicated": "under-replicated", "settings": "risky settings",
     "hidden_topics": "topics hidden from this user", "controller": "the controller",
-    "group_lag": "consumer groups' lag"}
+    "group_lag": "consumer groups' lag", "log_dirs": "log dirs (a failed or full disk)",
+    "retention": "retention's deadline on lagging groups"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class HealthReport:
     brokers_registered: tuple[int, ...] = ()
     brokers_expected: tuple[int, ...] = ()
     risky_settings: tuple[str, ...] = ()
+    offline_log_dirs: tuple[str, ...] = ()  # "broker 2: /data/b (KafkaStorageError (56))"
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -176,7 +178,20 @@ def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, .
         out.append(Unchecked("controller", Severity.CRITICAL, s.controller_unknown.reason))
     out += _by_reason("group_lag", Severity.WARN if judge_lag else Severity.INFO,
                       s.groups_unknown)
+    out += _by_reason("log_dirs", Severity.CRITICAL,
+                      ((f"broker {b.id}", b.log_dirs) for b in s.brokers if _live(b)
+                       and isinstance(b.log_dirs, Unknown) and not unanswered(b.log_dirs)))
     return tuple(out)
+
+
+def _live(b: BrokerInfo) -> bool:
+    """Registered (ZooKeeper), unfenced (KRaft), or answering where neither is known: a broker
+    whose disks matter now (a dead one's are moot until it returns). One that did not answer at
+    all is not an unmade disk check: a killed broker stays listed in KRaft until fenced, and
+    its absence shows in the ISRs it left and the probes' limitations."""
+    if b.registered is not None or b.fenced is not None:
+        return bool(b.registered) or b.fenced is False
+    return b.address is not None
 
 
 def verdict_of(critical: bool, warning: bool, missing: Iterable[Unchecked]
@@ -205,7 +220,10 @@ def kafka_lists(s: ClusterSnapshot) -> HealthReport:
         # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
         brokers_registered=tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
         brokers_expected=tuple(b.id for b in s.brokers if b.expected),
-        risky_settings=tuple(w.message for w in s.warnings if w.kind != "no_controller"))
+        risky_settings=tuple(w.message for w in s.warnings
+                             if w.kind not in {"no_controller", "log_dir_offline"}),
+        offline_log_dirs=tuple(f"broker {b.id}: {d.path} ({d.error})" for b in s.brokers
+                               for d in b.offline_log_dirs))
 
 
 def _listed(label: str, names: tuple[str, ...]) -> list[str]:
@@ -226,13 +244,15 @@ def _critical(s: ClusterSnapshot, found: HealthReport, zk_error: str | None) -> 
     out += _listed("offline", found.offline)
     out += _listed("unavailable", tuple(n for n in found.unavailable if n not in found.offline))
     out += _listed("under min ISR", found.under_min_isr)
+    out += [f"log dir offline on {where}: its replicas are offline until the broker restarts "
+            "with it working" for where in found.offline_log_dirs]
     if not found.controller_ok and not zk_error:
         out.append("no controller: no leader can be elected")
     return tuple(out)
 
 
 def _warnings(s: ClusterSnapshot, found: HealthReport, max_lag: int | None,
-              watched: tuple[str, ...]) -> tuple[str, ...]:
+              watched: tuple[str, ...], max_lag_s: float | None = None) -> tuple[str, ...]:
     """One more failure away from trouble; a group's lag only when judged (`max_lag`)."""
     out = _listed("at min ISR", found.at_min_isr) + _listed("under-replicated",
                                                             found.under_replicated)
@@ -247,7 +267,60 @@ def _warnings(s: ClusterSnapshot, found: HealthReport, max_lag: int | None,
     if max_lag is not None:
         out += [f"consumer group {g.group_id} lags {g.lag:,} records (over {max_lag:,})"
                 for g in s.groups if g.lag is not None and g.lag > max_lag]
+    if max_lag_s is not None:
+        out += [f"consumer group {g.group_id} is {duration(ms)} behind (over "
+                f"{max_lag_s:,g} s): its oldest unconsumed record is that old"
+                for g in s.groups if (ms := g.lag_ms(s.taken_at)) is not None
+                and ms > max_lag_s * 1000]
+    if max_lag is not None or max_lag_s is not None:
+        out += retention_risks(s)
     return tuple(out)
+
+
+RETENTION_RISK = 0.8  # a group's next record this far into its topic's retention: at risk
+
+
+def retention_ms(topic: TopicInfo) -> int | None:
+    """How long the topic keeps records (None: not told, forever, or compacted only)."""
+    policy, value = topic.setting("cleanup.policy"), topic.setting("retention.ms")
+    if not isinstance(value, str) or not value.lstrip("-").isdigit() or int(value) < 0:
+        return None
+    return int(value) if isinstance(policy, str) and "delete" in policy else None
+
+
+def retention_unknown(s: ClusterSnapshot) -> list[tuple[str, Unknown]]:
+    """Lagging groups on topics whose settings were refused: retention's deadline on them is
+    not judged (no retention.ms is not "keeps forever")."""
+    refused = {t.name: t.config for t in s.topics if isinstance(t.config, Unknown)}
+    return [(f"{g.group_id} on {p.topic}", refused[p.topic]) for g in s.groups
+            for p in g.partitions if p.topic in refused and p.lag]
+
+
+def retention_risks(s: ClusterSnapshot) -> list[str]:
+    """Groups that lost records to retention (their offset is below the log's start), or
+    whose next record is near its topic's retention: they lose records unless they catch up."""
+    keeps = {t.name: retention_ms(t) for t in s.topics}
+    out = []
+    for g in s.groups:
+        for p in g.partitions:
+            where = f"consumer group {g.group_id} on {p.topic}-{p.partition}"
+            keep, age = keeps.get(p.topic), p.lag_ms(s.taken_at)
+            if p.deleted_unconsumed:
+                out.append(f"{where}: retention deleted {p.deleted_unconsumed:,} records it had "
+                           "not consumed")
+            elif keep and age is not None and age >= RETENTION_RISK * keep:
+                out.append(f"{where}: its next record is {duration(age)} old, retention "
+                           f"{duration(keep)}: it loses records unless it catches up within "
+                           f"{duration(max(0, keep - age))}")
+    return out
+
+
+def duration(ms: int) -> str:
+    """90.0 s, 12.5 min, 6.0 h, 6.0 d: a lag or a deadline as on-call reads it."""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000)):
+        if ms >= 2 * size:
+            return f"{ms / size:,.1f} {unit}"
+    return f"{ms / 1000:,.1f} s"
 
 
 def _no_answer(s: ClusterSnapshot, zk_error: str | None) -> str:
@@ -256,18 +329,27 @@ def _no_answer(s: ClusterSnapshot, zk_error: str | None) -> str:
 
 
 def assess(s: ClusterSnapshot, zk_error: str | None = None, max_lag: int | None = None,
-           watched: tuple[str, ...] = ()) -> HealthReport:
+           watched: tuple[str, ...] = (), max_lag_s: float | None = None) -> HealthReport:
     """The cluster's health from one snapshot. `zk_error`: ZooKeeper was to be watched and did
     not answer (critical: no election can happen). A group's lag is judged only against
     `max_lag` (health is about ISR health first). `watched`: the partitions whose reassignment
-    did not grow while `kinspect health` watched it (`stalled_between`)."""
-    missing = unchecked(s, judge_lag=max_lag is not None)
+    did not grow while `kinspect health` watched it (`stalled_between`). `max_lag_s`: a
+    group's lag in time (the age of its oldest unconsumed record) judged; with either lag
+    limit, retention's deadline on a lagging group is judged too."""
+    missing = unchecked(s, judge_lag=max_lag is not None or max_lag_s is not None)
+    if max_lag_s is not None:
+        missing += tuple(_by_reason("group_lag", Severity.WARN, (
+            (g.group_id, Unknown("the next record's timestamp was not read (no Read on the "
+                                 "topic, or not yet): its lag in seconds is a lower bound"))
+            for g in s.groups if not g.lag_ms_complete(s.taken_at))))
+    if max_lag is not None or max_lag_s is not None:
+        missing += tuple(_by_reason("retention", Severity.WARN, retention_unknown(s)))
     if s.admin_state != "ok" and not s.sees_zookeeper:
         return HealthReport(critical=(_no_answer(s, zk_error),), unchecked=missing,
                             reachable=False, controller_ok=False)
     found = kafka_lists(s)
     return replace(found, critical=_critical(s, found, zk_error),
-                   warnings=_warnings(s, found, max_lag, watched), unchecked=missing)
+                   warnings=_warnings(s, found, max_lag, watched, max_lag_s), unchecked=missing)
 
 
 def _ids(values: tuple[int, ...]) -> str:

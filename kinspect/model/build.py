@@ -18,9 +18,11 @@ from kinspect.model.snapshot import (
     ControllerInfo,
     GroupInfo,
     GroupPartition,
+    LogDirInfo,
     PartitionInfo,
     QuorumInfo,
     QuorumMember,
+    ReplicaDisk,
     ReplicaLog,
     Throttle,
     TopicInfo,
@@ -174,8 +176,35 @@ def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
                                     for asked, e in epoch_ends.items())) if epoch_ends else (),
             reassignment=_reassignment(key, zk, broker), elr=_elr(key, broker, mode),
             leader_live=leader is None or live is None or leader in live,
-            stalled_ms=_stalled(key, broker)))
+            stalled_ms=_stalled(key, broker), disks=_disks(key, replicas, broker),
+            offline_replicas=broker.offline_replicas.get(key, ()) if broker else ()))
     return out
+
+
+def _disks(key: tuple[str, int], replicas: Sequence[int], broker: BrokerView | None
+           ) -> tuple[ReplicaDisk, ...]:
+    """Each replica's dir and size, where its broker answered DescribeLogDirs."""
+    out = []
+    for replica in replicas:
+        told = broker.log_dirs.get(replica) if broker else None
+        if told is None or isinstance(told, Unknown):
+            continue
+        current, future = told.replicas.get(key), told.future.get(key)
+        if current is not None:
+            out.append(ReplicaDisk(replica, current.log_dir, current.size,
+                                   future.log_dir if future else None,
+                                   future.size if future else None))
+    return tuple(out)
+
+
+def _log_dirs(broker_id: int, broker: BrokerView | None
+              ) -> Fact[tuple[LogDirInfo, ...]] | None:
+    """A broker's log dirs with what its replicas hold in each (None: it was not asked)."""
+    told = broker.log_dirs.get(broker_id) if broker else None
+    if told is None or isinstance(told, Unknown):
+        return told
+    return tuple(LogDirInfo(d.path, d.error, told.size(d.path), told.count(d.path),
+                            d.total_bytes, d.usable_bytes) for d in told.dirs)
 
 
 def _stalled(key: tuple[str, int], broker: BrokerView | None) -> int | None:
@@ -196,7 +225,9 @@ def _groups(broker: BrokerView | None) -> tuple[GroupInfo, ...]:
         for (topic, partition), committed in sorted(group.committed.items()):
             offsets = broker.offsets.get((topic, partition))
             parts.append(GroupPartition(topic, partition, committed,
-                                        offsets.high_watermark if offsets else None))
+                                        offsets.high_watermark if offsets else None,
+                                        group.next_ts.get((topic, partition)),
+                                        offsets.log_start if offsets else None))
         out.append(GroupInfo(group.group_id, group.state, group.members, tuple(parts)))
     return tuple(out)
 
@@ -254,6 +285,9 @@ def _limitations(zk: ZkView | None, broker: BrokerView | None, mode: str) -> lis
         if mode == "unknown":
             out.append("cluster mode unknown (no broker asked directly): the controller shown "
                        "is the one brokers report, in KRaft a random broker")
+    if broker is not None and broker.probes_off:
+        out.append(f"{broker.probes_off}: each replica's own log end, the zombie check and the "
+                   "KRaft quorum are not asked")
     for broker_id, why in sorted((broker.probe_errors if broker else {}).items()):
         out.append(f"broker {broker_id} did not answer kinspect's direct questions (its own "
                    f"metadata and log ends): {why}")
@@ -276,17 +310,15 @@ def _throttle(broker_id: int, broker: BrokerView | None) -> Fact[Throttle] | Non
                     int(follower.value) if follower and follower.value.isdigit() else None)
 
 
-def _hidden(zk: ZkView | None, broker: BrokerView | None, seen: set[str]
-            ) -> Fact[tuple[str, ...]]:
-    """Topics on the brokers' disks that the metadata did not list: this user may not
-    describe them (ZooKeeper, when watched, lists every topic)."""
+def _hidden(zk: ZkView | None, broker: BrokerView | None) -> Fact[tuple[str, ...]]:
+    """Topics this user may not describe (ZooKeeper, when watched, lists every topic)."""
     if zk is not None:
         return ()
     if broker is None:
         return Unknown("no AdminClient answer")
-    if isinstance(broker.hosted_topics, Unknown):
-        return broker.hosted_topics
-    return tuple(sorted(broker.hosted_topics - seen))
+    if isinstance(broker.hidden_topics, Unknown):
+        return broker.hidden_topics
+    return tuple(sorted(broker.hidden_topics))
 
 
 def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
@@ -305,7 +337,7 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
                                registered=(b in zk.brokers) if zk else None,
                                expected=b in expected,
                                fenced=(b not in listed) if kraft and broker else None,
-                               throttle=_throttle(b, broker))
+                               throttle=_throttle(b, broker), log_dirs=_log_dirs(b, broker))
                     for b in sorted(ids))
     # The brokers' partitions by topic, grouped once: per topic it would cost topics x partitions.
     by_topic: dict[str, set[int]] = {}
@@ -329,9 +361,10 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         brokers=brokers, topics=tuple(topics), warnings=(),
         limitations=tuple(_limitations(zk, broker, mode)),
         replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None,
-        mode=mode, quorum=quorum, hidden_topics=_hidden(zk, broker, names),
+        mode=mode, quorum=quorum, hidden_topics=_hidden(zk, broker),
         controller_unknown=broker.quorum_unknown if kraft and broker and quorum is None
         else None,
         groups_unknown=tuple((g, Unknown(why)) for g, why in
-                             sorted((broker.groups_refused if broker else {}).items())))
+                             sorted((broker.groups_refused if broker else {}).items())),
+        log_dirs_at=broker.log_dirs_at_ms if broker and broker.log_dirs else None)
     return ClusterSnapshot(**{**snapshot.__dict__, "warnings": cluster_warnings(snapshot)})

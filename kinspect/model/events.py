@@ -231,11 +231,35 @@ class LogKind(StrEnum):
     ZK_EXPIRED = "log_zk_expired"  # the broker learned its session had expired
     ZK_SESSION = "log_zk_session"
     SESSION_EXPIRED = "log_session_expired"  # ZooKeeper's own log: it expired the session
+    ELR_CHANGED = "log_elr_changed"  # KRaft 4.x: the eligible leader replicas changed
 
     @property
     def by_controller(self) -> bool:
         return self in {LogKind.LEADER_AND_ISR, LogKind.CONTROLLER_ELECTED, LogKind.BROKER_FENCED,
-                        LogKind.BROKER_GONE}
+                        LogKind.BROKER_GONE, LogKind.ELR_CHANGED}
+
+
+class Election(StrEnum):
+    """How the KRaft controller chose a leader its log calls out (a clean election from the
+    ISR is the rule and is not marked)."""
+
+    ELR = "elr"  # from the eligible leader replicas: out of the ISR, yet holding every commit
+    UNCLEAN = "unclean"  # from outside the ISR and the ELR: commits may be lost
+    # 4.x: the last leader itself, back after an unclean shutdown (a kill) took it out of the
+    # ELR; Kafka logs it UNCLEAN too, as what it had not flushed may be gone
+    LAST_LEADER = "last-leader"
+
+    @property
+    def words(self) -> str:
+        return {Election.ELR: "from the eligible leader replicas (ELR)",
+                Election.UNCLEAN: "an unclean election",
+                Election.LAST_LEADER: "the last leader, back after an unclean shutdown "
+                                      "(Kafka logs it UNCLEAN)"}[self]
+
+    @property
+    def unclean(self) -> bool:
+        """What Kafka's controller itself calls unclean."""
+        return self is not Election.ELR
 
 
 class JournalKind(StrEnum):
@@ -306,6 +330,8 @@ class TimelineEvent:
     sources: tuple[str, ...] = ()
     seen: tuple[tuple[str, int], ...] = ()  # source -> first ts, in time order
     slowed: tuple[int, ...] = ()  # the slowed links' brokers an ISR shrink dropped
+    election: Election | None = None  # how the controller chose this leader (KRaft's log)
+    elr: tuple[int, ...] | None = None  # the eligible leader replicas after an ELR change
 
     def to_json(self) -> JsonObject:
         """The report's timeline entry (report.json `timeline`), in its key order."""
@@ -320,6 +346,10 @@ class TimelineEvent:
                 out[name] = getattr(self, name)
         if self.kind is JournalKind.FAULT:
             out["action"] = self.action
+        if self.election is not None:
+            out["election"] = self.election.value
+        if self.elr is not None:
+            out["elr"] = list(self.elr)
         if self.source is not Source.OBSERVER:
             out["node"] = self.node
         return out
@@ -350,7 +380,15 @@ class TimelineEvent:
             _text(entry.get("note")), _groups(entry.get("groups")), _text(entry.get("lab_id")),
             sources=tuple(map(str, _list(entry.get("sources")))),
             seen=tuple((str(k), int(str(v))) for k, v in seen.items())
-            if isinstance(seen, dict) else ())
+            if isinstance(seen, dict) else (),
+            election=_election(entry.get("election")), elr=_ints(entry.get("elr")))
+
+
+def _election(value: object) -> Election | None:
+    try:
+        return None if value is None else Election(str(value))
+    except ValueError:  # a word of a later version
+        return None
 
 
 def _text(value: object) -> str | None:

@@ -26,6 +26,14 @@ class Unknown:
 
 Fact: TypeAlias = T | Unknown
 
+# How a reason says the asked node gave no answer at all (down, cut off, too slow): its own
+# absence is what is wrong there, and other checks see it (the ISRs it left, the probes).
+NOT_ANSWERED = "did not answer"
+
+
+def unanswered(fact: Unknown) -> bool:
+    return NOT_ANSWERED in fact.reason
+
 
 def known(value: object) -> bool:
     return not isinstance(value, Unknown)

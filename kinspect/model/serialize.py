@@ -15,9 +15,11 @@ from kinspect.model.snapshot import (
     ControllerInfo,
     GroupInfo,
     GroupPartition,
+    LogDirInfo,
     PartitionInfo,
     QuorumInfo,
     QuorumMember,
+    ReplicaDisk,
     ReplicaLog,
     Throttle,
     TopicInfo,
@@ -94,7 +96,21 @@ def _partition(p: PartitionInfo) -> dict[str, Any]:
                           "lag": r.lag, "diverged": r.diverged} for r in p.replica_logs],
         "epoch_ends": [{"epoch": asked, "found": found, "end_offset": end}
                        for asked, found, end in p.epoch_ends],
+        "offline_replicas": list(p.offline_replicas),
+        "disks": [{"broker": d.broker, "log_dir": d.log_dir, "size": d.size,
+                   "moving_to": d.moving_to, "moved": d.moved} for d in p.disks],
     }
+
+
+def log_dir_to_json(d: LogDirInfo) -> dict[str, Any]:
+    return {"path": d.path, "offline": d.offline, "error": d.error, "size": d.size,
+            "replicas": d.replicas, "total_bytes": d.total_bytes,
+            "usable_bytes": d.usable_bytes}
+
+
+def log_dir_from_json(d: dict[str, Any]) -> LogDirInfo:
+    return LogDirInfo(d["path"], d["error"], d["size"], d["replicas"], d["total_bytes"],
+                      d["usable_bytes"])
 
 
 def _member(m: QuorumMember) -> dict[str, Any]:
@@ -153,7 +169,11 @@ def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
         "brokers": [{"id": b.id, "address": b.address, "registered": b.registered,
                      "expected": b.expected,
                      "throttle": None if b.throttle is None
-                     else fact_to_json(b.throttle, throttle_to_json)} for b in s.brokers],
+                     else fact_to_json(b.throttle, throttle_to_json),
+                     "log_dirs": None if b.log_dirs is None
+                     else fact_to_json(b.log_dirs, lambda dirs: [log_dir_to_json(d) for d in dirs])}
+                    for b in s.brokers],
+        "log_dirs_at": s.log_dirs_at,
         "topics": [{
             "name": t.name, "replication_factor": t.replication_factor,
             "config": fact_to_json(t.config, lambda c: {k: v.value for k, v in c}),
@@ -165,11 +185,26 @@ def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
         "warnings": [{"kind": w.kind, "topic": w.topic, "broker": w.broker,
                       "severity": w.severity, "message": w.message} for w in s.warnings],
         "limitations": list(s.limitations),
-        "groups": [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag,
-                    "partitions": [{"topic": p.topic, "partition": p.partition,
-                                    "committed": p.committed, "high_watermark": p.high_watermark,
-                                    "lag": p.lag} for p in g.partitions]} for g in s.groups],
+        "groups": [_group(g, s.taken_at) for g in s.groups],
     }
+
+
+def seconds(ms: int | None) -> float | None:
+    return None if ms is None else round(ms / 1000, 3)
+
+
+def _group(g: GroupInfo, at_ms: int) -> dict[str, Any]:
+    """A group with its lag in records and in seconds (the age of its next record, at the
+    snapshot's time; a lower bound when `lag_seconds_complete` is false)."""
+    return {"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag,
+            "lag_seconds": seconds(g.lag_ms(at_ms)),
+            "lag_seconds_complete": g.lag_ms_complete(at_ms),
+            "partitions": [{"topic": p.topic, "partition": p.partition,
+                            "committed": p.committed, "high_watermark": p.high_watermark,
+                            "lag": p.lag, "lag_seconds": seconds(p.lag_ms(at_ms)),
+                            "next_timestamp": p.next_ts, "log_start": p.log_start,
+                            "deleted_unconsumed": p.deleted_unconsumed}
+                           for p in g.partitions]}
 
 
 def _topic_config_from_json(t: dict[str, Any]) -> Fact[tuple[tuple[str, ConfigValue], ...]]:
@@ -195,7 +230,10 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
                              for e in p.get("epoch_ends", [])),
             reassignment=fact_from_json(p.get("reassignment"), reassignment_from_json),
             elr=None if p.get("elr") is None else fact_from_json(p["elr"], elr_from_json),
-            leader_live=p.get("leader_live", True), stalled_ms=p.get("stalled_ms"))
+            leader_live=p.get("leader_live", True), stalled_ms=p.get("stalled_ms"),
+            disks=tuple(ReplicaDisk(r["broker"], r["log_dir"], r["size"], r["moving_to"],
+                                    r["moved"]) for r in p.get("disks", [])),
+            offline_replicas=tuple(p.get("offline_replicas", [])))
             for p in t["partitions"])
         topics.append(TopicInfo(t["name"], t["replication_factor"], config, parts))
     c = d["controller"]
@@ -209,8 +247,12 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
         brokers=tuple(BrokerInfo(b["id"], b["address"], b["registered"], b.get("expected", False),
                                  b.get("fenced"),
                                  None if b.get("throttle") is None
-                                 else fact_from_json(b["throttle"], throttle_from_json))
+                                 else fact_from_json(b["throttle"], throttle_from_json),
+                                 None if b.get("log_dirs") is None
+                                 else fact_from_json(b["log_dirs"], lambda dirs: tuple(
+                                     log_dir_from_json(x) for x in dirs)))
                       for b in d["brokers"]),
+        log_dirs_at=d.get("log_dirs_at"),
         hidden_topics=fact_from_json(d.get("hidden_topics", []), tuple),
         groups_unknown=tuple((g, Unknown(why)) for g, why in d.get("groups_unknown", {}).items()),
         topics=tuple(topics),
@@ -218,7 +260,8 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
                                       Severity(w.get("severity", "warn"))) for w in d["warnings"]),
         limitations=tuple(d.get("limitations", [])),
         groups=tuple(GroupInfo(g["group"], g["state"], g["members"], tuple(
-            GroupPartition(p["topic"], p["partition"], p["committed"], p["high_watermark"])
+            GroupPartition(p["topic"], p["partition"], p["committed"], p["high_watermark"],
+                           p.get("next_timestamp"), p.get("log_start"))
             for p in g["partitions"])) for g in d.get("groups", [])),
         mode=d.get("mode", "unknown"),
         quorum=quorum_from_json(d["quorum"]) if d.get("quorum") else None,

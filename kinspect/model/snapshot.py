@@ -23,7 +23,7 @@ PartitionState = Literal["offline", "under_min_isr", "unknown", "warn", "moving"
 # What a cluster warning is about (model/warnings.py says each).
 WarningKind = Literal["no_controller", "stale_quorum_leader", "broker_missing", "broker_fenced",
                       "replication_factor_1", "min_isr_ge_rf", "min_isr_below_2",
-                      "unclean_election_enabled"]
+                      "unclean_election_enabled", "log_dir_offline"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,23 @@ class Throttle:
 
 
 @dataclass(frozen=True)
+class LogDirInfo:
+    """One of a broker's log directories, as the broker answered DescribeLogDirs: what its
+    replicas hold, or the error that took it offline (a failed or full disk)."""
+
+    path: str
+    error: str | None  # None: online
+    size: int  # bytes its replicas hold (those being moved into it too)
+    replicas: int
+    total_bytes: int | None = None  # the volume (None: not told, before Kafka 3.3)
+    usable_bytes: int | None = None
+
+    @property
+    def offline(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True)
 class BrokerInfo:
     id: int
     address: str | None
@@ -59,6 +76,13 @@ class BrokerInfo:
     # KRaft: not in the cluster metadata, which lists unfenced brokers only (None: not KRaft)
     fenced: bool | None = None
     throttle: Fact[Throttle] | None = None  # None: not asked
+    log_dirs: Fact[tuple[LogDirInfo, ...]] | None = None  # None: not asked
+
+    @property
+    def offline_log_dirs(self) -> tuple[LogDirInfo, ...]:
+        if self.log_dirs is None or isinstance(self.log_dirs, Unknown):
+            return ()
+        return tuple(d for d in self.log_dirs if d.offline)
 
 
 @dataclass(frozen=True)
@@ -110,6 +134,19 @@ class ReplicaLog:
 
 
 @dataclass(frozen=True)
+class ReplicaDisk:
+    """Where one replica lives on its broker and how big it is (DescribeLogDirs); `moving_to`:
+    the dir it is being copied into on the same broker (kafka-reassign-partitions with
+    log dirs), `moved` the bytes copied so far."""
+
+    broker: int
+    log_dir: str
+    size: int
+    moving_to: str | None = None
+    moved: int | None = None
+
+
+@dataclass(frozen=True)
 class PartitionInfo:
     """One partition, with its flags as Kafka's own TopicCommand computes them (so kinspect's
     lists equal `kafka-topics --describe --under-replicated-partitions` and its siblings); a
@@ -140,6 +177,10 @@ class PartitionInfo:
     leader_live: bool = True
     # ms the slowest replica being added has made no progress (None: moving, or not watched)
     stalled_ms: int | None = None
+    # each replica's dir and size, where its broker told them (DescribeLogDirs)
+    disks: tuple[ReplicaDisk, ...] = ()
+    # replicas on a failed log dir (the metadata's offline replicas, kafka-topics' "Offline:")
+    offline_replicas: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -225,6 +266,9 @@ class PartitionInfo:
     def replica_log(self, broker: int) -> ReplicaLog | None:
         return next((r for r in self.replica_logs if r.broker == broker), None)
 
+    def disk(self, broker: int) -> ReplicaDisk | None:
+        return next((d for d in self.disks if d.broker == broker), None)
+
     @property
     def diverged(self) -> tuple[ReplicaLog, ...]:
         """Replicas holding records the current leader's log does not: truncated when they rejoin."""
@@ -271,17 +315,36 @@ class ClusterWarning:
 
 @dataclass(frozen=True)
 class GroupPartition:
-    """One partition a group has committed on: how far behind the log's end it is."""
+    """One partition a group has committed on: how far behind the log's end it is, in records
+    and in time (the age of the next record it will consume), and whether retention already
+    deleted records it had not consumed."""
 
     topic: str
     partition: int
     committed: int
     high_watermark: int | None
+    next_ts: int | None = None  # the timestamp of the record at `committed` (None: not read)
+    log_start: int | None = None
 
     @property
     def lag(self) -> int | None:
         """High watermark - committed offset (None while the watermark is unknown)."""
         return None if self.high_watermark is None else max(0, self.high_watermark - self.committed)
+
+    def lag_ms(self, at_ms: int) -> int | None:
+        """How old the next record to consume is at `at_ms`: 0 when caught up, None when
+        behind and that record's timestamp was not read."""
+        if self.lag == 0:
+            return 0
+        return None if self.next_ts is None else max(0, at_ms - self.next_ts)
+
+    @property
+    def deleted_unconsumed(self) -> int:
+        """Records retention deleted before the group consumed them (its offset is below the
+        log's start: it will skip them, or start over, by auto.offset.reset)."""
+        if self.log_start is None or self.committed >= self.log_start:
+            return 0
+        return self.log_start - self.committed
 
 
 @dataclass(frozen=True)
@@ -296,6 +359,15 @@ class GroupInfo:
         """The group's total lag over the partitions whose watermark is known."""
         known = [p.lag for p in self.partitions if p.lag is not None]
         return sum(known) if known else None
+
+    def lag_ms(self, at_ms: int) -> int | None:
+        """Its lag in time: the oldest next record over its partitions (None: none read;
+        a lagging partition not read makes this a lower bound, said by `lag_ms_complete`)."""
+        known = [ms for p in self.partitions if (ms := p.lag_ms(at_ms)) is not None]
+        return max(known) if known else None
+
+    def lag_ms_complete(self, at_ms: int) -> bool:
+        return all(p.lag_ms(at_ms) is not None for p in self.partitions)
 
 
 @dataclass(frozen=True)
@@ -318,6 +390,7 @@ class ClusterSnapshot:
     controller_unknown: Unknown | None = None  # KRaft: the quorum refused to say who leads
     # consumer groups listed but refused to this user: their state and lag are not known
     groups_unknown: tuple[tuple[str, Unknown], ...] = ()
+    log_dirs_at: int | None = None  # when the brokers were asked their log dirs (sizes move)
 
     @property
     def sees_zookeeper(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -82,6 +83,8 @@ class QuorumAnswer:
     voters: tuple[QuorumReplica, ...]
     observers: tuple[QuorumReplica, ...]
     asked: str  # the address that answered
+    # v2 (Kafka 3.9+): each voter's listeners, NAME://host:port; empty when not told
+    endpoints: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,8 @@ class GroupView:
     state: str  # stable, preparing_rebalancing, completing_rebalancing, empty, dead, unknown
     members: int
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    # the timestamp (ms) of the record at each committed offset: the next one it consumes
+    next_ts: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -164,14 +169,18 @@ class BrokerView:
     controllers: tuple[ControllerAnswer, ...] = ()
     decided: dict[tuple[str, int], PartitionDecision] = field(default_factory=dict)
     # What a user with few rights may not be told, each known or Unknown with its reason:
-    # topic configs (per topic), reassignments, ELR, the topics the brokers' log dirs hold (a
-    # topic missing from the metadata is hidden from this user), each broker's configs.
+    # topic configs (per topic), reassignments, ELR, the topics hidden from this user (on the
+    # brokers' disks, refused when named: sources/hidden.py), each broker's configs.
     config_unknown: dict[str, Unknown] = field(default_factory=dict)
     reassignments: Fact[dict[tuple[str, int], Reassignment]] = NOT_ASKED
     elr: Fact[dict[tuple[str, int], Fact[EligibleLeaders]]] = NOT_ASKED
-    hosted_topics: Fact[frozenset[str]] = NOT_ASKED
+    hidden_topics: Fact[frozenset[str]] = NOT_ASKED
+    log_dirs: dict[int, Fact[BrokerLogDirs]] = field(default_factory=dict)  # per broker asked
+    log_dirs_at_ms: int | None = None  # when they were asked (every few polls: sizes move)
+    offline_replicas: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
     broker_configs: dict[int, Fact[dict[str, ConfigValue]]] = field(default_factory=dict)
     probe_errors: dict[int, str] = field(default_factory=dict)  # broker -> why it did not answer
+    probes_off: str | None = None  # why no broker is asked directly (a login they cannot make)
     groups_refused: dict[str, str] = field(default_factory=dict)  # listed, not describable: why
     # replicas being added that made no progress: (partition, broker) -> since when (ms)
     stalled_since: dict[tuple[tuple[str, int], int], int] = field(default_factory=dict)
@@ -208,3 +217,41 @@ class LogDirReplica:
     size: int
     offset_lag: int
     future: bool  # a replica being moved between this broker's log directories
+
+
+@dataclass(frozen=True)
+class LogDir:
+    """One of a broker's log directories (DescribeLogDirs). An offline one (a failed or full
+    disk) answers with its error and no replica: what it held is not told."""
+
+    path: str
+    error: str | None  # None: online; else e.g. "KafkaStorageError (56)"
+    total_bytes: int | None = None  # the volume's size (DescribeLogDirs v4+; None: not told)
+    usable_bytes: int | None = None  # what is left on it
+
+    @property
+    def offline(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True)
+class BrokerLogDirs:
+    """Everything one broker said about its disks: its log directories, the replica of each
+    partition it holds, and those being moved into another of its directories (`future`)."""
+
+    broker: int
+    dirs: tuple[LogDir, ...]
+    replicas: dict[tuple[str, int], LogDirReplica] = field(default_factory=dict)
+    future: dict[tuple[str, int], LogDirReplica] = field(default_factory=dict)
+
+    @property
+    def offline(self) -> tuple[LogDir, ...]:
+        return tuple(d for d in self.dirs if d.offline)
+
+    def size(self, path: str) -> int:
+        """Bytes the replicas in `path` hold (future ones too: they are on that disk)."""
+        return sum(r.size for r in (*self.replicas.values(), *self.future.values())
+                   if r.log_dir == path)
+
+    def count(self, path: str) -> int:
+        return sum(1 for r in self.replicas.values() if r.log_dir == path)

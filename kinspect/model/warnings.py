@@ -13,13 +13,7 @@ def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
                                   severity=Severity.CRITICAL))
     if s.kraft:
         out += _kraft_warnings(s)
-    for b in s.brokers:
-        if b.expected and b.registered is False:
-            out.append(ClusterWarning("broker_missing", f"broker {b.id} is expected but not "
-                                      "registered in ZooKeeper", broker=b.id))
-        if b.expected and b.fenced:
-            out.append(ClusterWarning("broker_fenced", f"broker {b.id} is expected but fenced: "
-                                      "it is not in the cluster metadata", broker=b.id))
+    out += _broker_warnings(s)
     for t in s.topics:
         if t.replication_factor == 1:
             why = ("every consumer group stops when its one broker dies"
@@ -41,7 +35,8 @@ def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
         if t.setting("unclean.leader.election.enable") == "true":
             out.append(ClusterWarning("unclean_election_enabled", f"{t.name}: unclean leader "
                                       "election is on: committed data can vanish", topic=t.name))
-    first = {"no_controller": 0, "stale_quorum_leader": 0, "broker_missing": 1,
+    first = {"no_controller": 0, "stale_quorum_leader": 0, "log_dir_offline": 1,
+             "broker_missing": 1,
              "broker_fenced": 1, "replication_factor_1": 2}
     return tuple(sorted(out, key=lambda w: (-w.severity.rank, first.get(w.kind, 3),
                                             w.topic != "__consumer_offsets", w.topic or "")))
@@ -64,4 +59,22 @@ def _kraft_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
         out.append(ClusterWarning("stale_quorum_leader", f"controller {stale.node_id} still "
                                   f"answers as quorum leader at epoch {stale.leader_epoch} (the "
                                   f"quorum is at {quorum.leader_epoch})", broker=stale.node_id))
+    return out
+
+
+def _broker_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
+    """A broker missing or fenced, and a broker's log dir offline (a failed or full disk)."""
+    out: list[ClusterWarning] = []
+    for b in s.brokers:
+        if b.expected and b.registered is False:
+            out.append(ClusterWarning("broker_missing", f"broker {b.id} is expected but not "
+                                      "registered in ZooKeeper", broker=b.id))
+        if b.expected and b.fenced:
+            out.append(ClusterWarning("broker_fenced", f"broker {b.id} is expected but fenced: "
+                                      "it is not in the cluster metadata", broker=b.id))
+        for d in b.offline_log_dirs:
+            out.append(ClusterWarning("log_dir_offline", f"broker {b.id}: log dir {d.path} is "
+                                      f"offline ({d.error}): its replicas are offline until the "
+                                      "broker restarts with it working", broker=b.id,
+                                      severity=Severity.CRITICAL))
     return out

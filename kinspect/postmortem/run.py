@@ -166,7 +166,8 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
                                                        found.lost_total))
 
     def timing() -> AckTiming:
-        return queries.ack_timing(ledger, fault_ts, found.lost_words)
+        return queries.ack_timing(ledger, fault_ts, found.lost_words,
+                                  load_end_ms=inputs.run.load_ended_at_ms if inputs.run else None)
 
     def duplicates() -> list[PartDuplicates]:
         return found.duplicates(every_run, inputs.run_id)
@@ -242,8 +243,11 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
     partitions = rep.partition_rows(results.groups, results.epochs, results.log_stats,
                                     inputs.final_log_partitions)
     lost_ranges, more = rep.ranges_by_producer(results.lost_ranges)
-    gaps = [Unavailable(f"{inputs.topic}-{g.pp}", g.start, g.end, "no successful acknowledgement")
-            for g in results.timing.gaps]
+    load_end = inputs.run.load_ended_at_ms if inputs.run else None
+    gaps = [Unavailable(f"{inputs.topic}-{g.pp}", g.start, g.end,
+                        "no successful acknowledgement" + (
+                            ", records unanswered to the load's end" if g.end == load_end
+                            else "")) for g in results.timing.gaps]
     no_leader = tl.no_leader_windows(events, bounds.last_ack_ts)
     entries, timeline_more = tl.report_entries(events, fault.ts if fault else None)
     report = Report(

@@ -29,6 +29,10 @@ class Measured:
     redelivered: int | None = None
     aborted_visible: int | None = None
     output_duplicates: int | None = None
+    # KRaft: how the controller's log says it chose leaders (None: a ZooKeeper lab's log
+    # is not read for this)
+    elr_elections: int | None = None
+    unclean_elections: int | None = None
 
 
 MEASURED = frozenset(f.name for f in fields(Measured))

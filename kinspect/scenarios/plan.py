@@ -32,14 +32,7 @@ def resolve(target: str, decided: Decisions, topic: str, remembered: dict[str, l
             raise KinspectError(f"target {target} names nothing remembered by an earlier step")
         return remembered[target[1:]]
     if target in ("leader", "follower", "followers"):
-        state = decided.partition(topic, 0)
-        leader = state.leader if state else None
-        if target == "leader":
-            if leader is None:
-                raise KinspectError(f"{topic}-0 has no leader to hit")
-            return [broker_node(leader)]
-        followers = [broker_node(b) for b in decided.replicas(topic).get(0, ()) if b != leader]
-        return followers[:1] if target == "follower" else followers
+        return _replica_role(target, decided, topic)
     if target == "controller":
         controller = decided.controller()
         if controller is None:
@@ -55,6 +48,22 @@ def resolve(target: str, decided: Decisions, topic: str, remembered: dict[str, l
     if target == "all":
         return list(all_brokers)
     return [target]
+
+
+def _replica_role(target: str, decided: Decisions, topic: str) -> list[str]:
+    """The leader, a follower (one still in sync: a second "follower" is another one) or the
+    followers of partition 0, as decided right now."""
+    state = decided.partition(topic, 0)
+    leader = state.leader if state else None
+    if target == "leader":
+        if leader is None:
+            raise KinspectError(f"{topic}-0 has no leader to hit")
+        return [broker_node(leader)]
+    followers = [b for b in decided.replicas(topic).get(0, ()) if b != leader]
+    if target == "follower":
+        in_sync = [b for b in followers if state is not None and b in state.isr]
+        return [broker_node(b) for b in (in_sync or followers)[:1]]
+    return [broker_node(b) for b in followers]
 
 
 STATS_POLL_S = 0.2  # the producers publish their stats once a second; no need to read faster

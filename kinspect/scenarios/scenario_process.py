@@ -52,13 +52,16 @@ class ScenarioOutcome:
         if self.failure is not None:
             return f"scenario {self.name} failed: {self.failure}"
         row = self.row or {}
+        if row.get("status") == "skipped":  # a platform it needs more than (KRaft, Kafka 4.x)
+            return f"{self.name}: not run: {row.get('reason')}"
         return (f"{self.name}: expected {row.get('expectation')}: "
                 f"{'held' if self.held else 'did NOT hold'}")
 
 
-def start_scenario(name: str, mode: str | None = None) -> ScenarioProcess:
-    """Start the run, keeping the lab afterwards (the screen goes on showing it); `mode`: the
-    lab's (zookeeper, kraft), else the scenario's default."""
+def start_scenario(name: str, mode: str | None = None, kafka: str | None = None
+                   ) -> ScenarioProcess:
+    """Start the run, keeping the lab afterwards (the screen goes on showing it); `mode` and
+    `kafka`: the lab's (zookeeper or kraft, its release), else the defaults."""
     from kinspect.scenarios.scenario_run import default_run_dir  # the extras: not for the screen
 
     run_dir = default_run_dir(name)
@@ -66,7 +69,8 @@ def start_scenario(name: str, mode: str | None = None) -> ScenarioProcess:
     with open(run_dir.with_suffix(".log"), "w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kinspect", "scenario", "run", name, "--json",
-             "--keep-lab", "--run-dir", str(run_dir), *(["--mode", mode] if mode else [])],
+             "--keep-lab", "--run-dir", str(run_dir), *(["--mode", mode] if mode else []),
+             *(["--kafka", kafka] if kafka else [])],
             stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL,
             start_new_session=True)
     return ScenarioProcess(name, proc, run_dir)

@@ -27,13 +27,15 @@ from kinspect.lab.topology import broker_id_of, broker_node
 from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.producer_run import run_load
 from kinspect.load.run_timeline import recording_timeline
-from kinspect.load.rundir import SCENARIO_FILE, new_run_dir, new_run_id
+from kinspect.load.rundir import BROKER_LOGS_DIR, SCENARIO_FILE, new_run_dir, new_run_id
+from kinspect.model.events import Election
 from kinspect.postmortem.finish import finish_run
 from kinspect.postmortem.story.report import blamed
 from kinspect.postmortem.story.values import ConsumerSide, Report
 from kinspect.scenarios import probes
 from kinspect.scenarios.measured import Measured, metric_value
 from kinspect.scenarios.plan import FaultPlan, PlanLog
+from kinspect.scenarios.platform import Platform
 from kinspect.scenarios.spec import METRICS, Scenario
 
 Say = Callable[[str], None]
@@ -100,28 +102,54 @@ def failover_ms(report: Report, fault_ts: int | None) -> int | None:
 
 
 def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
-               log: PlanLog, probe: dict[str, int], plan_error: str | None) -> dict[str, Any]:
+               log: PlanLog, probe: dict[str, int], plan_error: str | None,
+               platform: Platform | None = None, controller_log: bool = False) -> dict[str, Any]:
     """One run judged. A skipped step or a failed plan fails the expectation by itself: a run
-    whose fault never happened demonstrates nothing, however its numbers look."""
+    whose fault never happened demonstrates nothing, however its numbers look. How the KRaft
+    controller chose leaders is counted only from its own log (`controller_log`: kept in the
+    run dir); without it the counts are unknown, not zero."""
+    kraft = platform is not None and platform.kraft
     measured = Measured(
         faults_applied=len(log.disruptive()),
         lost_blamed_on_target=lost_blamed_on_target(report, log),
         generator_crashes=int((summary.get("crashed") or {}).get("generators", 0)),
         consumed_during_fault=probe.get("consumed_during_fault"),
-        **group_metrics(report.consumers))
+        **group_metrics(report.consumers),
+        **(elections(report) if kraft and controller_log else {}))
     row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
     row.update({name: metric_value(name, report, measured) for name in METRICS})
     row["blamed_broker"] = blamed_broker(report)
     row["failed_by_error"] = summary.get("failed_by_error", {})
     row["failover_ms"] = failover_ms(report, log.first_fault_ms)
     problems = plan_problems(log, plan_error)
-    row["expectation"] = scenario.expectation_text()
-    row["expectation_failed"] = [*problems, *(str(c) for c in scenario.expect if not c.holds(row))]
+    row["expectation"] = scenario.expectation_text(platform)
+    row["expectation_failed"] = [*problems, *(str(c) for c in scenario.conditions(platform)
+                                              if not c.holds(row))]
     row["expectation_met"] = not row["expectation_failed"]
     row["faults"] = log.entries
-    row["notes"] = problems
+    row["notes"] = problems + ([UNREAD_CONTROLLER] if kraft and not controller_log else [])
     row["explanation"] = report.explanation
     return row
+
+
+UNREAD_CONTROLLER = ("no controller's log was kept: elr_elections and unclean_elections are "
+                     "unknown")
+
+
+def kept_controller_log(run_dir: Path, state: LabState) -> bool:
+    """Whether a voter's controller.log is in the run dir's evidence (KRaft's decisions)."""
+    logs = run_dir / BROKER_LOGS_DIR
+    return any((logs / node.name / "controller.log").is_file() for node in state.voters)
+
+
+def elections(report: Report) -> dict[str, int | None]:
+    """How many of the timeline's elections the KRaft controller's log says it made from the
+    eligible leader replicas, and how many it called UNCLEAN (the last leader's return after a
+    kill among them); one entry per election, however many voters logged it."""
+    said = [Election(str(entry["election"])) for entry in report.timeline
+            if entry.get("kind") in ELECTED and entry.get("election") in set(Election)]
+    return {"elr_elections": said.count(Election.ELR),
+            "unclean_elections": sum(how.unclean for how in said)}
 
 
 def group_metrics(side: ConsumerSide | None) -> dict[str, int | None]:
@@ -163,9 +191,11 @@ def lost_blamed_on_target(report: Report, log: PlanLog) -> float | None:
     return on_target / lost
 
 
-def skipped_row(scenario: Scenario, reason: str) -> dict[str, Any]:
+def skipped_row(scenario: Scenario, reason: str, platform: Platform | None = None
+                ) -> dict[str, Any]:
     return {"scenario": scenario.name, "status": "skipped", "reason": reason, "source": scenario.source,
-            "expectation": scenario.expectation_text(), "expectation_met": None}
+            "expectation": scenario.expectation_text(platform), "expectation_met": None,
+            **(platform.fields if platform else {})}
 
 
 def unshapeable(scenario: Scenario) -> str | None:
@@ -180,24 +210,35 @@ def unshapeable(scenario: Scenario) -> str | None:
 
 
 def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
-                 spark: Any = None, mode: str = "zookeeper") -> dict[str, Any]:
-    """Run it on a lab of that mode (in KRaft the controller quorum stands where ZooKeeper
-    stood); return the result row (also written to RUN_DIR/scenario.json)."""
-    if (why := unshapeable(scenario)) is not None:
-        row = {**skipped_row(scenario, why), "mode": mode}
+                 spark: Any = None, platform: Platform | None = None) -> dict[str, Any]:
+    """Run it on a lab of that platform (in KRaft the controller quorum stands where
+    ZooKeeper stood); return the result row (also written to RUN_DIR/scenario.json). A
+    platform the scenario needs more than (KRaft, Kafka 4.x) is a skipped row with why."""
+    platform = platform or Platform.of("zookeeper")
+    why = platform.refuses(scenario.needs, bool(scenario.features)) or unshapeable(scenario)
+    if why is not None:
+        row = skipped_row(scenario, why, platform)
         _save(run_dir, row)
         return row
-    lab, state = reset_lab(UpOptions(brokers=scenario.brokers, preset=scenario.preset,
-                                     overrides=scenario.broker_config, mode=mode), say)
+    lab, state = reset_lab(lab_options(scenario, platform), say)
     try:
         with lab_decisions(state) as decided:
-            row = {**_run_on_lab(scenario, run_dir, say, lab, state, decided, spark),
-                   "mode": mode}
+            row = {**_run_on_lab(scenario, run_dir, say, lab, state, decided, spark, platform),
+                   **platform.fields}
     finally:
         if not keep_lab:
             lab.down(say)
     _save(run_dir, row)
     return row
+
+
+def lab_options(scenario: Scenario, platform: Platform) -> UpOptions:
+    """The lab a scenario asks for, on this platform (the quorum's size and feature levels
+    only where there is a quorum)."""
+    return UpOptions(brokers=scenario.brokers, preset=scenario.preset,
+                     overrides=scenario.broker_config, mode=platform.mode, kafka=platform.kafka,
+                     controllers=scenario.controllers if platform.kraft else None,
+                     features=dict(scenario.features) if platform.kraft else {})
 
 
 def _save(run_dir: Path, row: dict[str, Any]) -> None:
@@ -206,7 +247,7 @@ def _save(run_dir: Path, row: dict[str, Any]) -> None:
 
 
 def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,
-                decided: Decisions, spark: Any) -> dict[str, Any]:
+                decided: Decisions, spark: Any, platform: Platform) -> dict[str, Any]:
     bootstrap = state.bootstrap
     run_id = new_run_id()  # the load's and the group's: the group starts first
     group = scenario.consume_settings(bootstrap, run_id)
@@ -225,8 +266,8 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     def probe() -> None:  # mid-fault: can a group consume / can anyone still read?
         probe_result["consumed_during_fault"] = count(bootstrap, scenario.topic, 6.0)
 
-    wants_probe = scenario.consumer_group or any(c.metric == "consumed_during_fault"
-                                                 for c in scenario.expect)
+    wants_probe = scenario.consumer_group or any(
+        c.metric == "consumed_during_fault" for c in scenario.conditions(platform))
     plan = FaultPlan(scenario.steps, lab, decided, scenario.topic, run_dir, settings.count or 0, say,
                      probe if wants_probe else None)
     expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
@@ -249,7 +290,8 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
               f"{scenario.topic} healed (leader and full ISR)")
     say("verify, evidence and post-mortem (Spark)…")
     report = finish_run(run_dir, bootstrap, lab=lab.state() or state, spark=spark)
-    return result_row(scenario, report, summary, plan.log, probe_result, plan.error)
+    return result_row(scenario, report, summary, plan.log, probe_result, plan.error, platform,
+                      kept_controller_log(run_dir, state))
 
 
 @contextmanager

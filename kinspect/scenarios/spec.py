@@ -17,12 +17,19 @@ from typing import Any
 
 from kinspect.checks import number, topic_name
 from kinspect.errors import KinspectError
-from kinspect.lab import presets
+from kinspect.lab import dist, presets
 from kinspect.lab.faults import Fault, FaultKind, Scope
 from kinspect.lab.shaping import Direction, LinkShape
-from kinspect.lab.topology import ZOOKEEPER_NODE, broker_id_of, broker_node
+from kinspect.lab.topology import (
+    CONTROLLER_ID_BASE,
+    ZOOKEEPER_NODE,
+    broker_id_of,
+    broker_node,
+    controller_id_of,
+)
 from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.runsettings import LoadSettings
+from kinspect.scenarios.platform import NEEDS, Platform
 
 # A step's `do`, in the scenario files' words, is one of the lab's faults (isolation names
 # its scope in the word).
@@ -51,7 +58,8 @@ METRICS: dict[str, str] = {
     "unknown": "sends never reported (the generator died)",
     "consumed_during_fault": "records read mid-fault (by the consumer group, if [consumer] has one)",
     "no_leader_ms": "time without a leader, all no-leader windows added up",
-    "unavailable_ms": "the longest single window without a successful acknowledgement",
+    "unavailable_ms": "the longest single window without a successful acknowledgement (to the "
+                      "load's end when they never came back)",
     "unavailable_total_ms": "all such windows added up",
     "slowed_left_isr_ms": "from a link slowed to its broker leaving the ISR (the first one)",
     "isr_min": "the fewest in-sync replicas any ISR change of the run left",
@@ -72,6 +80,10 @@ METRICS: dict[str, str] = {
                        "read_uncommitted consumer of the output sees",
     "output_duplicates": "[group] with output: extra copies in the output as read_committed "
                          "consumers see it",
+    "elr_elections": "KRaft: leaders the controller's log says it chose from the eligible "
+                     "leader replicas (Kafka 4.x, KIP-966)",
+    "unclean_elections": "KRaft: leaders the controller's log calls UNCLEAN (outside the ISR "
+                         "and the ELR)",
 }
 # What a [group] table may say (kinspect consume run's options, in the scenario files' words).
 _GROUP_KEYS = {"commit": str, "auto_commit_ms": int, "consumers": int, "batch": int,
@@ -153,11 +165,24 @@ class Scenario:
     group: dict[str, Any] | None = None  # [group]: consumers with a ledger read along
     steps: tuple[FaultStep, ...] = ()
     expect: tuple[Condition, ...] = ()
-    needs: tuple[str, ...] = ()  # "netem": skipped with a reason where the kernel lacks it
+    needs: tuple[str, ...] = ()  # platform.NEEDS: skipped with a reason where it is lacking
+    # [expect.kraft], [expect.kafka4]: conditions that replace the base one of the same metric
+    # (or add one) on that platform: where today's Kafka really behaves otherwise (measured)
+    expect_on: dict[str, tuple[Condition, ...]] = field(default_factory=dict)
+    controllers: int | None = None  # KRaft: dedicated controllers (None: the lab's default, 1)
+    features: dict[str, int] = field(default_factory=dict)  # 4.x feature levels, at format
     path: Path | None = None
 
-    def expectation_text(self) -> str:
-        return " and ".join(str(c) for c in self.expect) or "-"
+    def conditions(self, platform: Platform | None = None) -> tuple[Condition, ...]:
+        """What must hold on a platform: the base [expect], then [expect.kraft] in KRaft, then
+        [expect.kafka4] on Kafka 4.x, each replacing a condition of the same metric."""
+        chosen = {c.metric: c for c in self.expect}
+        for scope in platform.scopes if platform else ():
+            chosen.update({c.metric: c for c in self.expect_on.get(scope, ())})
+        return tuple(chosen.values())
+
+    def expectation_text(self, platform: Platform | None = None) -> str:
+        return " and ".join(str(c) for c in self.conditions(platform)) or "-"
 
     def consume_settings(self, bootstrap: str, run_id: str = "") -> ConsumeSettings | None:
         """The [group] table as the consumer group's settings (None: no group)."""
@@ -216,9 +241,10 @@ def _whole(table: Mapping[str, Any], key: str, default: int, low: int, high: int
         raise _fail(path, str(exc)) from None
 
 
-def _target(step: FaultStep, where: str, brokers: int, named: set[str], path: Path) -> None:
+def _target(step: FaultStep, where: str, scenario: Scenario, named: set[str],
+            path: Path) -> None:
     """The step's target must exist in this scenario's own lab, or be named by an earlier step."""
-    target = step.target
+    target, brokers = step.target, scenario.brokers
     if target.startswith("@") and target[1:] not in named:
         raise _fail(path, f"{where}: target {target!r} names no earlier step's `as` "
                           f"({', '.join('@' + n for n in sorted(named)) or 'none yet'})")
@@ -226,6 +252,11 @@ def _target(step: FaultStep, where: str, brokers: int, named: set[str], path: Pa
     if broker is not None and not 1 <= broker <= brokers:
         raise _fail(path, f"{where}: target {target!r} is not in a lab of {brokers} brokers "
                           f"({broker_node(1)}..{broker_node(brokers)})")
+    controller = controller_id_of(target)
+    if controller is not None and not 1 <= controller - CONTROLLER_ID_BASE <= (
+            scenario.controllers or 0):
+        raise _fail(path, f"{where}: target {target!r} is not one of the scenario's dedicated "
+                          f"controllers ([lab] controllers = {scenario.controllers or 0})")
 
 
 def _step(raw: Any, index: int, path: Path) -> FaultStep:
@@ -238,9 +269,10 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
         raise _fail(path, f"{where}: do must be one of {', '.join(ACTIONS)}, not {do!r}")
     target = str(raw.get("target", "all" if do in ("heal", "unslow") else "leader"))
     if not (target in ROLE_TARGETS or target.startswith("@")
-            or broker_id_of(target) is not None or target == ZOOKEEPER_NODE):
+            or broker_id_of(target) is not None or controller_id_of(target) is not None
+            or target == ZOOKEEPER_NODE):
         raise _fail(path, f"{where}: target {target!r} is not a role ({', '.join(ROLE_TARGETS)}),"
-                          " a node (kafka2, zk1) or a remembered name (@old_leader)")
+                          " a node (kafka2, zk1, ctl2) or a remembered name (@old_leader)")
     at, after = raw.get("at"), raw.get("after_s")
     if (at is None) == (after is None):
         raise _fail(path, f"{where}: give exactly one of at (0..1 of the messages acknowledged) "
@@ -317,7 +349,7 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
                  "group", "fault", "expect"}, "the top level", path)
     _check_required(data, path)
     lab, topic, load = _table(data, "lab", path), _table(data, "topic", path), _table(data, "load", path)
-    _only(lab, {"preset", "brokers", "broker_config"}, "[lab]", path)
+    _only(lab, {"preset", "brokers", "broker_config", "controllers", "features"}, "[lab]", path)
     _only(topic, {"name", "partitions", "replication_factor", "config"}, "[topic]", path)
     _only(load, set(_LOAD_KEYS), "[load]", path)
     _typed(load, _LOAD_KEYS, "[load]", path)
@@ -340,9 +372,9 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         raise _fail(path, "fault must be an array of tables ([[fault]])")
     expect = _table(data, "expect", path)
     needs = data.get("needs", [])
-    if not isinstance(needs, list) or any(n != "netem" for n in needs):
-        raise _fail(path, "needs may only list \"netem\"")
-    if not expect:
+    if not isinstance(needs, list) or any(n not in NEEDS for n in needs):
+        raise _fail(path, f"needs may only list {', '.join(map(repr, NEEDS))}")
+    if not set(expect) - set(EXPECT_SCOPES):
         raise _fail(path, "[expect] names no condition: a scenario must say what should happen")
     scenario = Scenario(
         name=data["name"], title=data["title"].strip(), why=" ".join(data["why"].split()),
@@ -353,10 +385,38 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         load=dict(load), consumer_group=_probe_group(data, path),
         group=_group(data, path),
         steps=tuple(_step(raw, i, path) for i, raw in enumerate(steps)),
-        expect=tuple(parse_condition(k, v, path) for k, v in expect.items()),
-        needs=tuple(needs), path=path)
+        expect=tuple(parse_condition(k, v, path) for k, v in expect.items()
+                     if k not in EXPECT_SCOPES),
+        expect_on={scope: tuple(parse_condition(k, v, path)
+                                for k, v in _table(expect, scope, path).items())
+                   for scope in EXPECT_SCOPES if scope in expect},
+        needs=tuple(needs), controllers=_controllers(lab, needs, path),
+        features=_features(lab, needs, path), path=path)
     _check_whole(scenario, path)
     return scenario
+
+
+def _controllers(lab: Mapping[str, Any], needs: list[str], path: Path) -> int | None:
+    """[lab] controllers: a KRaft quorum of its own size (a scenario that needs KRaft)."""
+    if "controllers" not in lab:
+        return None
+    if "kraft" not in needs and "elr" not in needs:
+        raise _fail(path, "[lab] controllers is for KRaft: add needs = [\"kraft\"]")
+    return _whole(lab, "controllers", 1, 0, 5, "[lab]", path)
+
+
+def _features(lab: Mapping[str, Any], needs: list[str], path: Path) -> dict[str, int]:
+    """[lab] features: Kafka 4.x feature levels the lab is formatted with
+    (eligible.leader.replicas.version = 0 turns ELR off)."""
+    table = _table(lab, "features", path)
+    if table and "elr" not in needs:
+        raise _fail(path, "[lab] features need Kafka 4.x: add needs = [\"elr\"]")
+    out = {}
+    for name in table:
+        if (problem := dist.feature_problem(name)) is not None:
+            raise _fail(path, f"[lab] features: {problem}")
+        out[name] = _whole(table, name, 0, 0, 32767, "[lab] features", path)
+    return out
 
 
 def _check_required(data: Mapping[str, Any], path: Path) -> None:
@@ -381,7 +441,7 @@ def _check_whole(scenario: Scenario, path: Path) -> None:
     load generator's and the consumer group's own rules, all before any lab is touched."""
     named: set[str] = set()
     for index, step in enumerate(scenario.steps):
-        _target(step, f"fault step {index + 1}", scenario.brokers, named, path)
+        _target(step, f"fault step {index + 1}", scenario, named, path)
         if step.remember:
             named.add(step.remember)
     try:  # acks, idempotence needs acks=all, ...
@@ -394,6 +454,9 @@ def _check_whole(scenario: Scenario, path: Path) -> None:
             group.validate()
     except KinspectError as exc:
         raise _fail(path, f"[group]: {exc}") from None
+
+
+EXPECT_SCOPES = ("kraft", "kafka4")  # [expect.kraft], [expect.kafka4]
 
 
 _KIND_WORDS: dict[type, str] = {int: "a whole number", float: "a number", str: "a string",

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kinspect.lab.dist import kafka_version
+from kinspect.scenarios.platform import Platform
+
 COLUMNS = (("scenario", "scenario"), ("acked", "acked"), ("in_log", "in log"),
            ("acked_lost", "acked lost"), ("live_lost", "live figure"),
            ("unacked_present", "unacked present"),
@@ -69,25 +72,39 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join([head, rule, *body])
 
 
-# What the side-by-side table shows of each mode: the verdict and the failover.
-PER_MODE = (("acked_lost", "acked lost"), ("failover_ms", "failover"),
+# What the side-by-side table shows of each platform: the verdict and the failover.
+PER_PLATFORM = (("acked_lost", "acked lost"), ("failover_ms", "failover"),
             ("unavailable_ms", "unavailable"), ("expectation_met", "expected?"))
-MODE_NAMES = {"zookeeper": "ZooKeeper", "kraft": "KRaft"}
 
 
-def side_by_side(rows: Sequence[dict[str, Any]], modes: Sequence[str],
+def platform_of(row: dict[str, Any]) -> Platform:
+    """Where a row ran (rows from before `kafka` was recorded ran on the pinned release)."""
+    return Platform(row.get("mode", "zookeeper"), row.get("kafka") or kafka_version())
+
+
+def _platform_cells(row: dict[str, Any] | None) -> list[str]:
+    """One platform's cells of a row; a run that did not happen says why in its last cell."""
+    if row is None:
+        return ["-"] * len(PER_PLATFORM)
+    if row.get("status") in ("skipped", "error"):
+        why = str(row.get("reason", "")).split(";")[0]
+        return [""] * (len(PER_PLATFORM) - 1) + [f"{row['status']}: {why}"]
+    return [cell(k, row) for k, _ in PER_PLATFORM]
+
+
+def side_by_side(rows: Sequence[dict[str, Any]], columns: Sequence[Platform],
                  markdown: bool = False) -> str:
-    """One line a scenario, each mode's figures beside the other's: which lessons still hold
-    in today's Kafka. A scenario run more than once shows its last run of each mode."""
+    """One line a scenario, each platform's figures beside the others': which lessons still
+    hold in today's Kafka. A scenario run more than once shows its last run on each."""
     names = list(dict.fromkeys(r["scenario"] for r in rows))
-    last = {(r["scenario"], r.get("mode", "zookeeper")): r for r in rows}
-    head = ["scenario", *(f"{MODE_NAMES.get(m, m)}: {t}" for m in modes for _, t in PER_MODE)]
+    last = {(r["scenario"], platform_of(r)): r for r in rows}
+    head = ["scenario", *(f"{p.label}: {t}" for p in columns for _, t in PER_PLATFORM)]
     body = []
     for name in names:
         line = [name]
-        for mode in modes:
-            row = last.get((name, mode))
-            line += [cell(k, row) if row is not None else "-" for k, _ in PER_MODE]
+        for platform in columns:
+            row = last.get((name, platform))
+            line += _platform_cells(row)
         body.append(line)
     if markdown:
         rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"

@@ -53,9 +53,10 @@ from kinspect.model import (
     ReplicaEnd,
     Unknown,
 )
-from kinspect.model.views import AdminState, Mode
+from kinspect.model.views import AdminState, BrokerLogDirs, Mode
 from kinspect.sources.claims import newest_claims
 from kinspect.sources.configs import describe_brokers, describe_topics
+from kinspect.sources.hidden import confirm_hidden
 
 CONFIG_EVERY_N_POLLS = 10
 SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
@@ -141,7 +142,10 @@ class AdminSource:
         self._configs: dict[str, dict[str, ConfigValue]] = {}
         self._config_unknown: dict[str, Unknown] = {}
         self._broker_configs: dict[int, Fact[dict[str, ConfigValue]]] = {}
-        self._hosted: Fact[frozenset[str]] = Unknown("not asked yet")
+        self._disks: dict[int, Fact[BrokerLogDirs]] = {}
+        self._disks_at: int | None = None
+        # the last confirmation of hidden topics: (disks asked at, candidates) -> the answer
+        self._hidden_for: tuple[tuple[int | None, frozenset[str]], frozenset[str]] | None = None
         self._progress: dict[tuple[Key, int], tuple[int, int]] = {}  # adding replica: end, since
         self._polls = 0
         self._stop = threading.Event()
@@ -266,7 +270,7 @@ class AdminSource:
             epoch_ends = self._epoch_ends(partitions, ends, decided) if probing else {}
             elr = pool.submit(self._eligible, brokers) if self.mode == "kraft" else None
             if dirs is not None:
-                self._hosted = dirs.result()
+                self._disks, self._disks_at = dirs.result(), polled_at
             found = offsets.result()
             reassignments = moving.result()
             eligible = elr.result() if elr is not None else Unknown("not a KRaft cluster")
@@ -278,9 +282,12 @@ class AdminSource:
                           quorum_unknown=_quorum_refused(asked),
                           controllers=asked.controllers if asked else (), decided=decided,
                           config_unknown=dict(self._config_unknown),
-                          reassignments=reassignments, elr=eligible, hosted_topics=self._hosted,
+                          reassignments=reassignments, elr=eligible,
+                          hidden_topics=self._hidden(set(metadata.topics)), log_dirs=dict(self._disks),
+                          log_dirs_at_ms=self._disks_at, offline_replicas=_offline(claims),
                           broker_configs=dict(self._broker_configs),
                           probe_errors=dict(self.probe_errors) if probing else {},
+                          probes_off=self.probe_problem,
                           stalled_since=self._stalls(reassignments, ends, polled_at))
         return view, claims
 
@@ -310,20 +317,27 @@ class AdminSource:
                 return answer
         return answer
 
-    def _log_dirs(self, brokers: Mapping[int, str]) -> Fact[frozenset[str]]:
-        """The topics the brokers hold on disk (DescribeLogDirs answers for every topic, which
-        the metadata does not: a topic this user may not describe is missing only there)."""
-        hosted: set[str] = set()
-        reasons = []
-        for link in self._links_to(brokers):
-            answer = ask_log_dirs(link, min(2.0, self.timeout_s))
-            if isinstance(answer, Unknown):
-                reasons.append(answer.reason)
-            else:
-                hosted |= {topic for topic, _partition in answer}
-        if reasons and len(reasons) == len(brokers):  # some: a dead broker's topics are offline
-            return Unknown(reasons[0])
-        return frozenset(hosted)
+    def _hidden(self, listed: set[str]) -> Fact[frozenset[str]]:
+        """Topics on the brokers' disks the metadata did not list and refuses to describe."""
+        hosted = hosted_topics(self._disks)
+        if isinstance(hosted, Unknown):
+            return hosted
+        key = (self._disks_at, frozenset(hosted - listed))
+        if self._hidden_for is not None and self._hidden_for[0] == key:
+            return self._hidden_for[1]  # asked once per change, not every poll
+        answer = confirm_hidden(self._admin, key[1], self.timeout_s)
+        self._hidden_for = None if isinstance(answer, Unknown) else (key, answer)
+        return answer
+
+    def _log_dirs(self, brokers: Mapping[int, str]) -> dict[int, Fact[BrokerLogDirs]]:
+        """Each broker's log dirs: sizes, offline dirs, replicas moving between dirs. Only a
+        broker answers for its own disks, so each is asked, in parallel."""
+        links = self._links_to(brokers)
+        with ThreadPoolExecutor(max_workers=max(1, len(links))) as pool:
+            answers = list(pool.map(lambda link: ask_log_dirs(link, min(2.0, self.timeout_s)),
+                                    links))
+        return {link.broker_id: answer for link, answer in zip(links, answers, strict=True)
+                if link.broker_id is not None}
 
     def _stalls(self, moving: Fact[dict[Key, Reassignment]],
                 ends: Mapping[Key, Mapping[int, ReplicaEnd]], now_ms: int
@@ -375,8 +389,7 @@ class AdminSource:
         for key in keys:
             top, bottom = high.get(key), low.get(key)
             epoch = top.leader_epoch if top is not None else None
-            out[key] = Offsets(high_watermark=top.offset if top is not None else None,
-                               log_start=bottom.offset if bottom is not None else None,
+            out[key] = Offsets(high_watermark=_offset(top), log_start=_offset(bottom),
                                leader_epoch=epoch if epoch is None or epoch >= 0 else None)
         return out
 
@@ -452,3 +465,27 @@ class AdminSource:
             except (OSError, ConnectionError, ValueError, EOFError):
                 continue
         return out
+
+
+def hosted_topics(disks: Mapping[int, Fact[BrokerLogDirs]]) -> Fact[frozenset[str]]:
+    """The topics the brokers hold on disk (DescribeLogDirs answers for every topic, which
+    the metadata does not: a topic this user may not describe is missing only there). Some
+    brokers not answering is no reason to doubt the rest: a dead broker's topics are offline."""
+    known = [d for d in disks.values() if not isinstance(d, Unknown)]
+    if not known:
+        first = next(iter(disks.values()), None)
+        return first if isinstance(first, Unknown) else Unknown("not asked yet")
+    return frozenset(topic for d in known for topic, _partition in (*d.replicas, *d.future))
+
+
+def _offline(claims: Claims) -> dict[Key, tuple[int, ...]]:
+    """Replicas on a failed log dir, as the broker with the newest word on each partition
+    says (Metadata's offline_replicas: what `kafka-topics --describe` prints as "Offline:")."""
+    return {key: claim.offline for key, claim in newest_claims(claims).items() if claim.offline}
+
+
+def _offset(answer: Any) -> int | None:
+    """An answer's offset; None when it has none, or gives librdkafka's OFFSET_INVALID (-1001)
+    or another negative sentinel (a leader that could not answer: unknown, not a number)."""
+    offset = getattr(answer, "offset", None)
+    return offset if isinstance(offset, int) and offset >= 0 else None

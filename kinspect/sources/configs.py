@@ -24,7 +24,8 @@ from kinspect.model import ConfigValue, Fact, Unknown
 
 # The topic settings health judges, and the throttled replicas a reassignment may carry.
 TOPIC_KEYS = ("min.insync.replicas", "unclean.leader.election.enable",
-              "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+              "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+              "retention.ms", "cleanup.policy")  # the last two: a lagging group's deadline
 # A broker's replication throttles (kafka-reassign-partitions --throttle sets them).
 BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31

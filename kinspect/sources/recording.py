@@ -48,11 +48,14 @@ from kinspect.model.serialize import (
     elr_to_json,
     fact_from_json,
     fact_to_json,
+    log_dir_from_json,
+    log_dir_to_json,
     reassignment_from_json,
     reassignment_to_json,
     throttle_from_json,
     throttle_to_json,
 )
+from kinspect.model.snapshot import LogDirInfo, ReplicaDisk
 
 RECORDING_DIR = "recording"  # in a run dir or a session dir
 POINTER_FILE = "recording.json"  # in a run dir: which session recorded it, and when
@@ -79,19 +82,24 @@ def partition_row(p: PartitionInfo) -> list[Any]:
             [list(e) for e in p.epoch_ends],
             fact_to_json(p.reassignment, reassignment_to_json),
             None if p.elr is None else fact_to_json(p.elr, elr_to_json),
-            p.leader_live, p.stalled_ms]
+            p.leader_live, p.stalled_ms,
+            [[d.broker, d.log_dir, d.size, d.moving_to, d.moved] for d in p.disks],
+            list(p.offline_replicas)]
 
 
 def partition_from_row(topic: str, r: list[Any]) -> PartitionInfo:
-    """A row; one recorded before reassignments and ELR were seen (13 cells) has neither."""
+    """A row; one recorded before reassignments and ELR were seen (13 cells) has neither, one
+    recorded before disks were (17 cells) has no sizes or offline replicas."""
     later: list[Any] = r[13:] if len(r) > 13 else [None, None, True, None]
+    disks: list[Any] = r[17:] if len(r) > 17 else [[], []]
     return PartitionInfo(topic, r[0], r[1], r[2], tuple(r[3]), tuple(r[4]), r[5], r[6],
                          fact_from_json(r[7]), r[8], None if r[9] is None else tuple(r[9]),
                          r[10], tuple(ReplicaLog(*x) for x in r[11]),
                          tuple((e[0], e[1], e[2]) for e in r[12]),
                          fact_from_json(later[0], reassignment_from_json),
                          None if later[1] is None else fact_from_json(later[1], elr_from_json),
-                         bool(later[2]), later[3])
+                         bool(later[2]), later[3], tuple(ReplicaDisk(*x) for x in disks[0]),
+                         tuple(disks[1]))
 
 
 def _topic_row(t: TopicInfo) -> list[Any]:
@@ -108,7 +116,8 @@ def _topic_from_row(r: list[Any]) -> TopicInfo:
 
 def _groups(groups: Sequence[GroupInfo]) -> list[Any]:
     return [[g.group_id, g.state, g.members,
-             [[p.topic, p.partition, p.committed, p.high_watermark] for p in g.partitions]]
+             [[p.topic, p.partition, p.committed, p.high_watermark, p.next_ts, p.log_start]
+              for p in g.partitions]]
             for g in groups]
 
 
@@ -145,7 +154,9 @@ def _lists_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
     d: Json = {}
     if new.brokers != old.brokers:
         d["b"] = [[b.id, b.address, b.registered, b.expected, b.fenced,
-                   None if b.throttle is None else fact_to_json(b.throttle, throttle_to_json)]
+                   None if b.throttle is None else fact_to_json(b.throttle, throttle_to_json),
+                   None if b.log_dirs is None else fact_to_json(
+                       b.log_dirs, lambda dirs: [log_dir_to_json(x) for x in dirs])]
                   for b in new.brokers]
     if new.warnings != old.warnings:
         d["w"] = [[w.kind, w.message, w.topic, w.broker, w.severity] for w in new.warnings]
@@ -210,12 +221,18 @@ def _apply_cluster(d: Json) -> Json:
     return changes
 
 
+def _log_dirs_from_json(dirs: list[Any]) -> tuple[LogDirInfo, ...]:
+    return tuple(log_dir_from_json(x) for x in dirs)
+
+
 def _apply_lists(d: Json) -> Json:
     changes: Json = {}
     if "b" in d:
         changes["brokers"] = tuple(BrokerInfo(b[0], b[1], b[2], b[3], b[4],
                                               None if len(b) < 6 or b[5] is None
-                                              else fact_from_json(b[5], throttle_from_json))
+                                              else fact_from_json(b[5], throttle_from_json),
+                                              None if len(b) < 7 or b[6] is None
+                                              else fact_from_json(b[6], _log_dirs_from_json))
                                    for b in d["b"])
     if "w" in d:
         changes["warnings"] = tuple(ClusterWarning(kind, message, topic, broker, Severity(level))

@@ -317,10 +317,11 @@ class ActingApp(App[None]):
                 said.append(ReportReady(outcome.report, outcome.report_dir))
             return said
 
-        mode = self.lab.mode if self.lab else None  # the lab's mode, as the screen watches it
+        # the lab's mode and release, as the screen watches it
+        mode, kafka = (self.lab.mode, self.lab.kafka_version) if self.lab else (None, None)
 
         def run(say: Callable[[str], None]) -> list[Message]:
-            process = self.lab_console.start_scenario(name, mode)
+            process = self.lab_console.start_scenario(name, mode, kafka)
             self.post_message(LoadStarted(process.run_dir))  # its load in the load panel
             return verdict(follow(process, say))
 

@@ -48,8 +48,12 @@ ACTIONS: tuple[UiAction, ...] = (
     UiAction("filter", "slash", "filter", "filter partitions by topic or name", "view"),
     UiAction("unhealthy", "u", "unhealthy", "show only unhealthy partitions", "view"),
     UiAction("warnings", "W", "warnings", "every cluster warning in full", "view", footer=False),
+    UiAction("broker", "b", "broker", "the selected broker's replicas: leads or follows, in "
+             "sync, behind the leader, size, log dir (sortable)", "view", footer=False),
     UiAction("command_palette", "colon", "commands", "open the command palette", "app",
              footer=False),
+    UiAction("switch", "c", "cluster", "look at another cluster of the profiles file, or back "
+             "at the lab (read-only anywhere but the lab)", "app", footer=False),
     UiAction("help", "question_mark", "help", "show every key", "app"),
     UiAction("quit", "q", "quit", "quit (the lab keeps running)", "app"),
 )

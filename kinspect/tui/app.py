@@ -21,25 +21,29 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.events import Key, Resize
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from kinspect.errors import error_line
+from kinspect.errors import KinspectError, error_line
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity
 from kinspect.model.lag import LagTrend
-from kinspect.profiles import redact
-from kinspect.target import ClusterTarget
+from kinspect.profiles import load_profile, profile_names, redact
+from kinspect.target import ClusterTarget, lab_target, profile_target, read_only_reason
 from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
+from kinspect.tui.broker_screen import BrokerScreen
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed
 from kinspect.tui.load_panel import LoadPanel
 from kinspect.tui.messages import (
+    ClusterChoices,
+    ClusterSwitched,
     EngineChanged,
     FeedFailed,
     LabArrived,
@@ -50,7 +54,7 @@ from kinspect.tui.messages import (
     SnapshotArrived,
     TaskStep,
 )
-from kinspect.tui.modals import HelpScreen
+from kinspect.tui.modals import LAB_CHOICE, ClusterPicker, HelpScreen
 from kinspect.tui.partition_view import PartitionPanel, PartitionView
 from kinspect.tui.render import (
     event_line,
@@ -157,7 +161,10 @@ class KinspectApp(ActingApp):
 
     @work(thread=True, exclusive=True, group="feed", exit_on_error=False)
     def start_feed(self) -> None:
-        self.feed.start(self.post_message)
+        """Run the feed; what it posts after the cluster switcher replaced it is dropped (its
+        thread finishes its last poll after stop)."""
+        feed = self.feed
+        feed.start(lambda message: self.post_message(message) if self.feed is feed else False)
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def keep_engine(self) -> None:
@@ -215,13 +222,10 @@ class KinspectApp(ActingApp):
         started = time.perf_counter()
         self.snapshot, self.health = snapshot, latest.health  # assessed off the loop
         self.lag_trend.observe(snapshot)
-        self.partitions.show(snapshot)
-        groups = self.main.query_one("#consumer-groups", Static)
-        # the panel appears with the first group (one listed but refused to this user too)
-        groups.display = bool(snapshot.groups or snapshot.groups_unknown)
-        if groups.display:
-            groups.update(groups_text(snapshot, self.lag_trend, self.size.width))
-        self.main.query_one(BrokerTable).show(snapshot, self.lab)
+        if isinstance(self.screen, BrokerScreen):  # the main panels wait until it closes
+            self.screen.show(snapshot)
+        else:
+            self._draw_panels(snapshot)
         log = self.main.query_one(EventLog)
         if len(events) > EVENT_BURST:  # a failover of thousands of partitions: the gist
             log.write(f"… {len(events) - EVENT_BURST:,} more events (all of them: kinspect watch)")
@@ -233,6 +237,18 @@ class KinspectApp(ActingApp):
         self._render_side()
         self.last_render_ms = (time.perf_counter() - started) * 1000
         self._next_draw = time.monotonic() + max(MIN_DRAW_GAP_S, 2 * self.last_render_ms / 1000)
+
+    def _draw_panels(self, snapshot: ClusterSnapshot | None) -> None:
+        """The partitions, the groups and the brokers, from one snapshot."""
+        if snapshot is None:
+            return
+        self.partitions.show(snapshot)
+        groups = self.main.query_one("#consumer-groups", Static)
+        # the panel appears with the first group (one listed but refused to this user too)
+        groups.display = bool(snapshot.groups or snapshot.groups_unknown)
+        if groups.display:
+            groups.update(groups_text(snapshot, self.lag_trend, self.size.width))
+        self.main.query_one(BrokerTable).show(snapshot, self.lab)
 
     @on(LabArrived)
     def lab_arrived(self, message: LabArrived) -> None:
@@ -381,6 +397,71 @@ class KinspectApp(ActingApp):
     def action_warnings(self) -> None:
         self.push_screen(WarningsScreen(warnings_text(self.snapshot, self.health)))
 
+    # ----- another cluster ----------------------------------------------------------------
+
+    @work(thread=True, group="switch", exit_on_error=False)
+    def action_switch(self) -> None:
+        """What to offer (the profiles file and the lab's state are read off the loop)."""
+        from kinspect.lab import running_lab
+
+        def choices() -> list[Message]:
+            try:
+                names, problem = tuple(profile_names()), None
+            except KinspectError as exc:
+                names, problem = (), error_line(exc)
+            return [ClusterChoices(names, running_lab() is not None, problem)]
+        self._answer(choices)
+
+    @on(ClusterChoices)
+    def choose_cluster(self, message: ClusterChoices) -> None:
+        if not message.names and not message.lab:
+            self.notify(message.problem or "no profiles and no lab to switch to",
+                        severity="warning")
+            return
+        self.push_screen(ClusterPicker(message.names, message.lab, message.problem),
+                         self._chosen)
+
+    def _chosen(self, choice: str | None) -> None:
+        if choice is not None:
+            self._switch_to(choice)
+
+    @work(thread=True, group="switch", exit_on_error=False)
+    def _switch_to(self, choice: str) -> None:
+        """Resolve the chosen cluster (is it our lab? asked of its ZooKeeper or brokers)."""
+        from kinspect.lab import running_lab
+
+        def resolved() -> list[Message]:
+            lab = running_lab()
+            if choice == LAB_CHOICE:
+                if lab is None:
+                    raise KinspectError("the lab is no longer running")
+                return [ClusterSwitched(lab_target(lab))]
+            return [ClusterSwitched(profile_target(load_profile(choice), lab))]
+        self._answer(resolved, failed=f"cannot switch to {choice}: ")
+
+    @on(ClusterSwitched)
+    def cluster_switched(self, message: ClusterSwitched) -> None:
+        """A new feed and console; the old feed stops, the screen starts over."""
+        self.feed.stop()
+        self.feed, self.lab_console = live_feed(message.target), console_for(message.target)
+        self.snapshot, self.health, self.lab, self.load = None, None, None, None
+        self.lag_trend = LagTrend()
+        self.start_feed()
+        self.refresh_bindings()
+        self._render_header()
+        self.notify(f"now looking at {self.feed.title}"
+                    + (" (read-only)" if self.read_only_reason else ""))
+
+    def action_broker(self) -> None:
+        broker = self.main.query_one(BrokerTable).selected_broker
+        if broker is None:
+            self.notify("no broker to open", severity="warning")
+            return
+        # Its rows are all a snapshot redraws while it is open (at 10,000 partitions the main
+        # panels cost more than it does); they catch up with the newest when it closes.
+        self.push_screen(BrokerScreen(broker, self.snapshot),
+                         lambda _closed: self._draw_panels(self.snapshot))
+
     def action_select_broker(self, broker_id: int) -> None:
         if not self.main.query_one(BrokerTable).select_broker(broker_id):
             self.notify(f"no broker {broker_id}", severity="warning")
@@ -424,22 +505,30 @@ def say_running_loads(bootstrap: str) -> None:
                   f"{load.stop_command()}")
 
 
-def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
-    """Open the TUI: fault keys on the lab kinspect started, read-only anywhere else."""
+def live_feed(cluster: ClusterTarget) -> Feed:
+    """The live feed of a cluster, titled with its (redacted) name."""
     from kinspect.tui.feed import LiveFeed
 
-    feed = LiveFeed(cluster.bootstrap, cluster.zookeeper, lab_backed=cluster.lab is not None,
+    return LiveFeed(cluster.bootstrap, cluster.zookeeper, lab_backed=cluster.lab is not None,
                     expected=cluster.expected_brokers, title=redact(cluster.label),
                     admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
                     controllers=cluster.controllers)
+
+
+def console_for(cluster: ClusterTarget) -> Console:
+    """Fault keys on the lab kinspect started, read-only anywhere else."""
+    reason = read_only_reason(cluster, redact(cluster.label))
+    return LabConsole() if reason is None else ReadOnlyConsole(reason)
+
+
+def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
+    """Open the TUI: fault keys on the lab kinspect started, read-only anywhere else."""
     if cluster.lab is not None:
         # KINSPECT_WARM_ENGINE=0: no Spark beside the screen (m then starts its own)
         warm = os.environ.get("KINSPECT_WARM_ENGINE", "1") != "0"
-        KinspectApp(feed, LabConsole(), no_confirm=no_confirm,
+        KinspectApp(live_feed(cluster), LabConsole(), no_confirm=no_confirm,
                     engine=EngineKeeper() if warm else None).run()
         say_running_loads(cluster.bootstrap)
         return 0
-    reason = (f"fault keys act only on a lab kinspect started; {redact(cluster.label)} is not "
-              "one (no lab id of ours in its ZooKeeper)")
-    KinspectApp(feed, ReadOnlyConsole(reason), no_confirm=no_confirm).run()
+    KinspectApp(live_feed(cluster), console_for(cluster), no_confirm=no_confirm).run()
     return 0

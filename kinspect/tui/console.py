@@ -45,7 +45,8 @@ class Console:
     def stop_load(self, run_dir: Path) -> str:
         raise self._refuse()
 
-    def start_scenario(self, name: str, mode: str | None = None) -> ScenarioProcess:
+    def start_scenario(self, name: str, mode: str | None = None, kafka: str | None = None
+                       ) -> ScenarioProcess:
         raise self._refuse()
 
     def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> str:
@@ -84,8 +85,9 @@ class LabConsole(Console):
     def stop_load(self, run_dir: Path) -> str:
         return "stopping the load" if loads.stop_load(run_dir) else "no load was running"
 
-    def start_scenario(self, name: str, mode: str | None = None) -> ScenarioProcess:
-        return scenarios.start_scenario(name, mode)
+    def start_scenario(self, name: str, mode: str | None = None, kafka: str | None = None
+                       ) -> ScenarioProcess:
+        return scenarios.start_scenario(name, mode, kafka)
 
     def start_consumers(self, request: ConsumerRequest, run_dir: Path) -> str:
         return consumers.start_consumers(request, run_dir)

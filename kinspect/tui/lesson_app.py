@@ -262,8 +262,10 @@ class LessonApp(KinspectApp):
 
         title = "lesson: fix" if fix else "lesson"
         mode = self.flow.lesson.mode or (self.lab.mode if self.lab else None)
+        # the lab's release too, when the lesson keeps the lab's mode (a 4.x lab stays 4.x)
+        kafka = self.lab.kafka_version if self.lab and self.lab.mode == mode else None
         try:
-            process = self.lab_console.start_scenario(scenario, mode)
+            process = self.lab_console.start_scenario(scenario, mode, kafka)
             self.post_message(LoadStarted(process.run_dir))  # the load panel follows its load
             outcome = follow(process, self._progress(title))
         except (KinspectError, OSError) as exc:

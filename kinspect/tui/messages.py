@@ -16,6 +16,7 @@ from textual.message import Message
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity, assess
+from kinspect.target import ClusterTarget
 from kinspect.tui.render import clock_text
 
 if TYPE_CHECKING:
@@ -169,3 +170,20 @@ class EngineChanged(Message):
     def __init__(self, state: str, detail: str = "") -> None:
         super().__init__()
         self.state, self.detail = state, detail
+
+
+class ClusterChoices(Message):
+    """What the cluster switcher offers: the profiles file's names, and the lab if one runs
+    (`problem`: why the profiles could not be read)."""
+
+    def __init__(self, names: tuple[str, ...], lab: bool, problem: str | None) -> None:
+        super().__init__()
+        self.names, self.lab, self.problem = names, lab, problem
+
+
+class ClusterSwitched(Message):
+    """The cluster to look at from now on, resolved (its lab proven, or read-only)."""
+
+    def __init__(self, target: ClusterTarget) -> None:
+        super().__init__()
+        self.target = target

@@ -90,6 +90,33 @@ class ScenarioPicker(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
 
+LAB_CHOICE = "\0lab"  # the switcher's id for the running lab (no profile name has a NUL)
+
+
+class ClusterPicker(ModalScreen[str | None]):
+    """The cluster switcher: the lab, or a profile of the profiles file (read-only there)."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+
+    def __init__(self, names: tuple[str, ...], lab: bool, problem: str | None) -> None:
+        super().__init__()
+        self.names, self.lab, self.problem = names, lab, problem
+
+    def compose(self) -> ComposeResult:
+        options = [Option(Text.assemble(("the lab", "bold"), ("  fault keys on", "dim")),
+                          id=LAB_CHOICE)] if self.lab else []
+        options += [Option(Text(name, "bold"), id=name) for name in self.names]
+        with Vertical(classes="dialog"):
+            yield Label(Text("Look at another cluster", "bold"))
+            if self.problem:
+                yield Static(Text(self.problem, "yellow"))
+            yield OptionList(*options)
+
+    @on(OptionList.OptionSelected)
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
 class PartitionEditor(ModalScreen[list[str] | None]):
     """Type groups as in `kinspect lab partition`: each group is comma-separated nodes."""
 

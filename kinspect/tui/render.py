@@ -10,8 +10,10 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from rich.filesize import decimal
 from rich.style import Style
 from rich.text import Text
 
@@ -24,9 +26,15 @@ from kinspect.model import (
     ReplicaLog,
     Unknown,
 )
-from kinspect.model.assessment import STALLED_AFTER_MS, HealthReport, Verdict, unchecked
+from kinspect.model.assessment import (
+    STALLED_AFTER_MS,
+    HealthReport,
+    Verdict,
+    duration,
+    unchecked,
+)
 from kinspect.model.lag import LagTrend
-from kinspect.model.snapshot import Throttle
+from kinspect.model.snapshot import BrokerInfo, Throttle
 
 if TYPE_CHECKING:
     from kinspect.lab.state import LabState, NodeRecord
@@ -35,7 +43,7 @@ if TYPE_CHECKING:
 STALE_AFTER_MS = 5000
 PARTITION_COLUMNS = ("topic", "part", "leader", "epoch", "replicas", "isr", "replica logs", "hw",
                      "flags")
-BROKER_COLUMNS = ("id", "address", "lab", "zk", "leads", "not in ISR")
+BROKER_COLUMNS = ("id", "address", "lab", "zk", "leads", "not in ISR", "disk")
 # The labels in KRaft, by column key: "zk" says whether the broker is in the cluster metadata.
 KRAFT_BROKER_LABELS = {"zk": "metadata"}
 UNKNOWN_STYLE = "bold yellow"
@@ -236,8 +244,27 @@ def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None) -> list[
         leads, missing = leading[broker_id], out_of_isr[broker_id]
         rows.append(BrokerRow(broker_id, (
             _span(str(broker_id), "bold"), Text(address), lab_state_text(node, lab), zk,
-            Text(str(leads)), _span(str(missing), "bold yellow" if missing else "dim"))))
+            Text(str(leads)), _span(str(missing), "bold yellow" if missing else "dim"),
+            disk_text(info))))
     return rows
+
+
+def disk_text(info: BrokerInfo | None) -> Text:
+    """What a broker's replicas hold on disk, the least room left in one of its log dirs (the
+    first to fill), and any offline dir in red ("—": not asked, "?": not told)."""
+    dirs = info.log_dirs if info is not None else None
+    if dirs is None:
+        return _span("—", "dim")
+    if isinstance(dirs, Unknown):
+        return _span("?", UNKNOWN_STYLE)
+    text = Text(decimal(sum(d.size for d in dirs)))
+    free = [d.usable_bytes for d in dirs if d.usable_bytes is not None and not d.offline]
+    if free:
+        text.append(f" · {decimal(min(free))} free", "dim")
+    for d in dirs:
+        if d.offline:  # the dir's name: the whole path is in the warning beside
+            sep(text, "·").append(f"{PurePath(d.path).name} OFFLINE", "bold red")
+    return text
 
 
 def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
@@ -435,6 +462,12 @@ def groups_text(snapshot: ClusterSnapshot | None, trend: LagTrend, width: int = 
             arrow, style = ("↑", "red") if rate > 0.5 else ("↓", "green") if rate < -0.5 \
                 else ("→", "dim")
             text.append(f" {arrow} {rate:+,.0f}/s", style)
+        behind_ms = group.lag_ms(snapshot.taken_at) if snapshot is not None else None
+        if behind_ms:
+            text.append(f" · {duration(behind_ms)} behind", "bold yellow")
+        lost = sum(p.deleted_unconsumed for p in group.partitions)
+        if lost:
+            text.append(f" · {lost:,} deleted unconsumed", "bold red")
         worst = sorted((p for p in group.partitions if p.lag), key=lambda p: -(p.lag or 0))[:3]
         if worst:
             text.append("   " + "  ".join(f"{p.topic}-{p.partition} {p.lag:,} (at {p.committed:,})"

@@ -10,22 +10,28 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.model import (
+    BrokerLogDirs,
     ClusterSnapshot,
+    ConfigValue,
     ControllerInfo,
     GroupInfo,
     GroupPartition,
+    LogDir,
+    LogDirReplica,
     PartitionStateZ,
     Unknown,
     build_snapshot,
     snapshot_to_json,
 )
+from kinspect.model.facts import Fact
 from tests.helpers.kraft_fixtures import kraft_snapshot, kraft_view
 from tests.helpers.model_fixtures import T0, broker_view, demo_snapshot, zk_view
 from tests.helpers.recorded import recorded_snapshot
 
 GOLDEN = Path(__file__).parent / "data" / "health_golden.json"
 
-Case = tuple[ClusterSnapshot, str | None, int | None, tuple[str, ...]]
+# snapshot, ZooKeeper's error, --max-lag, stalled moves[, --max-lag-seconds]
+Case = tuple[Any, ...]
 
 
 def one_topic(isr: tuple[int, ...], refused: bool = False) -> ClusterSnapshot:
@@ -36,6 +42,40 @@ def one_topic(isr: tuple[int, ...], refused: bool = False) -> ClusterSnapshot:
         broker = dataclasses.replace(broker, configs={}, config_unknown={
             "test1": Unknown("no DescribeConfigs permission on the topic")})
     return build_snapshot(zk, broker, [1, 2, 3], T0)
+
+
+def disks(answer: Fact[BrokerLogDirs]) -> ClusterSnapshot:
+    """test1 healthy, broker 2's log dirs as `answer`, brokers 1 and 3 answering with one
+    healthy dir each."""
+    zk = zk_view(states={("test1", 0): PartitionStateZ(3, 2, (3, 1, 2), 3, T0 - 10_000)})
+    healthy = {b: BrokerLogDirs(b, (LogDir("/data/a", None, 10_000, 4_000),), {
+        ("test1", 0): LogDirReplica(b, "/data/a", 1_000, 0, False)}) for b in (1, 3)}
+    broker = dataclasses.replace(broker_view(zk), log_dirs={**healthy, 2: answer})
+    return build_snapshot(zk, broker, [1, 2, 3], T0)
+
+
+DAY_MS = 86_400_000
+
+
+def lagging_in_time() -> ClusterSnapshot:
+    """test1 keeps records 7 days; billing's next record is 90 s old, batch's 6 days (near
+    retention), archiver's offset is below the log start (3 records deleted unconsumed), and
+    tailer's next record was not read (no Read on the topic)."""
+    base = one_topic((3, 1, 2))
+    config = dict(base.topics[0].config) if not isinstance(base.topics[0].config, Unknown) \
+        else {}
+    config.update({"retention.ms": ConfigValue(str(7 * DAY_MS), "dynamic_topic"),
+                   "cleanup.policy": ConfigValue("delete", "default")})
+    topic = dataclasses.replace(base.topics[0], config=tuple(sorted(config.items())))
+    groups = (
+        GroupInfo("billing", "stable", 2, (GroupPartition("test1", 0, 10, 100, T0 - 90_000, 0),)),
+        GroupInfo("batch", "empty", 0, (GroupPartition("test1", 0, 20, 100, T0 - 6 * DAY_MS, 8),)),
+        GroupInfo("archiver", "empty", 0, (GroupPartition("test1", 0, 5, 100, None, 8),)),
+        GroupInfo("tailer", "stable", 1, (GroupPartition("test1", 0, 50, 100, None, 8),)))
+    return dataclasses.replace(base, topics=(topic,), groups=groups)
+
+
+FAILED_DISK = BrokerLogDirs(2, (LogDir("/data/a", None), LogDir("/data/b", "KafkaStorageError (56)")))
 
 
 def cases() -> dict[str, Case]:
@@ -68,14 +108,26 @@ def cases() -> dict[str, Case]:
         "kraft_no_quorum": (kraft_snapshot(kraft_view(error="no answer")), None, None, ()),
         "kraft_fenced": (kraft_snapshot(kraft_view(listed=(1, 2))), None, 5, ()),
         "recorded": (recorded_snapshot(), None, None, ()),
+        "log_dir_offline": (disks(FAILED_DISK), None, None, ()),
+        # a listed broker that answers nothing (killed, not yet fenced): no unmade disk check
+        "log_dirs_unanswered": (disks(Unknown("broker 2 did not answer DescribeLogDirs: "
+                                              "timed out")), None, None, ()),
+        "lag_seconds_judged": (lagging_in_time(), None, None, (), 60),
+        "lag_seconds_listed": (lagging_in_time(), None, None, ()),
+        # the topic's settings refused: retention's deadline is unknown, not "forever"
+        "retention_refused": (dataclasses.replace(one_topic((3, 1, 2), refused=True),
+                                                  groups=lagging_in_time().groups[:1]),
+                              None, None, (), 60),
+        "log_dirs_refused": (disks(Unknown("no Describe permission on the cluster: log dirs "
+                                           "unknown")), None, None, ()),
     }
 
 
 def health_of(case: Case) -> dict[str, Any]:
     from kinspect.cli.health import health_json
 
-    snapshot, zk_error, max_lag, stalled = case
-    return health_json(snapshot, zk_error, max_lag, stalled)
+    snapshot, zk_error, max_lag, stalled, *seconds = case
+    return health_json(snapshot, zk_error, max_lag, stalled, *seconds)
 
 
 def rendered() -> dict[str, Any]:

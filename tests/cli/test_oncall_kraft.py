@@ -28,17 +28,29 @@ def health(bootstrap: str) -> tuple[int, dict[str, Any]]:
     return proc.returncode, result
 
 
-def quorum_leader(controllers: str) -> int:
-    """kafka-metadata-quorum describe --status, asked of the controllers."""
+def quorum_status(*where: str) -> str:
+    """kafka-metadata-quorum describe --status, asked via `where` (--bootstrap-… ADDRESSES)."""
     kafka = dist.installed()
     assert kafka is not None
-    out = subprocess.run(kafka.tool_command("org.apache.kafka.tools.MetadataQuorumCommand",
-                                            "--bootstrap-controller", controllers, "describe",
-                                            "--status"),
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    return subprocess.run(kafka.tool_command("org.apache.kafka.tools.MetadataQuorumCommand",
+                                             *where, "describe", "--status"),
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+
+
+def quorum_leader(controllers: str) -> int:
+    """The quorum's leader, as the controllers tell kafka-metadata-quorum."""
+    out = quorum_status("--bootstrap-controller", controllers)
     found = re.search(r"^LeaderId:\s+(\d+)", out, re.MULTILINE)
     assert found, out
     return int(found[1])
+
+
+def voter_endpoints(bootstrap: str) -> dict[int, str]:
+    """kafka-metadata-quorum describe --status via a broker: each voter's first endpoint."""
+    out = quorum_status("--bootstrap-server", bootstrap)
+    found = re.search(r"^CurrentVoters:\s+(\[.*\])\s*$", out, re.MULTILINE)
+    assert found, out
+    return {v["id"]: v["endpoints"][0].split("://", 1)[1] for v in json.loads(found[1])}
 
 
 def test_health_on_kraft_names_the_quorum_leader_not_a_broker(kraft_lab: dict[str, Any]) -> None:
@@ -52,6 +64,24 @@ def test_health_on_kraft_names_the_quorum_leader_not_a_broker(kraft_lab: dict[st
     assert result["quorum"]["leader_id"] == 101 and result["quorum"]["voters"] == [101]
     assert result["zookeeper"] == "not watched"
     assert not any("ZooKeeper" in p for p in result["problems"])
+    # a bare --bootstrap still asks each controller directly: the quorum named them (KIP-853)
+    wanted = {int(node): (address, "leader" if int(node) == leader else "follower")
+              for node, address in voter_endpoints(bootstrap).items()}
+    seen: list[Any] = []
+
+    def controllers_asked() -> bool:
+        """One-shot snapshots until one asked the voters kafka-metadata-quorum names (a
+        fresh lab's first answers may be late); each one's quorum kept for the message."""
+        quorum = json.loads(kinspect("snapshot", "--json", "--bootstrap", bootstrap).stdout)[
+            "quorum"]
+        seen.append(quorum)
+        return quorum is not None and {c["id"]: (c["address"], c["state"])
+                                       for c in quorum["controllers"]} == wanted
+
+    try:
+        wait_until(controllers_asked, 30, f"the controllers asked: {wanted}", interval=1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the last snapshot's quorum: {seen[-1]}") from None
 
     kinspect("lab", "kill", "kafka3")
     try:

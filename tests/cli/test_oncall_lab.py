@@ -173,6 +173,7 @@ def files_holding(root: Path, secret: str) -> list[str]:
     return found
 
 
+@pytest.mark.extended  # CI: tests/load/test_run_dir_secrets.py (the same rules, no lab)
 def test_a_sasl_run_leaves_no_secret_in_its_run_dir(lab_session: Any, tmp_path: Path) -> None:
     """load run + verify + postmortem through the SASL listener, the password given by
     ${env:} in a profile (run A, with a broker restarted meanwhile: faults, replica snapshots)

@@ -15,15 +15,16 @@ from kinspect.clients.log_dirs import (
     log_dirs_from,
 )
 from kinspect.model.facts import Unknown
-from kinspect.model.views import LogDirReplica
+from kinspect.model.views import BrokerLogDirs, LogDir, LogDirReplica
+from kinspect.sources.admin import hosted_topics
 
 REFUSED = Unknown("no Describe permission on the cluster: log dirs unknown")
 
 
 def answer(version: int, dirs: list[tuple[int, str, list[tuple[str, list[tuple[Any, ...]]]]]],
-           code: int = 0) -> Any:
+           code: int = 0, volume: tuple[int, int] = (-1, -1)) -> Any:
     if version >= 4:
-        results = [(c, d, [(t, [(*p, {}) for p in ps], {}) for t, ps in topics], -1, -1, {})
+        results = [(c, d, [(t, [(*p, {}) for p in ps], {}) for t, ps in topics], *volume, {})
                    for c, d, topics in dirs]
         built = DescribeLogDirsResponse[4](throttle_time_ms=0, error_code=code, results=results,
                                            tags={})
@@ -38,22 +39,38 @@ DIRS = [(0, "/data/a", [("orders", [(0, 1024, 0, False), (1, 10, 5, False)])]),
 
 @pytest.mark.parametrize("version", [1, 4])
 def test_every_replica_of_the_broker_with_its_dir_size_and_lag(version: int) -> None:
-    assert log_dirs_from(answer(version, DIRS), 2, "broker 2") == {
+    told = log_dirs_from(answer(version, DIRS), 2, "broker 2")
+    assert isinstance(told, BrokerLogDirs)
+    assert told.dirs == (LogDir("/data/a", None), LogDir("/data/b", None))
+    assert told.replicas == {
         ("orders", 0): LogDirReplica(2, "/data/a", 1024, 0, False),
-        ("orders", 1): LogDirReplica(2, "/data/a", 10, 5, False),  # the current log, not the future
+        ("orders", 1): LogDirReplica(2, "/data/a", 10, 5, False),  # the current log
         ("__consumer_offsets", 4): LogDirReplica(2, "/data/b", 0, 0, False)}
+    # orders-1 is being copied into /data/b: 3 bytes so far, and they are on that disk
+    assert told.future == {("orders", 1): LogDirReplica(2, "/data/b", 3, 7, True)}
+    assert (told.size("/data/a"), told.size("/data/b")) == (1034, 3)
+    assert (told.count("/data/a"), told.count("/data/b")) == (2, 1)
+    assert hosted_topics({2: told, 3: REFUSED}) == frozenset({"orders", "__consumer_offsets"})
+
+
+def test_v4_tells_the_volume_size_and_what_is_left() -> None:
+    told = log_dirs_from(answer(4, DIRS[:1], volume=(10_000, 2_500)), 2, "broker 2")
+    assert isinstance(told, BrokerLogDirs)
+    assert told.dirs == (LogDir("/data/a", None, 10_000, 2_500),)
 
 
 def test_a_refusal_is_said_at_v4_by_its_code_and_at_v1_by_no_log_dir() -> None:
     assert log_dirs_from(answer(4, [], code=31), 2, "broker 2") == REFUSED
     assert log_dirs_from(answer(1, []), 2, "broker 2") == REFUSED
+    assert hosted_topics({1: REFUSED, 2: REFUSED}) == REFUSED
 
 
-def test_an_offline_log_dir_is_said() -> None:
-    dirs = [DIRS[0], (56, "/data/b", [])]
-    assert log_dirs_from(answer(4, dirs), 2, "broker 2") == Unknown(
-        "broker 2: log dir /data/b (KafkaStorageError (56)) is offline: the replicas it held "
-        "are unknown")
+@pytest.mark.parametrize("version", [1, 4])
+def test_an_offline_log_dir_is_said_and_the_other_dirs_still_count(version: int) -> None:
+    told = log_dirs_from(answer(version, [DIRS[0], (56, "/data/b", [])]), 2, "broker 2")
+    assert isinstance(told, BrokerLogDirs)
+    assert told.offline == (LogDir("/data/b", "KafkaStorageError (56)"),)
+    assert set(told.replicas) == {("orders", 0), ("orders", 1)}
 
 
 @pytest.mark.parametrize(("versions", "asked"), [((1, 4), 4), ((0, 3), 1), ((0, 4), 4)])
@@ -70,8 +87,9 @@ def test_the_broker_is_asked_for_all_its_partitions(versions: tuple[int, int], a
             return answer(request.API_VERSION, DIRS[:1])
 
     link = Link()
-    replicas = ask_log_dirs(link, 1.0)  # type: ignore[arg-type]
-    assert not isinstance(replicas, Unknown) and {r.broker for r in replicas.values()} == {3}
+    told = ask_log_dirs(link, 1.0)  # type: ignore[arg-type]
+    assert isinstance(told, BrokerLogDirs) and told.broker == 3
+    assert {r.broker for r in told.replicas.values()} == {3}
     request = link.requests[0]
     assert (request.API_VERSION, request.topics) == (asked, None)
     wire = DescribeLogDirsRequest[asked](topics=[("orders", [0, 1], {})], tags={}) if asked >= 4 \

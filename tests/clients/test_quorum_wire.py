@@ -34,15 +34,24 @@ NOW = 1_795_000_000_000
 def quorum_response(leader: int = 101, epoch: int = 7, code: int = 0, partition_code: int = 0,
                 version: int = 1) -> Any:
     def replica(node: int, end: int, fetch: int, caught_up: int) -> tuple[Any, ...]:
+        if version >= 2:
+            return (node, f"{node:032x}", end, fetch, caught_up, {})
         return (node, end, fetch, caught_up, {}) if version else (node, end, {})
 
+    voters = [replica(101, 1240, NOW, NOW), replica(102, 1228, NOW - 30, NOW - 500),
+              replica(103, -1, -1, -1)]
+    observers = [replica(1, 1240, NOW - 10, NOW - 10)]
+    if version >= 2:
+        nodes = [(n, [("CONTROLLER", f"198.18.1.{n}", 9093, {})], {}) for n in (101, 102, 103)]
+        return DescribeQuorumResponse[2](
+            error_code=code, error_message=None,
+            topics=[("__cluster_metadata", [(0, partition_code, None, leader, epoch, 1234, voters,
+                                              observers, {})], {})],
+            nodes=nodes, tags={})
     return DescribeQuorumResponse[version](
         error_code=code,
         topics=[("__cluster_metadata", [
-            (0, partition_code, leader, epoch, 1234,
-             [replica(101, 1240, NOW, NOW), replica(102, 1228, NOW - 30, NOW - 500),
-              replica(103, -1, -1, -1)],
-             [replica(1, 1240, NOW - 10, NOW - 10)], {})], {})],
+            (0, partition_code, leader, epoch, 1234, voters, observers, {})], {})],
         tags={})
 
 
@@ -58,6 +67,18 @@ def test_a_v1_answer_decodes_to_the_quorum() -> None:
         voters=(QuorumReplica(101, 1240, NOW, NOW), QuorumReplica(102, 1228, NOW - 30, NOW - 500),
                 QuorumReplica(103, -1, None, None)),
         observers=(QuorumReplica(1, 1240, NOW - 10, NOW - 10),), asked="198.18.1.101:9093")
+
+
+def test_a_v2_answer_names_each_voters_endpoints() -> None:
+    """KIP-853: the voters' listeners come with the answer (ports above 32767 too: unsigned)."""
+    answer = quorum_from(decoded(quorum_response(version=2), 2), "b:9092")
+    v1 = quorum_from(decoded(quorum_response(), 1), "b:9092")
+    assert (answer.leader_id, answer.voters, answer.observers) == \
+        (v1.leader_id, v1.voters, v1.observers)
+    assert answer.endpoints == {n: (f"CONTROLLER://198.18.1.{n}:9093",) for n in (101, 102, 103)}
+    high = DescribeQuorumResponse[2](error_code=0, error_message=None, topics=[],
+                                     nodes=[(7, [("C", "h", 40000, {})], {})], tags={})
+    assert decoded(high, 2).nodes[0][1][0][2] == 40000
 
 
 def test_a_v0_answer_has_no_timestamps_and_no_leader_is_none() -> None:
@@ -125,7 +146,8 @@ def test_a_zookeeper_broker_is_not_asked() -> None:
     assert link.requests == []
 
 
-@pytest.mark.parametrize(("versions", "version"), [((0, 2), 1), ((0, 1), 1), ((0, 0), 0)])
+@pytest.mark.parametrize(("versions", "version"),
+                         [((0, 3), 2), ((0, 2), 2), ((0, 1), 1), ((0, 0), 0)])
 def test_ask_takes_the_newest_version_both_know(versions: tuple[int, int], version: int) -> None:
     link = FakeLink("b:9092", {55: versions}, {})
     answer = ask_quorum(link)  # type: ignore[arg-type]
@@ -157,7 +179,26 @@ def probe_with(links: dict[str, FakeLink], keep_s: float = 3.0) -> QuorumProbe:
     return probe
 
 
-KRAFT = {55: (0, 2)}
+KRAFT = {55: (0, 1)}  # before KIP-853: no endpoints, only the controllers a profile gives
+
+
+def test_a_profile_without_controllers_asks_those_the_quorum_names_at_once() -> None:
+    """DescribeQuorum v2 names the voters' listeners: each is asked directly in the same
+    poll (a one-shot `health` gets them too), and again every poll after."""
+    v2 = {55: (0, 2)}
+    links = {"b1:9092": FakeLink("b1:9092", v2, {"leader": 101, "epoch": 7}),
+             "198.18.1.101:9093": FakeLink("198.18.1.101:9093", v2, {"leader": 101, "epoch": 7}),
+             "198.18.1.102:9093": FakeLink("198.18.1.102:9093", v2, {"partition_code": 6}),
+             "198.18.1.103:9093": FakeLink("198.18.1.103:9093", v2,
+                                           fail=ConnectionRefusedError("refused"))}
+    probe = probe_with(links)
+    for _ in range(2):
+        polled = probe.poll({1: "b1:9092"}, {})
+        states = {c.node_id: (c.address, c.state) for c in polled.controllers}
+        assert states == {101: ("198.18.1.101:9093", "leader"),
+                          102: ("198.18.1.102:9093", "follower"),
+                          103: ("198.18.1.103:9093", "unreachable")}
+    assert len(links["198.18.1.101:9093"].requests) == 2
 
 
 def test_the_probe_asks_the_broker_that_answered_first_and_moves_a_failing_one_back() -> None:

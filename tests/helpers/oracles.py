@@ -245,3 +245,31 @@ def kafka_log_dirs(bootstrap: str, brokers: list[int],
                                              "offset_lag": p["offsetLag"],
                                              "future": p["isFuture"]}
     return replicas
+
+
+def metadata_elections(log_dir: Path, topic: str, kafka: str = "4") -> dict[str, int]:
+    """The controller's own metadata log, decoded by Kafka's DumpLogSegments
+    (--cluster-metadata-decoder), replayed for partition 0 of `topic`: how many leaders it
+    chose from the eligible leader replicas, and how many other leader changes it made."""
+    from kinspect.lab import dist
+
+    kafka_dist = dist.ensure(version=kafka)
+    files = sorted(log_dir.glob("*.log"))
+    out = kafka_tool(kafka_dist.dump_log_segments, "--cluster-metadata-decoder", "--files",
+                     ",".join(map(str, files)), kafka=kafka)
+    records = [json.loads(line.split("payload: ", 1)[1]) for line in out.splitlines()
+               if "payload: {" in line]
+    topic_id = next(r["data"]["topicId"] for r in records
+                    if r["type"] == "TOPIC_RECORD" and r["data"]["name"] == topic)
+    elr: list[int] = []
+    counts = {"from_elr": 0, "other": 0}
+    for record in records:
+        data = record["data"]
+        if record["type"] not in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD") or \
+                data.get("topicId") != topic_id or data.get("partitionId") != 0:
+            continue
+        leader = data.get("leader")
+        if record["type"] == "PARTITION_CHANGE_RECORD" and leader is not None and leader >= 0:
+            counts["from_elr" if leader in elr else "other"] += 1
+        elr = data.get("eligibleLeaderReplicas", elr)
+    return counts

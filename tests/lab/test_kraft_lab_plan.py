@@ -9,10 +9,12 @@ import pytest
 from kinspect.errors import KinspectError
 from kinspect.lab import presets
 from kinspect.lab.backend import UpOptions, plan_nodes
+from kinspect.lab.dist import kafka_version
 from kinspect.lab.faults import Scope
 from kinspect.lab.nodes import new_cluster_id, quorum_voters, render_broker
 from kinspect.lab.state import LabState, NodeRecord
 from kinspect.lab.topology import blocked_pairs, isolate_groups, node_names, node_of
+from kinspect.scenarios.platform import Platform
 from kinspect.scenarios.table import side_by_side
 
 
@@ -110,9 +112,11 @@ def test_the_matrix_puts_the_modes_side_by_side() -> None:
             {"scenario": "s1", "status": "ran", "mode": "kraft", "acked_lost": 0,
              "failover_ms": 2500, "unavailable_ms": 1000, "expectation_met": False,
              "expectation_failed": ["acked_lost >= 1000"]}]
-    table = side_by_side(rows, ("zookeeper", "kraft"), markdown=True).splitlines()
-    assert table[0].startswith("| scenario | ZooKeeper: acked lost |")
-    assert "KRaft: failover" in table[0]
+    pinned = kafka_version()
+    table = side_by_side(rows, (Platform("zookeeper", pinned), Platform("kraft", pinned)),
+                         markdown=True).splitlines()
+    assert table[0].startswith(f"| scenario | ZooKeeper {pinned}: acked lost |")
+    assert f"KRaft {pinned}: failover" in table[0]
     assert table[2] == ("| s1 | 10 | 7.0 s | - | yes | 0 | 2.5 s | 1.0 s | "
                         "NO: acked_lost >= 1000 |")
 

@@ -111,6 +111,7 @@ def test_the_other_backend_is_refused_while_a_docker_lab_runs(lab: dict[str, Any
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.resets_lab
+@pytest.mark.extended  # CI's docker scenario: KRaft's zombie on 4.x (test_kafka4_scenarios_lab)
 def test_a_whole_scenario_runs_unchanged_on_the_docker_lab(lab: dict[str, Any],
                                                            tmp_path: Path) -> None:
     """Reset (kept on docker), load with a ledger, isolate the leader, heal, verify, broker logs

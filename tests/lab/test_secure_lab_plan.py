@@ -4,11 +4,14 @@ authorizer settings a broker gets, parsing --allow, and the one-line TLS message
 from __future__ import annotations
 
 import ipaddress
+import json
 import stat
+import time
 from pathlib import Path
 
 import pytest
 from cryptography import x509
+from kafka.errors import KafkaError as KafkaPythonError
 
 from kinspect.clients.kafka import (
     AuthWatch,
@@ -18,12 +21,14 @@ from kinspect.clients.kafka import (
     protocol_message,
     tls_reason,
 )
+from kinspect.clients.tokens import LibrdkafkaTokens
 from kinspect.errors import KinspectError
-from kinspect.lab import authorizer, tls
+from kinspect.lab import authorizer, oauth, tls
 from kinspect.lab.authorizer import Grant, parse_grant
 from kinspect.lab.backend import UpOptions
 from kinspect.lab.nodes import render_broker, secure_listeners
 from kinspect.lab.state import LabState, NodeRecord
+from kinspect.procs import read_process
 
 
 def nodes() -> list[NodeRecord]:
@@ -150,3 +155,53 @@ def test_a_plaintext_client_closed_at_api_versions_is_told_only_when_it_persists
     assert is_tls_message(said) and is_auth_message(said)
     watch.clear()
     assert watch.failure() is None
+
+
+def test_oauthbearer_is_validated_by_kafka_against_the_lab_key_set(tmp_path: Path) -> None:
+    lab = state(tmp_path, oauth=oauth.plan(tmp_path))
+    settings = secure_listeners(lab.nodes[1], lab)
+    assert settings["sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256,OAUTHBEARER"
+    assert settings["listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler."
+                    "class"] == oauth.VALIDATOR
+    jwks = tmp_path / "oauth" / "jwks.json"
+    assert settings["sasl.oauthbearer.jwks.endpoint.url"] == jwks.as_uri()
+    in_container = secure_listeners(lab.nodes[1], lab, Path("/kinspect/conf/tls"))
+    assert in_container["sasl.oauthbearer.jwks.endpoint.url"] == \
+        "file:///kinspect/conf/oauth/jwks.json"
+    assert oauth.jvm_flags(lab)[1] == f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.files={jwks}"
+    assert stat.S_IMODE((tmp_path / "oauth" / "key.pem").stat().st_mode) == 0o600
+    assert "d" not in json.loads(jwks.read_text())["keys"][0]  # the public half only
+
+
+def test_the_token_endpoint_issues_tokens_the_key_set_verifies_and_goes_with_stop(
+        tmp_path: Path) -> None:
+    import jwt
+
+    lab = state(tmp_path, oauth=oauth.plan(tmp_path))
+    lab.extra["oauth"] = oauth.start(lab)
+    try:
+        secret = Path(lab.extra["oauth"]["client_secret_file"]).read_text().strip()
+        url = lab.extra["oauth"]["token_endpoint"]
+        tokens = LibrdkafkaTokens({"sasl.oauthbearer.method": "oidc",
+                                   "sasl.oauthbearer.token.endpoint.url": url,
+                                   "sasl.oauthbearer.client.id": "kinspect",
+                                   "sasl.oauthbearer.client.secret": secret})
+        token = tokens.token()
+        assert tokens.token() == token  # kept until 80% of its hour
+        key = jwt.PyJWKSet.from_json((tmp_path / "oauth" / "jwks.json").read_text())["kinspect-lab-1"]
+        claims = jwt.decode(token, key.key, algorithms=["RS256"], audience=oauth.AUDIENCE,
+                            issuer=oauth.ISSUER)
+        assert claims["sub"] == "kinspect" and claims["exp"] - claims["iat"] == 3600
+        wrong = LibrdkafkaTokens({"sasl.oauthbearer.method": "oidc",
+                                  "sasl.oauthbearer.token.endpoint.url": url,
+                                  "sasl.oauthbearer.client.id": "kinspect",
+                                  "sasl.oauthbearer.client.secret": "wrong"})
+        with pytest.raises(KafkaPythonError, match=r"refused the client credentials \(HTTP 401\)"):
+            wrong.token()
+    finally:
+        oauth.stop(lab)
+    pid = lab.extra["oauth"]["pid"]
+    deadline = time.monotonic() + 10
+    while (process := read_process(pid)) is not None and not process.exited:
+        assert time.monotonic() < deadline, "the token endpoint outlived stop()"
+        time.sleep(0.05)

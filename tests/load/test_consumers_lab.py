@@ -56,6 +56,7 @@ def recount(lab: dict[str, Any], run_dir: Path, topic: str, group: str,
                                    committed)
 
 
+@pytest.mark.extended  # CI keeps transactions; make matrix runs this too
 def test_auto_commit_and_a_crash_lose_records_and_say_why(lab: dict[str, Any], spark: Any,
                                                           tmp_path: Path) -> None:
     create_topics(lab["bootstrap"], {"c-auto": 2})
@@ -72,6 +73,7 @@ def test_auto_commit_and_a_crash_lose_records_and_say_why(lab: dict[str, Any], s
     assert "consumer 0 crashed at" in report["explanation"]
 
 
+@pytest.mark.extended  # CI keeps transactions; make matrix runs this too
 def test_commit_after_processing_loses_nothing_and_processes_some_twice(
         lab: dict[str, Any], spark: Any, tmp_path: Path) -> None:
     create_topics(lab["bootstrap"], {"c-after": 2})

@@ -82,7 +82,7 @@ def oracle_mark(run_dir: Path) -> int:
     return int(path.read_bytes().split(b"\n", 1)[0]) if path.exists() else -1
 
 
-@pytest.mark.parametrize("runs", [8, pytest.param(20, marks=pytest.mark.extended)])
+@pytest.mark.parametrize("runs", [5, pytest.param(20, marks=pytest.mark.extended)])
 def test_sigkilled_worker_leaves_nothing_the_ledger_cannot_account_for(
         lab: dict[str, Any], tmp_path: Path, runs: int) -> None:
     topics = [f"sigkill-ledger-{n}-of-{runs}" for n in range(runs)]

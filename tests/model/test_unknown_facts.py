@@ -113,7 +113,7 @@ def test_unknown_reassignments_leave_a_short_isr_unjudged() -> None:
     zk = zk_view(states=states, replicas={"t": {0: (1, 2, 3)}})
     refused = Unknown("no Describe permission on the cluster: reassignments unknown")
     broker = dataclasses.replace(broker_view(zk, min_isr="1"), reassignments=refused,
-                                 hosted_topics=frozenset({"t"}))
+                                 hidden_topics=frozenset())
     snap = build_snapshot(None, broker, [1, 2, 3], T0)  # no ZooKeeper: only the brokers tell
     p = snap.partitions()[0]
     assert p.under_replicated == refused and p.under_min_isr is False
@@ -121,7 +121,7 @@ def test_unknown_reassignments_leave_a_short_isr_unjudged() -> None:
     assert report["verdict"] == "warning"  # a warning-level unknown cannot make it critical
     assert [u["check"] for u in report["unchecked"]] == ["under_replicated"]
     assert "URP?" in partition_flags(p).plain
-    hidden = build_snapshot(None, dataclasses.replace(broker, hosted_topics=frozenset({"t", "x"})),
+    hidden = build_snapshot(None, dataclasses.replace(broker, hidden_topics=frozenset({"x"})),
                             [1, 2, 3], T0)
     assert hidden.hidden_topics == ("x",) and health_json(hidden, None)["verdict"] == "unknown"
 

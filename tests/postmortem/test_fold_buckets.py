@@ -60,6 +60,33 @@ def test_bounds_counts_seconds_and_gaps_come_from_the_buckets() -> None:
         {"pp": 0, "start": T + 190, "end": T + 1_710}, {"pp": 1, "start": T + 60, "end": T + 950}]
 
 
+def test_acks_that_never_came_back_leave_a_gap_to_the_end_of_the_load() -> None:
+    """Partition 1's records after its last ack (T + 990) were never answered: it was
+    unavailable until the load ended, at least. Partition 0 has no unanswered record."""
+    unanswered = TABLE.append_column("unanswered", pa.array([0, 0, 0, 0, 0, 0, 40], pa.int64()))
+    end = T + 30_000
+    gaps = [asdict(g) for g in queries._fold_buckets(unanswered, True, 1000, end).gaps]
+    assert gaps == [{"pp": 0, "start": T + 190, "end": T + 1_710},
+                    {"pp": 1, "start": T + 990, "end": end}]
+    assert [asdict(g) for g in queries._fold_buckets(unanswered, True, 1000).gaps] == gaps[:1]
+
+
+def test_unanswered_records_without_a_partition_are_the_one_acked_partitions_only() -> None:
+    """A record never answered has partition -1 in the ledger: on a one-partition run it is
+    that partition's (kraft-quorum-lost: 44,952 such, acks stopped 126 s before the end)."""
+    one = buckets([(0, B, 10, 0, T + 5, T + 95, None, None), (-1, None, 0, 0, None, None, None,
+                                                               None)])
+    one = one.append_column("unanswered", pa.array([0, 44_952], pa.int64()))
+    end = T + 126_000
+    assert [asdict(g) for g in queries._fold_buckets(one, True, 1000, end).gaps] == [
+        {"pp": 0, "start": T + 95, "end": end}]
+    two = TABLE.append_column("unanswered", pa.array([0, 0, 0, 0, 0, 0, 0], pa.int64()))
+    nowhere = pa.concat_tables([two, buckets([(-1, None, 0, 0, None, None, None, None)])
+                                .append_column("unanswered", pa.array([9], pa.int64()))])
+    assert [asdict(g) for g in queries._fold_buckets(nowhere, True, 1000, end).gaps] == [
+        {"pp": 0, "start": T + 190, "end": T + 1_710}]  # whose they were is not known
+
+
 def test_without_a_fault_there_is_no_first_ack_after_it() -> None:
     bounds = _fold_buckets(TABLE, False, 1000)[0]
     assert bounds["first_ack_after_fault_ts"] is None

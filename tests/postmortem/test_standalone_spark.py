@@ -81,6 +81,7 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSe
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.extended  # ~50 s of a Spark master and worker: make matrix runs it
 def test_a_standalone_cluster_gives_the_local_report(tmp_path: Path,
                                                      request: pytest.FixtureRequest) -> None:
     run = scenario_a(tmp_path / "run").resolve()

@@ -58,7 +58,11 @@ LESSONS = {
     "consumer-commit-after-process": "processed_twice",
     "transactions-offsets-outside": "never_processed",
     "transactions-offsets-inside": "never_processed", "producer-crash-buffer": "client_lost",
-    "producer-buffer-full": "refused", "exactly-once-leader-kill": "never_processed"}
+    "producer-buffer-full": "refused", "exactly-once-leader-kill": "never_processed",
+    "elr-last-replica-returns": "elr_elections", "elr-off-last-replica-returns": "elr_elections",
+    "kraft-quorum-lost": "unavailable_ms", "kraft-controller-cut-from-brokers": "unavailable_ms",
+    "kraft-fenced-leader": "lost_blamed_on_target",
+    "kraft-controller-and-leader-fail": "acked_lost"}
 # The client's own faults (a planned crash, aborted transactions): a scenario whose fault is
 # one of these pins, instead of faults_applied, that it happened.
 CLIENT_FAULTS = ("consumer_crashes", "generator_crashes", "aborted_visible")

@@ -12,6 +12,7 @@ from kinspect.scenarios.catalog import builtin, find
 from kinspect.scenarios.spec import Condition, parse, read
 from kinspect.scenarios.table import markdown_table, text_table
 from tests.helpers import kinspect
+from tests.helpers.scenario_runs import minimal
 
 SOURCE_SEVEN = {"acks0-kill-leader", "acks1-kill-leader", "acks1-kill-leader-10p",
                 "acksall-kill-leader-10p", "acks1-isolate-leader", "acksall-isolate-leader",
@@ -53,11 +54,6 @@ def test_catalog_has_every_named_scenario_with_2018_settings() -> None:
     shapes = [step.shape for s in slow for step in s.steps if step.shape is not None]
     assert len(shapes) == 4 and all(sh.rate_kbit and not sh.delay_ms for sh in shapes)
 
-
-def minimal(**extra: object) -> dict[str, object]:
-    """The least a scenario file may hold: its words, a [load] (defaults) and one expectation."""
-    return {"name": "mine", "title": "t", "why": "because", "load": {},
-            "expect": {"acked_lost": "== 0"}, **extra}
 
 
 def test_minimal_scenario_gets_defaults() -> None:

@@ -130,6 +130,7 @@ def test_idempotence_removes_the_duplicates_retries_make(lab_session: Any,
     assert row["acked"] > 0 and row["expectation_met"] is True
 
 
+@pytest.mark.extended  # CI's slow links: test_lab_faults' slow follower; the family: make matrix
 def test_slow_links_shrink_the_isr_and_an_unclean_leader_loses_what_the_old_one_had(
         lab_session: Any, tmp_path: Path) -> None:
     """The slow-network family runs on any kernel (tbf + iptables where netem is missing):

@@ -55,3 +55,17 @@ def test_a_failed_request_leaves_every_offset_unknown() -> None:
     future: Future[dict[TopicPartition, Any]] = Future()
     future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
     assert admin._answers(future, deadline=0.0) == {}
+
+
+def test_an_invalid_offset_is_unknown_not_a_number() -> None:
+    """A leader that cannot answer ListOffsets gives librdkafka's OFFSET_INVALID (-1001): the
+    high watermark is then unknown, never "stuck at -1001" (a KRaft quorum-loss run said so)."""
+    from confluent_kafka.admin import ListOffsetsResultInfo
+
+    from kinspect.sources.admin import _offset
+
+    assert _offset(ListOffsetsResultInfo(-1001, -1, -1)) is None
+    assert _offset(ListOffsetsResultInfo(-1, -1, -1)) is None
+    assert _offset(ListOffsetsResultInfo(0, -1, -1)) == 0
+    assert _offset(ListOffsetsResultInfo(20_635, -1, 3)) == 20_635
+    assert _offset(None) is None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 from typing import Any
 
 import pytest
@@ -36,8 +38,19 @@ def test_librdkafka_settings_map_to_the_probe() -> None:
     assert settings == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
                         "sasl_plain_username": "u", "sasl_plain_password": "p",
                         "ssl_cafile": "/ca.pem", "ssl_check_hostname": False}
-    with pytest.raises(KinspectError, match="GSSAPI is not supported"):
+    with pytest.raises(KinspectError, match=r"^per-replica probes off: GSSAPI"):
         connection_settings({"sasl.mechanism": "GSSAPI"})
+    oauth = connection_settings({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+                                 "sasl.oauthbearer.config": "principal=alice lifeSeconds=60",
+                                 "sasl.oauthbearer.extensions": "tenant=a,zone=b"})
+    provider = oauth.pop("sasl_oauth_token_provider")
+    assert oauth == {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER"}
+    _header, claims, signature = provider.token().split(".")
+    assert json.loads(base64.urlsafe_b64decode(claims + "==="))["sub"] == "alice"
+    assert signature == "" and provider.extensions() == {"tenant": "a", "zone": "b"}
+    with pytest.raises(KinspectError, match=r"needs sasl\.oauthbearer\.token\.endpoint\.url"):
+        connection_settings({"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+                             "sasl.oauthbearer.client.id": "c"})
 
 
 def test_rogue_self_claim_wins_the_broker_view() -> None:
@@ -138,3 +151,21 @@ def test_the_observer_tells_a_controller_move_seen_in_steps_once(
     lines = [json.loads(line) for line in (tmp_path / "timeline.jsonl").read_text().splitlines()]
     assert [(e["kind"], e["old"], e["new"], e["epoch"]) for e in lines
             if e["kind"] == "controller_changed"] == [("controller_changed", 3, 1, 2)]
+
+
+def test_probes_a_login_cannot_make_are_said_off_on_screen_and_in_json() -> None:
+    from dataclasses import replace
+
+    from kinspect.model.build import build_snapshot
+    from kinspect.model.serialize import snapshot_to_json
+    from kinspect.tui.render import warnings_text
+
+    try:
+        connection_settings({"sasl.mechanism": "GSSAPI"})
+    except KinspectError as exc:
+        off = str(exc)
+    view = replace(broker_view(zk_view(states={})), probes_off=off)
+    snapshot = build_snapshot(None, view, [1, 2, 3], T0)
+    said = [x for x in snapshot_to_json(snapshot)["limitations"] if "probes off" in x]
+    assert said and said[0].startswith("per-replica probes off: GSSAPI"), said
+    assert "per-replica probes off: GSSAPI" in warnings_text(snapshot).plain

@@ -58,10 +58,10 @@ def assert_log_dirs_match(status: dict[str, Any], kafka: str | None) -> None:
     for broker, link in links.items():
         answer = ask_log_dirs(link, TIMEOUT_S)
         assert not isinstance(answer, Unknown), answer
-        assert set(answer) == set(told[broker]), broker
-        assert {k: r.log_dir for k, r in answer.items()} == \
+        assert set(answer.replicas) == set(told[broker]), broker
+        assert {k: r.log_dir for k, r in answer.replicas.items()} == \
             {k: r["log_dir"] for k, r in told[broker].items()}
-        assert all(r.broker == broker and r.size >= 0 for r in answer.values())
+        assert all(r.broker == broker and r.size >= 0 for r in answer.replicas.values())
         link.close()
 
 

@@ -33,7 +33,7 @@ def test_the_screen_shows_the_quorum_and_fencing_in_kraft_and_not_in_zookeeper_m
             assert second.startswith("quorum hw 1,234 │ voters 101* 102:-12")
             table = app.query_one(BrokerTable)
             labels = [column.label.plain.strip() for column in table.columns.values()]
-            assert labels == ["id", "address", "lab", "metadata", "leads", "not in ISR"]
+            assert labels == ["id", "address", "lab", "metadata", "leads", "not in ISR", "disk"]
             assert table.get_cell("3", "zk").plain.strip() == "FENCED"
             assert app.query_one(PartitionView).cell("test1", 0, "flags").startswith(
                 "stale leader 1")

@@ -65,6 +65,7 @@ async def through_the_run(app: LessonApp, pilot: Any, fix: bool = False) -> set[
     raise AssertionError(f"the lesson did not reach {done} in {RUN_S} s: {app.flow}")
 
 
+@pytest.mark.extended  # a scenario round trip (CI: the lesson screen's pilot tests)
 def test_a_lesson_runs_on_the_lab_and_replays_on_stage_with_the_lab_down(
         lab: dict[str, Any]) -> None:
     lesson = find(LESSON)

@@ -20,6 +20,7 @@ from tests.helpers import kinspect, partition_state, wait_until
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 SOCKET = "kinspect-test"
+FILTER_HINT = "filter partitions (topic or topic-N)"  # the empty box's placeholder
 
 
 def ui_command(*settings: str) -> str:
@@ -64,26 +65,35 @@ def filter_to(text: str, expected_leader: str) -> None:
     """Type `/text Enter` once the UI is drawn, and again if the keys arrived too early.
 
     Keys sent while Python is still importing land in a cooked-mode tty and are lost when
-    Textual switches to raw mode, so a person (and this test) looks before typing.
+    Textual switches to raw mode, so a person (and this test) looks before typing, and looks
+    again at each step: the box open, the text in it, then the filtered rows.
     """
     wait_until(lambda: "controller" in screen_text() and "partitions" in screen_text(), 60,
                "the UI to draw its first snapshot")
-    for _attempt in range(3):
+    seen: list[str] = []
+    for attempt in range(3):
         # One key at a time, looking in between: keys sent in one burst can reach the table
         # before the filter box has focus, and `s`…Enter there would stop a broker.
         tmux("send-keys", "-t", "ui", "/")
         wait_until(lambda: "▔▔▔▔" in screen_text(), 10, "the filter box")
         tmux("send-keys", "-t", "ui", "C-u")
         tmux("send-keys", "-t", "ui", "-l", text)
-        time.sleep(0.5)
+        try:
+            wait_until(lambda: FILTER_HINT not in screen_text() and text in screen_text(), 10,
+                       f"{text!r} in the filter box")
+        except AssertionError:
+            seen.append(f"attempt {attempt + 1}: {text!r} never showed in the box\n"
+                        + screen_text())
+            tmux("send-keys", "-t", "ui", "Escape")
+            continue
         tmux("send-keys", "-t", "ui", "Enter")
         try:
             wait_until(lambda: leader_of_test1_on_screen() == expected_leader, 20,
                        f"leader {expected_leader} on screen")
             return
         except AssertionError:
-            continue
-    raise AssertionError(f"test1 never showed leader {expected_leader}:\n{screen_text()}")
+            seen.append(f"attempt {attempt + 1}: no leader {expected_leader}\n" + screen_text())
+    raise AssertionError(f"test1 never showed leader {expected_leader}:\n" + "\n".join(seen))
 
 
 def test_kill_from_outside_shows_new_leader(lab: dict[str, Any], zk: KazooClient,

@@ -12,7 +12,7 @@ The formats are Kafka's own (3.x, with the 2.x variants still seen in the wild):
   [Controller id=2] Newly added brokers: , deleted brokers: 3, bounced brokers: , all live brokers: 1,2
   Unable to reconnect to ZooKeeper service, session 0x1000 has expired    org.apache.zookeeper.ClientCnxn
   [ZooKeeperClient Kafka server] Session expired.                          kafka.zookeeper.ZooKeeperClient
-KRaft (3.9) says the same facts in other words, on the controller nodes and the brokers:
+KRaft (3.9, 4.x) says the same facts in other words, on the controller nodes and the brokers:
   [QuorumController id=101] Becoming the active controller at epoch 3, next write offset 1.
   [QuorumController id=101] Fencing broker 2 because its session has timed out.  (4.x: "at
       epoch 11 because")
@@ -20,6 +20,10 @@ KRaft (3.9) says the same facts in other words, on the controller nodes and the 
   [BrokerLifecycleManager id=2] Unable to send a heartbeat because the RPC got timed out ...
   [QuorumController id=101] partition change for test1-0 with topic ID x: leader: 2 -> 3,
       leaderEpoch: 0 -> 1, partitionEpoch: 0 -> 1       (DEBUG: the lab logs it to controller.log)
+  ... partition change for test1-0 with topic ID x: isr: [2, 1] -> [2], elr: [] -> [1], ...
+  ... partition change for test1-0 with topic ID x: isr: [] -> [1], leader: -1 -> 1, leaderEpoch:
+      1 -> 2, elr: [1, 2] -> [2], ...       (4.x: eligible leader replicas; 1 was elected from them)
+  [QuorumController id=101] UNCLEAN partition change for test1-0 ...   (INFO: an unclean election)
 (a leader's and a follower's "starts at leader epoch" and the truncations are as above).
 A broker's session expiry is only those ZooKeeper lines, and they say when the broker *learned*
 it: both are logged once it reaches ZooKeeper again, long after ZooKeeper expired the session.
@@ -45,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kinspect.lab.topology import broker_id_of
-from kinspect.model.events import LogKind, Severity, Source, TimelineEvent
+from kinspect.model.events import Election, LogKind, Severity, Source, TimelineEvent
 
 _LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] (\w+) (.*)$")
 _PARTITION_PREFIX = re.compile(r"\[Partition (\S+) broker=(\d+)\]")
@@ -67,7 +71,10 @@ _EXPIRING = re.compile(r"Expiring session (0x[0-9a-f]+), timeout of (\d+)ms exce
 _REGISTERED = re.compile(r"Registered broker (\d+) at path")
 _DELETED = re.compile(r"deleted brokers: ([\d,]*)")
 _KRAFT_CHANGE = re.compile(r"partition change for (\S+) with topic ID \S+: .*?leader: (-?\d+) -> "
-                           r"(-?\d+), leaderEpoch: (\d+) -> (\d+)")
+                           r"(-?\d+), (?:leaderRecoveryState: \w+ -> \w+, )?leaderEpoch: (\d+) -> "
+                           r"(\d+)")
+_KRAFT_ANY_CHANGE = re.compile(r"partition change for (\S+) with topic ID \S+: ")
+_LIST_CHANGE = re.compile(r"\b(isr|elr|lastKnownElr): \[([\d, ]*)\] -> \[([\d, ]*)\]")
 _ACTIVE = re.compile(r"\[QuorumController id=(\d+)\] Becoming the active controller at epoch (\d+)")
 _FENCED = re.compile(r"Fencing broker (\d+)(?: at epoch \d+)? because (.+?)\.? \(")
 _UNFENCED = re.compile(r"The request from broker (\d+) to unfence has been granted")
@@ -111,10 +118,11 @@ class _Line:
     def event(self, kind: LogKind, severity: Severity, detail: str, *, broker: int | None,
               partition: str | None = None, epoch: int | None = None, offset: int | None = None,
               leader: int | None = None, old_isr: tuple[int, ...] | None = None,
-              new_isr: tuple[int, ...] | None = None, note: str | None = None) -> TimelineEvent:
+              new_isr: tuple[int, ...] | None = None, note: str | None = None,
+              elr: tuple[int, ...] | None = None) -> TimelineEvent:
         return TimelineEvent(self.ts, kind, detail, partition, broker, severity,
                              Source.BROKER_LOG, self.node or None, epoch, offset, leader=leader,
-                             old_isr=old_isr, new_isr=new_isr, note=note)
+                             old_isr=old_isr, new_isr=new_isr, note=note, elr=elr)
 
 
 def _isr(found: re.Match[str], line: _Line) -> TimelineEvent:
@@ -170,8 +178,46 @@ def _changed(found: re.Match[str], line: _Line) -> TimelineEvent:
     return _leader_set(found[1], int(found[4]), int(found[5]), f"{found[2]} → {found[3]}", line)
 
 
-def _kraft_change(found: re.Match[str], line: _Line) -> TimelineEvent:
-    return _leader_set(found[1], int(found[3]), int(found[5]), f"was {int(found[2])}", line)
+def _kraft_change(found: re.Match[str], line: _Line) -> list[TimelineEvent]:
+    """A KRaft controller's decision: a leader, and how it was chosen (4.x: from the eligible
+    leader replicas, its `elr` before naming it; any release: UNCLEAN, the line's own word),
+    plus the ELR change the same record made."""
+    leader, lists = int(found[3]), _lists(line.text)
+    unclean = "UNCLEAN partition change" in line.text
+    how = (Election.ELR if leader in lists.get("elr", ((), ()))[0] else
+           Election.LAST_LEADER if unclean and leader in lists.get("lastKnownElr", ((), ()))[0]
+           else Election.UNCLEAN if unclean else None)
+    why = f"was {int(found[2])}" + (f"; {how.words}" if how else "")
+    event = replace(_leader_set(found[1], leader, int(found[5]), why, line), election=how)
+    return [event, *_elr_change(found[1], lists, line)]
+
+
+def _kraft_other_change(found: re.Match[str], line: _Line) -> list[TimelineEvent]:
+    """A decision that named no leader: only its ELR change is a fact of the timeline (the ISR
+    change is the leader's own line, "Shrinking ISR")."""
+    return _elr_change(found[1], _lists(line.text), line)
+
+
+def _lists(text: str) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """isr: [2, 1] -> [2], elr: [] -> [1] → {"isr": ((2, 1), (2,)), "elr": ((), (1,))}."""
+    return {m[1]: (_ids(m[2]), _ids(m[3])) for m in _LIST_CHANGE.finditer(text)}
+
+
+def _elr_change(partition: str, lists: dict[str, tuple[tuple[int, ...], tuple[int, ...]]],
+                line: _Line) -> list[TimelineEvent]:
+    if "elr" not in lists:
+        return []
+    before, after = lists["elr"]
+    isr = lists.get("isr")
+    said = (f"controller: eligible leader replicas {_listed(before)} → {_listed(after)}"
+            + (f" (ISR {_listed(isr[0])} → {_listed(isr[1])})" if isr else ""))
+    return [line.event(LogKind.ELR_CHANGED, Severity.WARN if after else Severity.INFO, said,
+                       broker=None, partition=partition, old_isr=isr[0] if isr else None,
+                       new_isr=isr[1] if isr else None, elr=after)]
+
+
+def _listed(ids: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, ids)) + "]"
 
 
 def _broker_said(kind: LogKind, severity: Severity, words: str
@@ -223,6 +269,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], Builder], ...] = (
         LogKind.BROKER_REGISTERED, Severity.INFO, "broker {broker} registered in ZooKeeper")),
     ("deleted brokers", _DELETED, _deleted),
     ("partition change for", _KRAFT_CHANGE, _kraft_change),
+    ("partition change for", _KRAFT_ANY_CHANGE, _kraft_other_change),
     ("active controller", _ACTIVE, _active),
     ("Fencing broker", _FENCED, _broker_said(
         LogKind.BROKER_FENCED, Severity.ERROR, "controller fenced broker {broker} ({why})")),

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from kinspect.postmortem.matching.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
 from kinspect.postmortem.matching.results import AckBounds, AckTiming, Gap, LostEpoch
-from kinspect.postmortem.spark.job import ACKED, FAILED
+from kinspect.postmortem.spark.job import ACKED, FAILED, UNKNOWN
 from kinspect.postmortem.story.values import Second
 
 GAP_MS = 1000  # no successful ack for this long while sending = unavailable
@@ -154,9 +154,13 @@ def _opt(value: Any) -> int | None:
 
 
 def ack_timing(ledger: Any, fault_ts: int | None, lost_words: Any = None, gap_ms: int = GAP_MS,
-               ) -> AckTiming:
+               load_end_ms: int | None = None) -> AckTiming:
     """Run bounds, acked/failed per second (the chart), per-partition gaps with no ack, and the
     first acks after the fault (any, and the first whose message the cluster kept).
+
+    A partition whose acknowledgements stopped and never came back (records still unanswered
+    when the load ended) was unavailable from its last ack to at least `load_end_ms`: that open
+    gap counts too; between acks alone, it would not count at all.
 
     100 ms buckets keep gap edges exact: a gap of >= 1 s leaves the buckets inside it empty, so
     the last ack before it and the first after it are the max and min of neighbouring buckets.
@@ -177,13 +181,36 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost_words: Any = None, gap_ms
         F.min(F.when(acked, F.col("ack_ts"))).alias("lo"),
         F.max(F.when(acked, F.col("ack_ts"))).alias("hi"),
         F.min(F.when(after, F.col("ack_ts"))).alias("after"),
-        F.min(F.when(after & kept, F.col("ack_ts"))).alias("kept"))
+        F.min(F.when(after & kept, F.col("ack_ts"))).alias("kept"),
+        F.sum(F.when(F.col("st") == UNKNOWN, 1).otherwise(0)).alias("unanswered"))
     # One job: the buckets are few (partitions x 10 a second of the run: 600,000 for a run of
     # nearly three hours), so bounds, the chart's seconds and the gaps are folded here.
-    return _fold_buckets(buckets.toArrow(), fault_ts is not None, gap_ms)
+    return _fold_buckets(buckets.toArrow(), fault_ts is not None, gap_ms, load_end_ms)
 
 
-def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> AckTiming:
+def _open_gaps(table: Any, gap_ms: int, load_end_ms: int | None) -> list[Gap]:
+    """Per partition with records never answered: from its last ack to the load's end. A record
+    never answered has no partition in the ledger (only a delivery report says it, -1): such
+    records are the partition's when the run acked in one partition only; on several they are
+    no one partition's, and no open gap is claimed for them."""
+    if load_end_ms is None or "unanswered" not in table.column_names:
+        return []
+    parts = {r["pp"]: r for r in table.group_by("pp").aggregate(
+        [("hi", "max"), ("unanswered", "sum")]).to_pylist()}
+    nowhere = parts.pop(-1, {}).get("unanswered_sum") or 0
+    acked = [pp for pp, r in parts.items() if r["hi_max"] is not None]
+    out = []
+    for pp in acked:
+        last, unanswered = parts[pp]["hi_max"], parts[pp]["unanswered_sum"] or 0
+        if len(acked) == 1:
+            unanswered += nowhere
+        if unanswered and load_end_ms - last >= gap_ms:
+            out.append(Gap(int(pp), int(last), load_end_ms))
+    return out
+
+
+def _fold_buckets(table: Any, after_fault: bool, gap_ms: int,
+                  load_end_ms: int | None = None) -> AckTiming:
     parts = table.group_by("pp").aggregate(
         [("lo", "min"), ("hi", "max"), ("after", "min"), ("kept", "min")]).to_pylist()
 
@@ -204,5 +231,6 @@ def _fold_buckets(table: Any, after_fault: bool, gap_ms: int) -> AckTiming:
     pp, lo, hi = (acked[c].to_numpy()[order] for c in ("pp", "lo", "hi"))
     after = np.flatnonzero((pp[1:] == pp[:-1]) & (lo[1:] - hi[:-1] >= gap_ms)) + 1
     gaps = [Gap(int(pp[k]), int(hi[k - 1]), int(lo[k])) for k in after]
+    gaps += _open_gaps(table, gap_ms, load_end_ms)
     return AckTiming(bounds, [Second(int(r["second"]), int(r["acked_sum"]), int(r["failed_sum"]))
                               for r in per_second], gaps)

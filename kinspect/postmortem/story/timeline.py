@@ -53,7 +53,8 @@ FENCED: tuple[TimelineKind, ...] = (LogKind.BROKER_FENCED, EventKind.BROKER_FENC
 PREFERENCE: dict[TimelineKind, int] = {
     kind: i for family in (ELECTION, (LogKind.ISR_SHRINK, LogKind.ISR_EXPAND, EventKind.ISR_SHRANK,
                                       EventKind.ISR_EXPANDED),
-                           CONTROLLER, REGISTERED, GONE, FENCED, (LogKind.TRUNCATE,))
+                           CONTROLLER, REGISTERED, GONE, FENCED, (LogKind.TRUNCATE,),
+                           (LogKind.ELR_CHANGED,))
     for i, kind in enumerate(family)}
 SOURCE_ORDER = ("faults", "zookeeper log", "observer", "controller log", "broker log")
 
@@ -118,6 +119,8 @@ def _fact(e: TimelineEvent) -> tuple[object, ...] | None:
     kind, partition = e.kind, e.partition
     if _leader(e) is not None and e.epoch is not None:
         return ("election", partition, e.epoch)
+    if kind is LogKind.LEADER_AND_ISR and e.epoch is not None:  # no leader: each KRaft voter's
+        return ("leaderless", partition, e.epoch)
     if kind in ISR:
         isr = e.new_isr
         return ("isr", partition, kind in EXPANDED, tuple(sorted(isr))) if isr is not None else None
@@ -131,6 +134,8 @@ def _fact(e: TimelineEvent) -> tuple[object, ...] | None:
         return ("fenced", e.broker)
     if kind is LogKind.TRUNCATE:  # the fetcher and the log itself both say it
         return ("truncate", e.broker, partition, e.offset)
+    if kind is LogKind.ELR_CHANGED:  # every controller of the quorum logs the record it replays
+        return ("elr", partition, e.elr, e.new_isr)
     return None
 
 
@@ -168,7 +173,8 @@ def _one(group: list[TimelineEvent]) -> TimelineEvent:
             entry = replace(entry, old=_first(entry.old, e.old), new=_first(entry.new, e.new),
                             old_isr=_first(entry.old_isr, e.old_isr),
                             new_isr=_first(entry.new_isr, e.new_isr),
-                            offset=_first(entry.offset, e.offset))
+                            offset=_first(entry.offset, e.offset),
+                            election=_first(entry.election, e.election))
     if best.kind in ELECTION:
         entry = replace(entry, detail=_election_detail(entry))
     return entry
@@ -191,11 +197,15 @@ def _leader(e: TimelineEvent) -> int | None:
 
 def _election_detail(e: TimelineEvent) -> str:
     leader = _leader(e)
+    if leader is None:  # the controller left it without a leader (each voter logged it)
+        return f"{e.partition}: no leader at epoch {e.epoch} (the controller's decision)"
     text = f"{e.partition}: broker {leader} leads at epoch {e.epoch}"
     if e.offset is not None:
         text += f" from offset {e.offset:,}"
     if e.old is not None and e.old != leader:
         text += f" (was broker {e.old})"
+    if e.election is not None:
+        text += f", {e.election.words}"
     return text
 
 

@@ -1,0 +1,141 @@
+"""The model as Prometheus metrics (`kinspect exporter`): kinspect's verdicts and counts,
+scrapeable, so its ISR health reaches the alerting people already run.
+
+Each scrape reads the newest snapshot the observer built (nothing is asked of the cluster on a
+scrape) and the counters of its events since the exporter started. Names follow Prometheus'
+conventions: `kinspect_` prefix, base units (bytes, seconds), `_total` for counters. A flag the
+cluster did not tell (a refused DescribeConfigs) is NaN, never 0, and the unmade checks are
+counted in `kinspect_unchecked`."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kinspect.model import ClusterSnapshot, Event, EventKind, PartitionInfo, Unknown, assess
+from kinspect.model.assessment import Verdict
+
+FLAGS: dict[str, Callable[[PartitionInfo], Any]] = {
+    "offline": lambda p: p.offline, "unavailable": lambda p: p.unavailable,
+    "under_replicated": lambda p: p.under_replicated, "under_min_isr": lambda p: p.under_min_isr,
+    "at_min_isr": lambda p: p.at_min_isr}
+COUNTED = {EventKind.ISR_SHRANK: ("isr_shrinks", "ISR shrinks seen"),
+           EventKind.ISR_EXPANDED: ("isr_expands", "ISR expansions seen"),
+           EventKind.LEADER_CHANGED: ("leader_changes", "partition leader changes seen"),
+           EventKind.CONTROLLER_CHANGED: ("controller_changes", "controller changes seen"),
+           EventKind.BROKER_GONE: ("brokers_gone", "brokers leaving the cluster seen")}
+
+
+def _number(value: Any) -> float:
+    """A flag or a count as a sample: Unknown is NaN (not told), never 0."""
+    if isinstance(value, Unknown) or value is None:
+        return math.nan
+    return float(value)
+
+
+class SnapshotMetrics(Collector):
+    """Holds the newest snapshot and the event counts; renders them on each scrape."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snapshot: ClusterSnapshot | None = None
+        self._counts: Counter[EventKind] = Counter()
+
+    def observe(self, snapshot: ClusterSnapshot, events: Iterable[Event]) -> None:
+        """The observer's callback: the newest snapshot and what changed."""
+        with self._lock:
+            self._snapshot = snapshot
+            self._counts.update(e.kind for e in events)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            snapshot, counts = self._snapshot, Counter(self._counts)
+        yield GaugeMetricFamily("kinspect_up", "1 when the brokers answered kinspect's last poll",
+                                value=float(snapshot is not None and snapshot.admin_state == "ok"))
+        for kind, (name, words) in COUNTED.items():
+            yield CounterMetricFamily(f"kinspect_{name}", f"{words} since the exporter started",
+                                      value=counts[kind])
+        if snapshot is None:
+            return
+        yield from _health(snapshot)
+        yield from _partitions(snapshot)
+        yield from _brokers(snapshot)
+        yield from _groups(snapshot)
+
+
+def _health(snapshot: ClusterSnapshot) -> Iterator[Metric]:
+    report = assess(snapshot)
+    verdict = GaugeMetricFamily("kinspect_health", "1 for the verdict kinspect health gives now",
+                                labels=["verdict"])
+    for value in Verdict:
+        verdict.add_metric([str(value)], float(report.verdict is value))
+    yield verdict
+    yield GaugeMetricFamily("kinspect_health_exit_code", "kinspect health's exit code now",
+                            value=report.exit_code)
+    unchecked = GaugeMetricFamily("kinspect_unchecked", "checks a refused or unsupported "
+                                  "request left unmade", labels=["check"])
+    for check, count in Counter(u.check for u in report.unchecked).items():
+        unchecked.add_metric([check], count)
+    yield unchecked
+    controller = snapshot.controller.id
+    yield GaugeMetricFamily("kinspect_controller_id", "the active controller's id (NaN: none)",
+                            value=math.nan if controller is None else controller)
+
+
+def _partitions(snapshot: ClusterSnapshot) -> Iterator[Metric]:
+    labels = ["topic", "partition"]
+    flags = {name: GaugeMetricFamily(f"kinspect_partition_{name}", f"1 when the partition is "
+                                     f"{name.replace('_', ' ')} (Kafka's definition; NaN: not "
+                                     "told)", labels=labels) for name in FLAGS}
+    isr = GaugeMetricFamily("kinspect_partition_isr_replicas", "replicas in sync", labels=labels)
+    replicas = GaugeMetricFamily("kinspect_partition_replicas", "replication factor",
+                                 labels=labels)
+    hw = GaugeMetricFamily("kinspect_partition_high_watermark", "the high watermark (NaN: not "
+                           "told)", labels=labels)
+    for p in snapshot.partitions():
+        key = [p.topic, str(p.partition)]
+        for name, flag in FLAGS.items():
+            flags[name].add_metric(key, _number(flag(p)))
+        isr.add_metric(key, len(p.isr))
+        replicas.add_metric(key, p.replication_factor)
+        hw.add_metric(key, _number(p.high_watermark))
+    yield from (*flags.values(), isr, replicas, hw)
+
+
+def _brokers(snapshot: ClusterSnapshot) -> Iterator[Metric]:
+    leads = GaugeMetricFamily("kinspect_broker_leader_partitions", "partitions the broker leads",
+                              labels=["broker"])
+    missing = GaugeMetricFamily("kinspect_broker_out_of_isr_partitions", "ISRs the broker is "
+                                "missing from", labels=["broker"])
+    offline = GaugeMetricFamily("kinspect_broker_log_dir_offline", "1 when the log dir is "
+                                "offline (a failed or full disk)", labels=["broker", "dir"])
+    size = GaugeMetricFamily("kinspect_broker_log_dir_bytes", "bytes the log dir's replicas "
+                             "hold", labels=["broker", "dir"])
+    parts = snapshot.partitions()
+    led = Counter(p.leader for p in parts)
+    out = Counter(r for p in parts for r in p.missing)
+    for b in snapshot.brokers:
+        leads.add_metric([str(b.id)], led[b.id])
+        missing.add_metric([str(b.id)], out[b.id])
+        for d in b.log_dirs if isinstance(b.log_dirs, tuple) else ():
+            offline.add_metric([str(b.id), d.path], float(d.offline))
+            size.add_metric([str(b.id), d.path], d.size)
+    yield from (leads, missing, offline, size)
+
+
+def _groups(snapshot: ClusterSnapshot) -> Iterator[Metric]:
+    lag = GaugeMetricFamily("kinspect_consumer_group_lag", "records behind the log ends (NaN: "
+                            "not told)", labels=["group"])
+    lag_s = GaugeMetricFamily("kinspect_consumer_group_lag_seconds", "age of the oldest "
+                              "unconsumed record (NaN: not read)", labels=["group"])
+    for g in snapshot.groups:
+        lag.add_metric([g.group_id], _number(g.lag))
+        ms = g.lag_ms(snapshot.taken_at)
+        lag_s.add_metric([g.group_id], math.nan if ms is None else ms / 1000)
+    yield from (lag, lag_s)

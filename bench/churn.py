@@ -26,6 +26,7 @@ from kinspect.model import (
 from kinspect.model.events import EventKind, Severity
 from kinspect.tui.feed import Feed, Mailbox, Post
 from kinspect.tui.messages import Arrival, SnapshotArrived
+from kinspect.tui.partition_rows import Preparer
 
 USER_TOPIC, INTERNAL = "bench-10k", 50
 IDLE_EVERY_S, FAILOVER_EVERY_S = 1.0, 0.25
@@ -67,6 +68,7 @@ class ChurnFeed(Feed):
         self.failing = threading.Event()
         self.built_ms: list[float] = []
         self._stop = threading.Event()
+        self.preparer = Preparer()
 
     def start(self, post: Post) -> None:
         mailbox = Mailbox()
@@ -76,7 +78,7 @@ class ChurnFeed(Feed):
                 round_ += 1
             started = time.perf_counter()
             snapshot, events = churn_snapshot(self.partitions, round_)
-            arrival = Arrival.assessed(snapshot, events)  # as the live feed: in this thread
+            arrival = Arrival.assessed(snapshot, events, self.preparer)  # as the live feed
             self.built_ms.append((time.perf_counter() - started) * 1000)
             if mailbox.put(arrival):
                 post(SnapshotArrived(arrival, mailbox))

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from kinspect.model import ClusterSnapshot, PartitionInfo
+from kinspect.tui.partition_rows import Prepared
 from kinspect.tui.render import PARTITION_COLUMNS, healthy, partition_cells
 
 MARK_LIMIT = 300  # more changed cells than this in one snapshot: no highlight
@@ -73,8 +74,10 @@ class PartitionTable(DataTable[Text]):
         if self._last is not None:
             self.show(self._last, mark=False)
 
-    def show(self, snapshot: ClusterSnapshot, mark: bool = True) -> int:
-        """Render the snapshot; returns how many cells changed."""
+    def show(self, snapshot: ClusterSnapshot, mark: bool = True,
+             prepared: Prepared | None = None) -> int:
+        """Render the snapshot; returns how many cells changed (the old view prepares nothing
+        off the loop: `prepared` is not used)."""
         self._last = snapshot
         visible = self._visible(sorted(snapshot.partitions(), key=_display_order))
         keys = [f"{p.topic}\0{p.partition}" for p in visible]

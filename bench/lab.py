@@ -22,8 +22,10 @@ def kinspect(*args: str, timeout: float = 600) -> str:
 
 
 @contextmanager
-def bench_lab(backend: str = "process", reuse: bool = True) -> Iterator[dict[str, Any]]:
-    """Reuse a running lab (left running); otherwise start one in a temp home and take it down."""
+def bench_lab(backend: str = "process", reuse: bool = True,
+              up_args: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """Reuse a running lab (left running); otherwise start one in a temp home (`lab up` with
+    `up_args`, e.g. --mode kraft) and take it down."""
     probe = subprocess.run([sys.executable, "-m", "kinspect", "lab", "status", "--json"],
                            capture_output=True, text=True)
     if probe.returncode == 0 and reuse:
@@ -33,8 +35,8 @@ def bench_lab(backend: str = "process", reuse: bool = True) -> Iterator[dict[str
         previous = os.environ.get("KINSPECT_HOME")
         os.environ["KINSPECT_HOME"] = home
         try:
-            print("bench: starting a lab for this run …", file=sys.stderr)
-            yield json.loads(kinspect("lab", "up", "--backend", backend, "--json"))
+            print(f"bench: starting a lab for this run {' '.join(up_args)} …", file=sys.stderr)
+            yield json.loads(kinspect("lab", "up", "--backend", backend, *up_args, "--json"))
         finally:
             subprocess.run([sys.executable, "-m", "kinspect", "lab", "down"], capture_output=True)
             if previous is None:

@@ -1,31 +1,25 @@
-"""Observer benchmarks: snapshot time at 2,000 partitions; ZooKeeper-mtime → event latency.
+"""Observer benchmarks: snapshot time at 2,000 partitions; a leader change → event latency.
 
-The latency run makes 50 leader changes one after another (rotate the replica order through
-ZooKeeper's /admin/reassign_partitions, then a preferred election) and measures, for each, the
-time from the state znode's mtime (ZooKeeper's clock, this machine) to our leader_changed event,
-side by side with an AdminClient-only poller asking every 1 s, the way web UIs do.
+The latency run is bench/change_latency.py's on the running lab (50 leader changes, each timed
+from the election asked to our leader_changed event, beside an AdminClient-only poller asking
+every 1 s, the way web UIs do); `python -m bench.change_latency` runs it on both modes.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from typing import Any
 
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.cimpl import NewTopic
-from kazoo.client import KazooClient
 
 from bench.lab import bench_lab, describe, kinspect, percentile
 from kinspect.clients.kafka import quiet_admin
-from kinspect.lab.topics import create_topics
-from kinspect.model import ClusterSnapshot, Event
-from kinspect.sources.observer import Observer, now_ms
+from kinspect.sources.observer import Observer
 
 BIG_TOPIC, BIG_PARTITIONS = "bench-2k", 2000
-LATENCY_TOPIC, CHANGES, WARMUP = "bench-lat", 50, 3
 
 
 def snapshot_times(lab: dict[str, Any]) -> dict[str, float]:
@@ -73,111 +67,6 @@ def _create_big_topic(bootstrap: str) -> None:
     raise SystemExit(f"bench: {BIG_TOPIC} never got all its leaders")
 
 
-class AdminPoller(threading.Thread):
-    """What an AdminClient-only tool sees: metadata every second, nothing in between."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        super().__init__(daemon=True)
-        self.admin = quiet_admin(bootstrap)
-        self.topic = topic
-        self.seen: dict[int, int] = {}  # leader -> first time seen (ms), reset per round
-        self.stop_flag = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop_flag.wait(1.0):
-            meta = self.admin.list_topics(self.topic, timeout=5)
-            leader = meta.topics[self.topic].partitions[0].leader
-            self.seen.setdefault(leader, now_ms())
-
-
-def leader_latency(lab: dict[str, Any]) -> dict[str, list[float]]:
-    bootstrap, zookeeper = lab["bootstrap"], lab["zookeeper"]
-    create_topics(bootstrap, {LATENCY_TOPIC: 1})
-    zk = KazooClient(hosts=zookeeper)
-    zk.start(timeout=10)
-    admin = quiet_admin(bootstrap)
-    events: dict[int, int] = {}
-    arrived = threading.Condition()
-
-    def on_update(_snapshot: ClusterSnapshot, new_events: list[Event]) -> None:
-        with arrived:
-            for event in new_events:
-                if event.kind == "leader_changed" and event.partition == f"{LATENCY_TOPIC}-0":
-                    events.setdefault(int(event.fields["new"]), event.ts)
-            arrived.notify_all()
-
-    observer = Observer(bootstrap, zookeeper)
-    observer.subscribe(on_update)
-    observer.start()
-    observer.wait_ready()
-    poller = AdminPoller(bootstrap, LATENCY_TOPIC)
-    poller.start()
-    time.sleep(2.0)  # let the watches settle and the poller take its first look
-    rounds = CHANGES + WARMUP
-    ours: list[float] = []
-    polled: list[float] = []
-    state_path = f"/brokers/topics/{LATENCY_TOPIC}/partitions/0/state"
-    try:
-        for round_ in range(rounds):
-            state = json.loads(zk.get(state_path)[0])
-            replicas = json.loads(zk.get(f"/brokers/topics/{LATENCY_TOPIC}")[0])["partitions"]["0"]
-            leader = state["leader"]
-            rotated = replicas[replicas.index(leader) + 1:] + replicas[:replicas.index(leader) + 1]
-            target = rotated[0]
-            _reassign(zk, rotated)
-            with arrived:
-                events.clear()
-            poller.seen = {}
-            futures = admin.elect_leaders(ElectionType.PREFERRED,
-                                          [TopicPartition(LATENCY_TOPIC, 0)])
-            futures.result()
-            mtime = _wait_leader(zk, state_path, target)
-            with arrived:
-                arrived.wait_for(lambda t=target: t in events, timeout=10)  # type: ignore[misc]
-            deadline = time.monotonic() + 3
-            while target not in poller.seen and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if target not in events or target not in poller.seen:
-                side = "kinspect" if target not in events else "the poller"
-                print(f"bench: round {round_}: {side} missed the change to {target}", file=sys.stderr)
-                continue
-            if round_ < WARMUP:
-                continue
-            ours.append(events[target] - mtime)
-            if ours[-1] > 100 and observer.zk:
-                heard = observer.zk.last_change_ns // 1_000_000 - mtime
-                print(f"bench: round {round_}: event {ours[-1]} ms after the znode write "
-                      f"(last ZooKeeper notification at +{heard} ms)", file=sys.stderr)
-            polled.append(poller.seen[target] - mtime)
-            if sys.stderr.isatty():
-                print(f"\r  leader change {round_ + 1}/{rounds}", end="", file=sys.stderr)
-    finally:
-        poller.stop_flag.set()
-        observer.stop()
-        zk.stop()
-    return {"ours_ms": ours, "poller_ms": polled}
-
-
-def _reassign(zk: KazooClient, replicas: list[int]) -> None:
-    """Same replicas, new order: the controller applies it at once and deletes the znode."""
-    body = {"version": 1, "partitions": [{"topic": LATENCY_TOPIC, "partition": 0,
-                                          "replicas": replicas}]}
-    zk.create("/admin/reassign_partitions", json.dumps(body).encode(), makepath=True)
-    deadline = time.monotonic() + 30
-    while zk.exists("/admin/reassign_partitions") and time.monotonic() < deadline:
-        time.sleep(0.02)
-
-
-def _wait_leader(zk: KazooClient, path: str, leader: int) -> int:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        data, stat = zk.get(path)
-        if json.loads(data)["leader"] == leader:
-            return int(stat.mtime)
-        time.sleep(0.01)
-    raise SystemExit(f"bench: leader never moved to {leader}")
-
-
 def delete_topics(bootstrap: str, topics: list[str]) -> None:
     admin = quiet_admin(bootstrap)
     existing = set(admin.list_topics(timeout=10).topics)
@@ -190,9 +79,12 @@ def delete_topics(bootstrap: str, topics: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.change_latency import TOPIC, change_latency, create
+
     with bench_lab() as lab:
-        delete_topics(lab["bootstrap"], [BIG_TOPIC])  # latency first, on a small cluster
-        latency = leader_latency(lab)
+        delete_topics(lab["bootstrap"], [BIG_TOPIC, TOPIC])  # latency first, on a small cluster
+        create(lab["bootstrap"], {TOPIC: 1})
+        latency = change_latency(lab)
         print(f"latency: ours {describe(latency['ours_ms'])}; poller "
               f"{describe(latency['poller_ms'])}", file=sys.stderr)
         sizes = snapshot_times(lab)
@@ -200,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- snapshot with {sizes['partitions']:,} partitions: `kinspect snapshot --json` "
           f"{sizes['cli_s']:.2f} s (median of 3, fresh process); observer first complete "
           f"model {sizes['observer_first_s']:.2f} s; in-process rebuild {sizes['rebuild_ms']:.1f} ms")
-    print(f"- ZooKeeper mtime → event over {len(latency['ours_ms'])} leader changes (ms):")
-    print(f"  - kinspect (watches): {describe(latency['ours_ms'])}")
+    print(f"- election asked → leader_changed event over {len(latency['ours_ms'])} leader "
+          "changes (ms; both modes: python -m bench.change_latency):")
+    print(f"  - kinspect: {describe(latency['ours_ms'])}")
     print(f"  - AdminClient poller every 1 s: {describe(latency['poller_ms'])}")
     return 0
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kinspect.lab.readiness import read_lab_mark
 from kinspect.lab.state import LabState
 from kinspect.profiles import Profile
 
@@ -46,6 +45,8 @@ def lab_target(lab: LabState, kafka: dict[str, str] | None = None) -> ClusterTar
 
 def is_lab_cluster(zookeeper: str, lab: LabState) -> bool:
     """True when that ZooKeeper holds this lab's id: an address alone proves nothing."""
+    from kinspect.lab.readiness import read_lab_mark  # with the wire clients: only when asked
+
     return read_lab_mark(zookeeper) == lab.lab_id
 
 

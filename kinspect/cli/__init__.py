@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import warnings
@@ -19,21 +20,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"kinspect: error: {message} (see: {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from kinspect.cli import (
-        consume,
-        demo,
-        doctor,
-        exporter,
-        health,
-        lab,
-        learn,
-        load,
-        observe,
-        postmortem,
-        replay,
-        scenario,
-    )
+# Each command and the module that registers it. Only the module of the command asked for is
+# imported (a module pulls in its layer: `health` needs neither the lab nor the TUI); help, no
+# command or a word that is none of these import them all.
+COMMANDS = {"demo": "demo", "ui": "demo", "doctor": "doctor", "lab": "lab",
+            "snapshot": "observe", "watch": "observe", "health": "health",
+            "exporter": "exporter", "load": "load", "verify": "load", "consume": "consume",
+            "postmortem": "postmortem", "scenario": "scenario", "replay": "replay",
+            "learn": "learn"}
+
+
+def _modules_for(argv: Sequence[str] | None) -> list[str]:
+    """The command's own module when argv starts with one (the only top-level options, --help
+    and --version, end the run), else all: `kinspect --help` and a mistyped command list
+    every command."""
+    if argv is not None and not argv:  # plain `kinspect` opens the TUI
+        return [COMMANDS["ui"]]
+    if argv and argv[0] in COMMANDS:
+        return [COMMANDS[argv[0]]]
+    return list(dict.fromkeys(COMMANDS.values()))
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the words it will parse, only the command they name is registered
+    (fast start), otherwise every command."""
     from kinspect.cli.common import VersionAction
 
     parser = _Parser(
@@ -52,18 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  kinspect COMMAND --help             every option of a command")
     parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    demo.register(commands)
-    doctor.register(commands)
-    lab.register(commands)
-    observe.register(commands)
-    health.register(commands)
-    exporter.register(commands)
-    load.register(commands)
-    consume.register(commands)
-    postmortem.register(commands)
-    scenario.register(commands)
-    replay.register(commands)
-    learn.register(commands)
+    for module in _modules_for(argv):
+        importlib.import_module(f"kinspect.cli.{module}").register(commands)
     return parser
 
 
@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # kazoo warns on stderr of a chroot that does not exist; the ZooKeeper source says it in
     # one line of its own ("holds no Kafka cluster ... under the chroot").
     warnings.filterwarnings("ignore", message="No chroot path exists")
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:  # plain `kinspect` opens the TUI

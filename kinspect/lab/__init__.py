@@ -4,15 +4,30 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
-from kinspect.lab.backend import LabBackend, Progress, UpOptions, status_json
 from kinspect.lab.state import LabState, load_state
+
+if TYPE_CHECKING:
+    from kinspect.lab.backend import LabBackend, Progress, UpOptions, status_json
 
 __all__ = ["BACKENDS", "LabBackend", "LabState", "UpOptions", "choose_backend", "open_backend",
            "reset_lab", "running_lab", "status_json"]
 
 BACKENDS = ("auto", "process", "docker")
+_FROM_BACKEND = frozenset({"LabBackend", "Progress", "UpOptions", "status_json"})
+
+
+def __getattr__(name: str) -> Any:
+    """The backend's names, imported when first asked for: `kinspect health` and `snapshot`
+    only ask whether a lab runs, and the backend (its readiness checks pull in kafka-python)
+    would cost them a fifth of a second at every start."""
+    if name in _FROM_BACKEND:
+        from kinspect.lab import backend
+
+        return getattr(backend, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def choose_backend(progress: Progress | None = None) -> str:

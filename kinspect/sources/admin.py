@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -34,6 +35,7 @@ from kinspect.clients.topic_partitions import ask_eligible_leaders
 from kinspect.clients.wire import (
     BrokerClaim,
     BrokerLink,
+    MetadataAnswer,
     ask_claims,
     ask_epoch_ends,
     ask_log_ends,
@@ -60,6 +62,10 @@ from kinspect.sources.hidden import confirm_hidden
 
 CONFIG_EVERY_N_POLLS = 10
 SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
+# KRaft has no watches: between full polls each broker's own metadata is asked this often, and
+# less often in proportion beyond FAST_PARTITIONS partitions (a Metadata answer grows with them).
+FAST_S = 0.15
+FAST_PARTITIONS = 2_000
 
 Key = tuple[str, int]
 Claims = dict[int, dict[Key, BrokerClaim]]
@@ -95,6 +101,19 @@ def _answers(future: Future[dict[TopicPartition, Any]], deadline: float) -> dict
         return {}
     return {(tp.topic, tp.partition): info for tp, info in answers.items()
             if not isinstance(info, KafkaError)}
+
+
+def listed_by_most(lists: Mapping[int, Mapping[int, str]], current: Mapping[int, str]
+                   ) -> dict[int, str]:
+    """The brokers most answering brokers list (in KRaft: the unfenced ones). A zombie's stale
+    image is outvoted; on a tie the current view stands."""
+    out = {}
+    for broker in {b for listed in lists.values() for b in listed} | set(current):
+        votes = sum(broker in listed for listed in lists.values())
+        if 2 * votes > len(lists) or (2 * votes == len(lists) and broker in current):
+            out[broker] = current.get(broker) or next(
+                listed[broker] for listed in lists.values() if broker in listed)
+    return out
 
 
 def _why(link: BrokerLink, exc: BaseException) -> str:
@@ -150,6 +169,8 @@ class AdminSource:
         self._polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._close_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None  # the fast polls' (KRaft)
         self.known_brokers: dict[int, str] = {}  # e.g. the lab's brokers, probed even if unlisted
         # zookeeper | kraft | unknown: "zookeeper" when the observer watches ZooKeeper (the
         # quorum is then never asked), else what the brokers' ApiVersions say, once known.
@@ -170,18 +191,36 @@ class AdminSource:
         if self.groups:
             self.groups.start()
         target = self.poll_once if once else self._loop
-        self._thread = threading.Thread(target=target, name="kinspect-admin", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(target,), name="kinspect-admin",
+                                        daemon=True)
         self._thread.start()
 
+    def _run(self, target: Callable[[], object]) -> None:
+        target()
+        if self._stop.is_set():  # stopped while a poll was under way: the poll closes up
+            self._close()
+
     def stop(self) -> None:
+        """The caller has its answer: a poll still waiting on a silent broker closes its own
+        connections when it ends, instead of holding the exit (2 s of `health --timeout 1`
+        against a dead address were this wait)."""
         self._stop.set()
         if self.groups:
             self.groups.stop()
         if self._thread:
-            self._thread.join(timeout=self.timeout_s * 3)
-        for link in self._links.values():
+            self._thread.join(timeout=0.05)
+            if self._thread.is_alive():
+                return
+        self._close()
+
+    def _close(self) -> None:
+        with self._close_lock:
+            links, self._links = list(self._links.values()), {}
+        for link in links:
             link.close()
         self._quorum.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
 
     def view(self) -> BrokerView:
         with self._lock:
@@ -225,9 +264,58 @@ class AdminSource:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            began = time.monotonic()
+            due = time.monotonic() + self.interval_s
             self.poll_once()
-            self._stop.wait(max(0.05, self.interval_s - (time.monotonic() - began)))
+            while not self._stop.is_set():
+                left, step = due - time.monotonic(), self._fast_step()
+                if step is None or step >= left:
+                    self._stop.wait(max(0.05, left))
+                    break
+                if not self._stop.wait(step):
+                    self._fast_poll()
+
+    def _fast_step(self) -> float | None:
+        """Seconds to the next fast poll: KRaft only (ZooKeeper's watches are faster still),
+        with the brokers answering and per-broker links allowed."""
+        view = self._view
+        if self.mode != "kraft" or view.state != "ok" or not self.probe_brokers \
+                or self._link_settings is None:
+            return None
+        return FAST_S * max(1.0, len(view.partitions) / FAST_PARTITIONS)
+
+    def _fast_poll(self) -> None:
+        """Each broker's own metadata, one small request each: a leader, ISR or broker list
+        newer than the view's is applied at once (the newest epoch of each partition wins, as
+        in a full poll); offsets, configs and the rest wait for the full poll."""
+        with self._lock:
+            view = self._view
+        answers = self._ask_brokers({**self.known_brokers, **view.brokers})
+        if not answers:
+            return
+        claims = {broker: answer.partitions for broker, answer in answers.items()}
+        polled_at = time.time_ns() // 1_000_000
+        decided = self._decisions(claims, polled_at)
+        brokers = listed_by_most({b: a.brokers for b, a in answers.items()}, view.brokers)
+        if decided == view.decided and brokers == view.brokers:
+            return
+        with self._lock:
+            if self._view is not view:  # a full poll landed meanwhile: it is newer
+                return
+            self._view = replace(view, decided=decided, brokers=brokers)
+            self._claims = claims
+        self._on_change()
+
+    def _ask_brokers(self, targets: Mapping[int, str]) -> dict[int, MetadataAnswer]:
+        def ask(item: tuple[int, str]) -> tuple[int, MetadataAnswer | None]:
+            broker, address = item
+            try:
+                return broker, ask_claims(self._link(broker, address), min(0.5, self.timeout_s))
+            except (OSError, ConnectionError, ValueError, EOFError):
+                return broker, None
+
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kinspect-fast")
+        return {b: a for b, a in self._pool.map(ask, sorted(targets.items())) if a is not None}
 
     def _poll(self) -> tuple[BrokerView, Claims]:
         """One metadata request (it names the controller too), then configs, offsets and the

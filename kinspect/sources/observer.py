@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE
 from kinspect.errors import KinspectError, error_line
@@ -33,13 +33,22 @@ from kinspect.model import (
 )
 from kinspect.sources.admin import AdminSource
 from kinspect.sources.claims import merge_claims
-from kinspect.sources.zk_watch import ZooKeeperSource
+
+if TYPE_CHECKING:
+    from kinspect.sources.zk_watch import ZooKeeperSource
 
 Subscriber = Callable[[ClusterSnapshot, list[Event]], None]
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _zookeeper_source() -> type[ZooKeeperSource]:
+    """kazoo, imported only when a ZooKeeper is named (KRaft and bootstrap-only runs skip it)."""
+    from kinspect.sources.zk_watch import ZooKeeperSource
+
+    return ZooKeeperSource
 
 
 class Observer:
@@ -61,7 +70,7 @@ class Observer:
         self.latest: ClusterSnapshot | None = None
         self._stalls = HwStallTracker()
         self._controller = ControllerMoves()  # a move seen in steps is one event
-        self.zk = (ZooKeeperSource(zookeeper, self._wake.set, auth=zk_auth, watch=not one_shot)
+        self.zk = (_zookeeper_source()(zookeeper, self._wake.set, auth=zk_auth, watch=not one_shot)
                    if zookeeper else None)
         self.admin = (AdminSource(bootstrap, self._wake.set, interval_s=interval_s,
                                   timeout_s=timeout_s, config=admin_config)

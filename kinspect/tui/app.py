@@ -55,6 +55,7 @@ from kinspect.tui.messages import (
     TaskStep,
 )
 from kinspect.tui.modals import LAB_CHOICE, ClusterPicker, HelpScreen
+from kinspect.tui.partition_rows import Prepared
 from kinspect.tui.partition_view import PartitionPanel, PartitionView
 from kinspect.tui.render import (
     event_line,
@@ -225,7 +226,7 @@ class KinspectApp(ActingApp):
         if isinstance(self.screen, BrokerScreen):  # the main panels wait until it closes
             self.screen.show(snapshot)
         else:
-            self._draw_panels(snapshot)
+            self._draw_panels(snapshot, latest.prepared)
         log = self.main.query_one(EventLog)
         if len(events) > EVENT_BURST:  # a failover of thousands of partitions: the gist
             log.write(f"… {len(events) - EVENT_BURST:,} more events (all of them: kinspect watch)")
@@ -238,24 +239,30 @@ class KinspectApp(ActingApp):
         self.last_render_ms = (time.perf_counter() - started) * 1000
         self._next_draw = time.monotonic() + max(MIN_DRAW_GAP_S, 2 * self.last_render_ms / 1000)
 
-    def _draw_panels(self, snapshot: ClusterSnapshot | None) -> None:
-        """The partitions, the groups and the brokers, from one snapshot."""
+    def _draw_panels(self, snapshot: ClusterSnapshot | None,
+                     prepared: Prepared | None = None) -> None:
+        """The partitions, the groups and the brokers, from one snapshot (and what the feed's
+        thread prepared of it)."""
         if snapshot is None:
             return
-        self.partitions.show(snapshot)
+        self.partitions.show(snapshot, prepared=prepared)
         groups = self.main.query_one("#consumer-groups", Static)
         # the panel appears with the first group (one listed but refused to this user too)
         groups.display = bool(snapshot.groups or snapshot.groups_unknown)
         if groups.display:
             groups.update(groups_text(snapshot, self.lag_trend, self.size.width))
-        self.main.query_one(BrokerTable).show(snapshot, self.lab)
+        self.main.query_one(BrokerTable).show(snapshot, self.lab,
+                                              prepared.counts if prepared else None)
 
     @on(LabArrived)
     def lab_arrived(self, message: LabArrived) -> None:
         if not self.screen_stack:
             return
         self.lab, self.load = message.lab, message.load
-        self.partitions.pin(self.load_topics())
+        pinned = self.load_topics()
+        if self.feed.preparer is not None:
+            self.feed.preparer.pinned = pinned
+        self.partitions.pin(pinned)
         self.main.query_one(BrokerTable).show(self.snapshot, self.lab)
         log = self.main.query_one(EventLog)
         for entry in message.faults:

@@ -33,6 +33,7 @@ from kinspect.tui.messages import (
     ProblemsChanged,
     SnapshotArrived,
 )
+from kinspect.tui.partition_rows import Preparer
 
 if TYPE_CHECKING:
     from kinspect.sources.observer import Observer
@@ -57,7 +58,7 @@ class Mailbox:
             if self._pending is None:
                 self._pending = arrival
                 return True
-            self._pending = replace(arrival, events=self._pending.events + arrival.events)
+            self._pending = arrival.after(self._pending)
             return False
 
     def take(self) -> Arrival | None:
@@ -74,6 +75,7 @@ class Feed:
 
     title = "cluster"
     lab_backed = False
+    preparer: Preparer | None = None  # a feed that prepares its snapshots for the panels
 
     def start(self, post: Post) -> None:
         raise NotImplementedError
@@ -121,6 +123,7 @@ class LiveFeed(Feed):
         self.recording: SessionRecording | None = None
         self._tail: LedgerTail | None = None
         self._trend = RateTrend()
+        self.preparer = Preparer()
 
     def watch_load(self, run_dir: Path | None) -> None:
         self._load_dir = run_dir
@@ -159,7 +162,7 @@ class LiveFeed(Feed):
 
         def deliver(snapshot: ClusterSnapshot, events: list[Event]) -> None:
             """In the observer's builder thread: the assessment is made here, off the loop."""
-            arrival = Arrival.assessed(snapshot, events)
+            arrival = Arrival.assessed(snapshot, events, self.preparer)
             if mailbox.put(arrival):
                 post(SnapshotArrived(arrival, mailbox))
 

@@ -7,7 +7,7 @@ feeds (feed.py, replay_feed.py), the engine keeper and the acting workers import
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +17,7 @@ from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity, assess
 from kinspect.target import ClusterTarget
+from kinspect.tui.partition_rows import Prepared, Preparer
 from kinspect.tui.render import clock_text
 
 if TYPE_CHECKING:
@@ -86,11 +87,22 @@ class Arrival:
     snapshot: ClusterSnapshot
     health: HealthReport  # `kinspect health`'s assessment of this very snapshot
     events: tuple[Event, ...] = ()
+    prepared: Prepared | None = None  # the panels' passes over every partition, made too
 
     @classmethod
-    def assessed(cls, snapshot: ClusterSnapshot, events: Iterable[Event] = ()) -> Arrival:
-        """Assess `snapshot`: call it in a feed's thread, never on the event loop."""
-        return cls(snapshot, assess(snapshot), tuple(events))
+    def assessed(cls, snapshot: ClusterSnapshot, events: Iterable[Event] = (),
+                 preparer: Preparer | None = None) -> Arrival:
+        """Assess `snapshot` (and prepare it for the panels): call it in a feed's thread,
+        never on the event loop."""
+        prepared = preparer.prepare(snapshot) if preparer is not None else None
+        return cls(snapshot, assess(snapshot), tuple(events), prepared)
+
+    def after(self, earlier: Arrival) -> Arrival:
+        """This one, drawn in place of `earlier` (never drawn): every event and change since."""
+        prepared = self.prepared
+        if prepared is not None and earlier.prepared is not None:
+            prepared = prepared.after(earlier.prepared)
+        return replace(self, events=earlier.events + self.events, prepared=prepared)
 
 
 class Pending(Protocol):

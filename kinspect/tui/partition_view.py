@@ -10,7 +10,7 @@ snapshot. A new snapshot is one pass over its partitions, whatever their number.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import ClassVar, Protocol
 
 from rich.style import Style
@@ -23,7 +23,16 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kinspect.model import ClusterSnapshot, PartitionInfo
-from kinspect.tui.partition_rows import Model, Row, RowKey, TopicSummary, row_key
+from kinspect.tui.partition_rows import (
+    MARK_LIMIT,
+    Change,
+    Model,
+    Prepared,
+    Row,
+    RowKey,
+    TopicSummary,
+    row_key,
+)
 from kinspect.tui.render import (
     PAD_STYLE,
     PARTITION_COLUMNS,
@@ -31,7 +40,6 @@ from kinspect.tui.render import (
     topic_summary_text,
 )
 
-MARK_LIMIT = 300  # more partitions changed than this in one snapshot: no highlight
 MARK_FOR_S = 3.0
 MARK_STYLE = Style.parse("on #6b4e00")
 GAP = "  "
@@ -44,7 +52,8 @@ class PartitionPanel(Protocol):
     filter_text: str
     unhealthy_only: bool
 
-    def show(self, snapshot: ClusterSnapshot, mark: bool = True) -> int: ...
+    def show(self, snapshot: ClusterSnapshot, mark: bool = True,
+             prepared: Prepared | None = None) -> int: ...
 
     def refilter(self) -> None: ...
 
@@ -97,11 +106,18 @@ class PartitionView(ScrollView, can_focus=True):
 
     # ----- data ------------------------------------------------------------------------
 
-    def show(self, snapshot: ClusterSnapshot, mark: bool = True) -> int:
+    def show(self, snapshot: ClusterSnapshot, mark: bool = True,
+             prepared: Prepared | None = None) -> int:
         """Take a new snapshot; returns how many partitions changed (counted up to the mark
-        limit: past it a failover is under way and marking everything would say nothing)."""
-        model = Model.of(snapshot, self.pinned)
-        changed = self._mark_changes(self._model, model) if mark and self._model else 0
+        limit: past it a failover is under way and marking everything would say nothing).
+        `prepared`: its model and changes, made in the feed's thread (sorted with the pins of
+        then: with others the model is made again here)."""
+        if prepared is not None and prepared.pinned == self.pinned:
+            model, changes = prepared.model, prepared.changes
+        else:
+            model = Model.of(snapshot, self.pinned)
+            changes = tuple(model.changed(self._model, MARK_LIMIT)) if self._model else ()
+        changed = self._mark(changes) if mark and self._model else 0
         self._snapshot, self._model = snapshot, model
         self._rebuild()
         return changed
@@ -122,8 +138,7 @@ class PartitionView(ScrollView, can_focus=True):
             if self._snapshot is not None:
                 self.show(self._snapshot, mark=False)
 
-    def _mark_changes(self, old: Model, new: Model) -> int:
-        changed = new.changed(old, MARK_LIMIT)
+    def _mark(self, changed: Sequence[Change]) -> int:
         if len(changed) > MARK_LIMIT:
             return len(changed)
         until = time.monotonic() + MARK_FOR_S

@@ -7,7 +7,6 @@ is only a type here), so they are cheap to test and reuse.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -35,6 +34,7 @@ from kinspect.model.assessment import (
 )
 from kinspect.model.lag import LagTrend
 from kinspect.model.snapshot import BrokerInfo, Throttle
+from kinspect.tui.partition_rows import BrokerCounts, broker_counts
 
 if TYPE_CHECKING:
     from kinspect.lab.state import LabState, NodeRecord
@@ -221,15 +221,13 @@ def _span(text: str, style: str) -> Text:
     return Text().append(text, style)
 
 
-def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None) -> list[BrokerRow]:
-    """Brokers the cluster knows, plus lab brokers it does not (those are the news)."""
+def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None,
+                counts: BrokerCounts | None = None) -> list[BrokerRow]:
+    """Brokers the cluster knows, plus lab brokers it does not (those are the news). `counts`:
+    the snapshot's, when the feed's thread made them (partition_rows.Prepared)."""
     lab_nodes = {n.broker_id: n for n in lab.brokers} if lab else {}
     known = {b.id: b for b in snapshot.brokers} if snapshot else {}
-    partitions = snapshot.partitions() if snapshot else []
-    # One pass for every broker: at 10,000 partitions a pass per broker cost 90 ms a draw.
-    leading = Counter(p.leader for p in partitions)
-    out_of_isr = Counter(r for p in partitions if len(p.isr) < len(p.replicas)
-                         for r in p.missing)
+    leading, out_of_isr = counts or broker_counts(snapshot)
     rows = []
     for broker_id in sorted(set(known) | {i for i in lab_nodes if i is not None}):
         info = known.get(broker_id)
@@ -241,7 +239,7 @@ def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None) -> list[
             zk = _span("?", "dim")
         else:
             zk = _span("yes", "green") if info.registered else _span("NO", "bold red")
-        leads, missing = leading[broker_id], out_of_isr[broker_id]
+        leads, missing = leading.get(broker_id, 0), out_of_isr.get(broker_id, 0)
         rows.append(BrokerRow(broker_id, (
             _span(str(broker_id), "bold"), Text(address), lab_state_text(node, lab), zk,
             Text(str(leads)), _span(str(missing), "bold yellow" if missing else "dim"),

@@ -8,6 +8,7 @@ from textual.widgets import DataTable, RichLog
 
 from kinspect.lab.state import LabState
 from kinspect.model import ClusterSnapshot
+from kinspect.tui.partition_rows import BrokerCounts
 from kinspect.tui.render import BROKER_COLUMNS, KRAFT_BROKER_LABELS, PAD_STYLE, broker_rows
 
 
@@ -34,13 +35,14 @@ class BrokerTable(DataTable[Text]):
         for name in BROKER_COLUMNS:
             self.add_column(_padded(labels.get(name, name)), key=name)
 
-    def show(self, snapshot: ClusterSnapshot | None, lab: LabState | None) -> None:
+    def show(self, snapshot: ClusterSnapshot | None, lab: LabState | None,
+             counts: BrokerCounts | None = None) -> None:
         kraft = snapshot is not None and snapshot.kraft
         if kraft != self._kraft:  # the columns' labels follow the mode (rows are re-added)
             self._kraft = kraft
             self.clear(columns=True)
             self._add_columns()
-        rows = broker_rows(snapshot, lab)
+        rows = broker_rows(snapshot, lab, counts)
         keys = [str(r.broker_id) for r in rows]
         if keys != [str(k.value) for k in self.rows]:
             cursor = self.cursor_row

@@ -169,3 +169,38 @@ def test_probes_a_login_cannot_make_are_said_off_on_screen_and_in_json() -> None
     said = [x for x in snapshot_to_json(snapshot)["limitations"] if "probes off" in x]
     assert said and said[0].startswith("per-replica probes off: GSSAPI"), said
     assert "per-replica probes off: GSSAPI" in warnings_text(snapshot).plain
+
+
+def test_the_fast_polls_broker_list_outvotes_a_zombie() -> None:
+    """KRaft's broker list between full polls: what most answering brokers list (a fenced
+    broker still running lists itself from its stale image); a tie keeps the current view."""
+    from kinspect.sources.admin import listed_by_most
+
+    a, b, c = "198.18.1.11:9092", "198.18.1.12:9092", "198.18.1.13:9092"
+    current = {1: a, 2: b, 3: c}
+    zombie = {3: {1: a, 2: b, 3: c}}  # broker 3, fenced, still sees itself
+    fenced = listed_by_most({1: {1: a, 2: b}, 2: {1: a, 2: b}, **zombie}, current)
+    assert fenced == {1: a, 2: b}
+    assert listed_by_most({1: {1: a, 2: b, 3: c}, 2: {1: a, 2: b, 3: c}}, {1: a, 2: b}) == current
+    assert listed_by_most({1: {1: a}, 2: {1: a, 2: b}}, current) == {1: a, 2: b}  # a tie
+    assert listed_by_most({1: {1: a}, 2: {1: a, 2: b}}, {1: a}) == {1: a}
+
+
+def test_a_metadata_answer_seen_before_is_not_decoded_again() -> None:
+    """Each broker's Metadata kept as bytes: the same topics section (every broker of a healthy
+    cluster, every poll of an unchanged one) is decoded once; a changed one anew; the brokers
+    and controller are each answer's own."""
+    from kinspect.clients.wire import claims_of_bytes
+
+    def answer(controller: int, leader: int) -> bytes:
+        response = MetadataResponse[7](  # kept: kafka-python binds encode() weakly to it
+            throttle_time_ms=0, brokers=[(1, "198.18.1.11", 9092, None)], cluster_id="c",
+            controller_id=controller,
+            topics=[(0, "t", False, [(0, 0, leader, 4, [1, 2], [1, 2], [])])])
+        return bytes(response.encode())
+
+    first, again = claims_of_bytes(answer(1, 1)), claims_of_bytes(answer(2, 1))
+    assert first == claims_from(MetadataResponse[7].decode(io.BytesIO(answer(1, 1))))
+    assert again.partitions is first.partitions and again.controller_id == 2
+    moved = claims_of_bytes(answer(1, 2))
+    assert moved.partitions == {("t", 0): BrokerClaim(2, (1, 2), (1, 2), 4)}

@@ -43,3 +43,28 @@ def test_the_newest_snapshot_keeps_its_own_assessment() -> None:
 def test_recorded_messages_carry_their_own_snapshot() -> None:
     arrival = Arrival.assessed(demo_snapshot())
     assert SnapshotArrived(arrival).latest() is arrival
+
+
+def test_the_panels_passes_are_prepared_in_the_feeds_thread_and_add_up_in_a_burst() -> None:
+    """The model, the changes since the last snapshot and the brokers' counts come with the
+    arrival (made where Arrival.assessed runs); a burst drawn as one keeps every change, and
+    the view draws the prepared model as it is."""
+    from kinspect.tui.partition_rows import Model, Preparer, broker_counts
+    from kinspect.tui.partition_view import PartitionView
+
+    preparer, box = Preparer(), Mailbox()
+    calm, worse = demo_snapshot(), demo_snapshot(isolated_leader=True, taken_at=T0 + 1)
+    first = Arrival.assessed(calm, (), preparer)
+    assert first.prepared is not None and first.prepared.changes == ()
+    assert first.prepared.model == Model.of(calm) and first.prepared.counts == broker_counts(calm)
+    box.put(Arrival.assessed(worse, (), preparer))
+    box.put(Arrival.assessed(calm, (), preparer))  # and back: both moves are kept
+    latest = box.take()
+    assert latest is not None and latest.prepared is not None
+    moved = {(was.name, now.name) for was, now in latest.prepared.changes}
+    assert moved == {(c.name, c.name) for c, w in zip(calm.partitions(), worse.partitions(),
+                                                       strict=True) if c != w}
+    assert len(latest.prepared.changes) == 2 * len(moved)
+    view = PartitionView()
+    view.show(calm, prepared=first.prepared)
+    assert view._model is first.prepared.model

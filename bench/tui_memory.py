@@ -1,0 +1,81 @@
+"""The TUI's memory over a shift on call: resident memory of the real app left open.
+
+    python -m bench.tui_memory [--minutes 60] [--synthetic 10000]
+
+Without --synthetic: the app (headless, the real KinspectApp and LiveFeed, recording off) on
+the running lab, or a lab of its own, as `kinspect ui` would show it. With --synthetic N: the
+same app fed by the synthetic stand-in (bench/churn.py, idle: an unchanged picture of N
+partitions once a second, as the observer's poll). The process's RSS is sampled every 10 s;
+flat means the last quarter of the run ends no higher than the first quarter's peak plus 5%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from bench.churn import ChurnFeed
+from bench.lab import bench_lab
+from kinspect.tui.app import KinspectApp
+from kinspect.tui.console import LabConsole
+from kinspect.tui.feed import Feed, LiveFeed
+
+SAMPLE_S = 10.0
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE / 1e6
+
+
+async def watch(feed: Feed, minutes: float) -> list[tuple[float, float]]:
+    """(minutes since start, RSS MB) every SAMPLE_S while the app runs."""
+    app = KinspectApp(feed, LabConsole(), no_confirm=True)
+    samples: list[tuple[float, float]] = []
+    async with app.run_test(size=(160, 50)) as pilot:
+        started = time.monotonic()
+        while (elapsed := time.monotonic() - started) < minutes * 60:
+            samples.append((elapsed / 60, rss_mb()))
+            if sys.stderr.isatty():
+                print(f"\r  {elapsed / 60:5.1f} min  {samples[-1][1]:6.1f} MB", end="",
+                      file=sys.stderr)
+            await pilot.pause(SAMPLE_S)
+    return samples
+
+
+def verdict(samples: list[tuple[float, float]]) -> str:
+    quarter = max(1, len(samples) // 4)
+    first, last = max(m for _, m in samples[:quarter]), max(m for _, m in samples[-quarter:])
+    return (f"first quarter's peak {first:.0f} MB, last quarter's {last:.0f} MB: "
+            + ("flat" if last <= first * 1.05 else f"grew {100 * (last / first - 1):.0f}%"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--synthetic", type=int, default=0, metavar="PARTITIONS")
+    args = parser.parse_args(argv)
+    if args.synthetic:
+        label = f"synthetic stand-in, {args.synthetic:,} partitions"
+        samples = asyncio.run(watch(ChurnFeed(args.synthetic), args.minutes))
+    else:
+        with bench_lab() as lab:
+            label = "the lab"
+            feed = LiveFeed(lab["bootstrap"], lab.get("zookeeper"), lab_backed=True,
+                            title="lab", record=False)
+            samples = asyncio.run(watch(feed, args.minutes))
+    print(f"\n## TUI memory over {args.minutes:.0f} min ({label})")
+    marks = sorted({round(args.minutes * f) for f in (0.05, 0.25, 0.5, 0.75, 1.0)})
+    for mark in marks:
+        minute, mb = min(samples, key=lambda s: abs(s[0] - mark))
+        print(f"- {minute:5.1f} min: {mb:.0f} MB")
+    print(f"- {verdict(samples)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""`kinspect health` and `snapshot` start fast: the CLI imports only the command asked for, and
+that command only what it uses (no lab, TUI, post-mortem, Arrow or Spark)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kinspect.cli import COMMANDS, build_parser
+
+HEAVY = ("kinspect.lab.backend", "kinspect.tui", "kinspect.postmortem", "kinspect.load",
+         "kinspect.scenarios", "kinspect.lessons", "textual", "pyarrow", "numpy", "pyspark",
+         "duckdb")
+
+
+def commands_of(parser: argparse.ArgumentParser) -> set[str]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(sub.choices)
+
+
+def test_every_command_is_in_the_table_with_the_module_that_registers_it() -> None:
+    everything = commands_of(build_parser())
+    assert everything == set(COMMANDS)
+    for command in everything:
+        assert command in commands_of(build_parser([command, "--help"]))
+
+
+def test_help_and_a_mistyped_command_still_list_every_command() -> None:
+    assert commands_of(build_parser(["--help"])) == set(COMMANDS)
+    assert commands_of(build_parser(["helth"])) == set(COMMANDS)
+    assert commands_of(build_parser([])) == {"demo", "ui"}  # plain `kinspect`: the TUI
+
+
+@pytest.mark.parametrize("command", ["health", "snapshot"])
+def test_a_one_shot_command_imports_only_what_it_uses(command: str) -> None:
+    code = ("import sys, json\nfrom kinspect.cli import main\n"
+            f"rc = main([{command!r}, '--bootstrap', '127.0.0.1:1', '--timeout', '1'])\n"
+            "print(json.dumps([rc, sorted(sys.modules)]))")
+    if command == "snapshot":
+        code = code.replace(", '--timeout', '1'", "")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    rc, modules = json.loads(done.stdout.splitlines()[-1])
+    assert rc in (2, 3), done.stderr  # nobody listens there: unreachable, said in one line
+    loaded = {heavy for heavy in HEAVY for m in modules if m == heavy or m.startswith(heavy + ".")}
+    assert loaded == set()

@@ -103,6 +103,13 @@ def _answers(future: Future[dict[TopicPartition, Any]], deadline: float) -> dict
             if not isinstance(info, KafkaError)}
 
 
+def fast_targets(brokers: Mapping[int, str], unreachable: Mapping[int, str]) -> dict[int, str]:
+    """The brokers a fast poll asks: not those the last full poll could not reach. A frozen
+    or cut-off broker would hold every fast poll for its timeout and have its connection made
+    again each time; the full poll keeps asking it."""
+    return {b: address for b, address in brokers.items() if b not in unreachable}
+
+
 def listed_by_most(lists: Mapping[int, Mapping[int, str]], current: Mapping[int, str]
                    ) -> dict[int, str]:
     """The brokers most answering brokers list (in KRaft: the unfenced ones). A zombie's stale
@@ -289,7 +296,8 @@ class AdminSource:
         in a full poll); offsets, configs and the rest wait for the full poll."""
         with self._lock:
             view = self._view
-        answers = self._ask_brokers({**self.known_brokers, **view.brokers})
+        answers = self._ask_brokers(fast_targets({**self.known_brokers, **view.brokers},
+                                                 self.probe_errors))
         if not answers:
             return
         claims = {broker: answer.partitions for broker, answer in answers.items()}

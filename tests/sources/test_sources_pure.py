@@ -186,6 +186,15 @@ def test_the_fast_polls_broker_list_outvotes_a_zombie() -> None:
     assert listed_by_most({1: {1: a}, 2: {1: a, 2: b}}, {1: a}) == {1: a}
 
 
+def test_the_fast_poll_leaves_an_unreachable_broker_to_the_full_poll() -> None:
+    from kinspect.sources.admin import fast_targets
+
+    brokers = {1: "198.18.1.11:9092", 2: "198.18.1.12:9092", 3: "198.18.1.13:9092"}
+    assert fast_targets(brokers, {2: "198.18.1.12:9092: no answer in 1.0 s"}) == {
+        1: "198.18.1.11:9092", 3: "198.18.1.13:9092"}
+    assert fast_targets(brokers, {}) == brokers
+
+
 def test_a_metadata_answer_seen_before_is_not_decoded_again() -> None:
     """Each broker's Metadata kept as bytes: the same topics section (every broker of a healthy
     cluster, every poll of an unchanged one) is decoded once; a changed one anew; the brokers

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,14 +38,16 @@ def test_help_and_a_mistyped_command_still_list_every_command() -> None:
 
 
 @pytest.mark.parametrize("command", ["health", "snapshot"])
-def test_a_one_shot_command_imports_only_what_it_uses(command: str) -> None:
+def test_a_one_shot_command_imports_only_what_it_uses(command: str, tmp_path: Path) -> None:
+    """With no lab on disk (a lab on disk is asked whether it runs, which takes its backend)."""
     code = ("import sys, json\nfrom kinspect.cli import main\n"
             f"rc = main([{command!r}, '--bootstrap', '127.0.0.1:1', '--timeout', '1'])\n"
             "print(json.dumps([rc, sorted(sys.modules)]))")
     if command == "snapshot":
         code = code.replace(", '--timeout', '1'", "")
+    env = {**os.environ, "KINSPECT_HOME": str(tmp_path)}  # the session's lab is not this one's
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
+                          timeout=120, check=True, env=env)
     rc, modules = json.loads(done.stdout.splitlines()[-1])
     assert rc in (2, 3), done.stderr  # nobody listens there: unreachable, said in one line
     loaded = {heavy for heavy in HEAVY for m in modules if m == heavy or m.startswith(heavy + ".")}

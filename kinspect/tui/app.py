@@ -8,7 +8,6 @@ messages; only the handlers change the app's state.
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,6 +37,7 @@ from kinspect.target import ClusterTarget, lab_target, profile_target, read_only
 from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.broker_screen import BrokerScreen
+from kinspect.tui.collector import QuietCollector
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed
 from kinspect.tui.load_panel import LoadPanel
@@ -67,7 +67,7 @@ from kinspect.tui.render import (
 from kinspect.tui.report_screen import ReportScreen
 from kinspect.tui.spark_keeper import EngineKeeper
 from kinspect.tui.warnings_screen import WarningsScreen
-from kinspect.tui.widgets import BrokerTable, EventLog
+from kinspect.tui.widgets import BrokerTable, EventLog, TextBox
 
 FAULT_KEYS = {a.key: a for a in ACTIONS if a.fault}
 
@@ -102,20 +102,22 @@ class KinspectApp(ActingApp):
         self._told: set[str] = set()  # problems already toasted: each distinct one once
         self._next_draw = 0.0
         self.last_render_ms = 0.0
+        self._header_lines = 0
+        self.collector = QuietCollector()
 
 
     # ----- layout ----------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static(id="header")
+        yield TextBox(id="header")
         with Horizontal(id="top"):
             with Vertical(id="left"):
                 yield BrokerTable(id="brokers")
                 yield LoadPanel(id="load", read_only=bool(self.read_only_reason))
             with Vertical(id="side"):
-                yield Static(id="warnings")
+                yield TextBox(id="warnings")
         yield self.PARTITION_VIEW(id="partitions")
-        yield Static(id="consumer-groups")
+        yield TextBox(id="consumer-groups")
         yield EventLog(id="events")
         yield Input(placeholder="filter partitions (topic or topic-N); Enter keeps, Esc clears",
                     id="filter")
@@ -123,7 +125,7 @@ class KinspectApp(ActingApp):
         yield Footer()
 
     def on_mount(self) -> None:
-        quiet_gc()
+        self.collector.start()
         self.main.query_one("#brokers").border_title = "brokers"
         self.main.query_one("#partitions").border_title = "partitions"
         self.main.query_one("#events").border_title = "events"
@@ -135,7 +137,7 @@ class KinspectApp(ActingApp):
         self._render_header()
         self._render_side()
         self.main.query_one("#partitions").focus()
-        self.set_interval(1.0, self._render_header)
+        self.set_interval(1.0, self._tick)
         self.start_feed()
         if self.engine is not None:
             self.keep_engine()
@@ -233,6 +235,8 @@ class KinspectApp(ActingApp):
             events = events[-EVENT_BURST:]
         for event in events:
             log.write(event_line(event))
+        if events or latest.prepared is None or latest.prepared.changes:
+            self.collector.busy()
         self.saw_events(events)
         self._render_header()
         self._render_side()
@@ -246,11 +250,11 @@ class KinspectApp(ActingApp):
         if snapshot is None:
             return
         self.partitions.show(snapshot, prepared=prepared)
-        groups = self.main.query_one("#consumer-groups", Static)
+        groups = self.main.query_one("#consumer-groups", TextBox)
         # the panel appears with the first group (one listed but refused to this user too)
         groups.display = bool(snapshot.groups or snapshot.groups_unknown)
         if groups.display:
-            groups.update(groups_text(snapshot, self.lag_trend, self.size.width))
+            groups.show(groups_text(snapshot, self.lag_trend, self.size.width))
         self.main.query_one(BrokerTable).show(snapshot, self.lab,
                                               prepared.counts if prepared else None)
 
@@ -324,22 +328,28 @@ class KinspectApp(ActingApp):
     def report_ready(self, message: ReportReady) -> None:
         self.push_screen(ReportScreen(message.report, message.report_dir))
 
+    def _tick(self) -> None:
+        """Every second: the header's clock, and the cycle collector when all is quiet."""
+        self._render_header()
+        self.collector.maybe_collect()
+
     def _render_header(self) -> None:
         if not self.screen_stack or not self.main.query("#header"):  # shutting down
             return
         title = self.feed.title + ("  read-only" if self.read_only_reason else "")
-        header = self.main.query_one("#header", Static)
+        header = self.main.query_one("#header", TextBox)
         text = header_text(self.snapshot, int(self.clock() * 1000), title,
                            self.problems + self.stopped, self.engine_state,
                            self.health.verdict if self.health else None)
-        header.update(text)
         width = header.content_region.width
-        if width > 0:  # laid out: as many lines as the text wraps to (up to 3)
-            header.styles.height = min(HEADER_LINES, len(text.wrap(self.console, width)))
+        lines = min(HEADER_LINES, len(text.wrap(self.console, width))) if width > 0 else 0
+        header.show(text, layout=lines != self._header_lines)  # the clock ticks every second
+        if lines and lines != self._header_lines:  # laid out: the lines the text wraps to
+            header.styles.height = self._header_lines = lines
 
     def _render_side(self) -> None:
         self.main.query_one(LoadPanel).show(self.load)
-        self.main.query_one("#warnings", Static).update(warnings_text(self.snapshot, self.health))
+        self.main.query_one("#warnings", TextBox).show(warnings_text(self.snapshot, self.health))
 
     # ----- the registry: footer visibility, refusal, palette -------------------------------
 
@@ -349,6 +359,7 @@ class KinspectApp(ActingApp):
         return not (registered and registered.fault and self.read_only_reason)
 
     def on_key(self, event: Key) -> None:
+        self.collector.busy()
         action = FAULT_KEYS.get(event.key)
         if action and self.read_only_reason and self.screen is self.screen_stack[0]:
             event.stop()
@@ -472,15 +483,6 @@ class KinspectApp(ActingApp):
     def action_select_broker(self, broker_id: int) -> None:
         if not self.main.query_one(BrokerTable).select_broker(broker_id):
             self.notify(f"no broker {broker_id}", severity="warning")
-
-
-def quiet_gc() -> None:
-    """Fewer, cheaper cycle collections: a snapshot of 10,000 partitions is ~50,000 objects,
-    and with the default thresholds a full collection (~200 ms, holding the GIL) ran every
-    second snapshot during a failover: the loop's worst stalls. Objects alive at start are
-    frozen out of it; the snapshots themselves have no cycles and go by reference count."""
-    gc.freeze()
-    gc.set_threshold(700, 10, 1000)
 
 
 TOAST_LEVEL: dict[Severity, SeverityLevel] = {

@@ -117,6 +117,8 @@ class LoadPanel(Widget):
         self.read_only = read_only
 
     def show(self, load: LoadStatus | None) -> None:
+        if load is None and self.load is None:  # no load: nothing to repaint each poll
+            return
         self.load = load
         self.refresh()
 

@@ -119,6 +119,12 @@ class Model:
                 return next((p for p in parts if p.partition == partition), None)
         return None
 
+    def same_topics(self, other: Model) -> bool:
+        """The same topics in the same order with the same partition counts (summaries equal):
+        with no partition changed, the same rows."""
+        return (len(self.topics) == len(other.topics)
+                and all(a == b for (a, _), (b, _) in zip(self.topics, other.topics, strict=True)))
+
     def changed(self, old: Model, limit: int) -> list[tuple[PartitionInfo, PartitionInfo]]:
         """(was, now) for partitions that differ, topic by topic in step; stops past limit."""
         before = {s.topic: parts for s, parts in old.topics}
@@ -199,8 +205,10 @@ class Preparer:
 
     def prepare(self, snapshot: ClusterSnapshot) -> Prepared:
         pinned = self.pinned
-        model = Model.of(snapshot, pinned)
-        changes = tuple(model.changed(self._last, MARK_LIMIT)) if self._last else ()
+        model, last = Model.of(snapshot, pinned), self._last
+        changes = tuple(model.changed(last, MARK_LIMIT)) if last else ()
+        if last is not None and not changes and model.same_topics(last):
+            model = last  # the very model drawn last: the view sees by identity it has nothing to do
         self._last = model
         return Prepared(model, pinned, changes, broker_counts(snapshot))
 

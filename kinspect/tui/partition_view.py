@@ -118,8 +118,10 @@ class PartitionView(ScrollView, can_focus=True):
             model = Model.of(snapshot, self.pinned)
             changes = tuple(model.changed(self._model, MARK_LIMIT)) if self._model else ()
         changed = self._mark(changes) if mark and self._model else 0
+        unchanged = model is self._model  # an idle cluster's poll: no repaint (and no garbage)
         self._snapshot, self._model = snapshot, model
-        self._rebuild()
+        if not unchanged:
+            self._rebuild()
         return changed
 
     @property

@@ -4,7 +4,7 @@ them; none of them touches the network."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable, RichLog
+from textual.widgets import DataTable, RichLog, Static
 
 from kinspect.lab.state import LabState
 from kinspect.model import ClusterSnapshot
@@ -17,6 +17,23 @@ def _padded(cell: Text | str) -> Text:
     text's, and an SVG viewer drops a run's leading spaces: columns slid left)."""
     return Text().append(" ", PAD_STYLE).append_text(Text(cell) if isinstance(cell, str)
                                                        else cell).append(" ", PAD_STYLE)
+
+
+class TextBox(Static):
+    """A Static that redraws only when its text changed: every redraw lays the screen out
+    again and leaves Textual's strips as cyclic garbage (a refresh a second per panel was
+    most of the TUI's garbage on an idle cluster)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.shown: Text | None = None
+
+    def show(self, text: Text, *, layout: bool = True) -> None:
+        """`layout=False` when the box's size cannot change with the text."""
+        if text == self.shown:
+            return
+        self.shown = text
+        self.update(text, layout=layout)
 
 
 class BrokerTable(DataTable[Text]):
@@ -52,8 +69,11 @@ class BrokerTable(DataTable[Text]):
             self.move_cursor(row=min(cursor, max(0, len(rows) - 1)))
             return
         for row in rows:
+            key = str(row.broker_id)
             for name, cell in zip(BROKER_COLUMNS, row.cells, strict=True):
-                self.update_cell(str(row.broker_id), name, _padded(cell), update_width=True)
+                padded = _padded(cell)
+                if padded != self.get_cell(key, name):  # unchanged cells cost no layout
+                    self.update_cell(key, name, padded, update_width=True)
 
     @property
     def selected_broker(self) -> int | None:

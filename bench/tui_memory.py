@@ -32,8 +32,9 @@ def rss_mb() -> float:
     return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE / 1e6
 
 
-async def watch(feed: Feed, minutes: float) -> list[tuple[float, float]]:
-    """(minutes since start, RSS MB) every SAMPLE_S while the app runs."""
+async def watch(feed: Feed, minutes: float) -> tuple[list[tuple[float, float]], str]:
+    """(minutes since start, RSS MB) every SAMPLE_S while the app runs, and what was watched
+    (partitions, the full collections the app ran and the last one's cost)."""
     app = KinspectApp(feed, LabConsole(), no_confirm=True)
     samples: list[tuple[float, float]] = []
     async with app.run_test(size=(160, 50)) as pilot:
@@ -44,7 +45,11 @@ async def watch(feed: Feed, minutes: float) -> list[tuple[float, float]]:
                 print(f"\r  {elapsed / 60:5.1f} min  {samples[-1][1]:6.1f} MB", end="",
                       file=sys.stderr)
             await pilot.pause(SAMPLE_S)
-    return samples
+        collector, snapshot = app.collector, app.snapshot
+        partitions = len(snapshot.partitions()) if snapshot else 0
+        seen = (f"{partitions:,} partitions; {collector.collections} full collections, "
+                f"the last {collector.cost_s * 1000:.0f} ms")
+    return samples, seen
 
 
 def verdict(samples: list[tuple[float, float]]) -> str:
@@ -61,14 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.synthetic:
         label = f"synthetic stand-in, {args.synthetic:,} partitions"
-        samples = asyncio.run(watch(ChurnFeed(args.synthetic), args.minutes))
+        samples, seen = asyncio.run(watch(ChurnFeed(args.synthetic), args.minutes))
     else:
         with bench_lab() as lab:
             label = "the lab"
             feed = LiveFeed(lab["bootstrap"], lab.get("zookeeper"), lab_backed=True,
                             title="lab", record=False)
-            samples = asyncio.run(watch(feed, args.minutes))
-    print(f"\n## TUI memory over {args.minutes:.0f} min ({label})")
+            samples, seen = asyncio.run(watch(feed, args.minutes))
+    print(f"\n## TUI memory over {args.minutes:.0f} min ({label}: {seen})")
     marks = sorted({round(args.minutes * f) for f in (0.05, 0.25, 0.5, 0.75, 1.0)})
     for mark in marks:
         minute, mb = min(samples, key=lambda s: abs(s[0] - mark))

@@ -62,10 +62,11 @@ from kinspect.sources.hidden import confirm_hidden
 
 CONFIG_EVERY_N_POLLS = 10
 SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
-# KRaft has no watches: between full polls each broker's own metadata is asked this often, and
-# less often in proportion beyond FAST_PARTITIONS partitions (a Metadata answer grows with them).
+# KRaft has no watches: beside the full polls each broker's own metadata is asked this often,
+# and less often in proportion beyond FAST_PARTITIONS partitions (an answer grows with them).
 FAST_S = 0.15
 FAST_PARTITIONS = 2_000
+FAST_IDLE_S = 0.5  # not KRaft (yet), or the brokers not answering: look again this often
 
 Key = tuple[str, int]
 Claims = dict[int, dict[Key, BrokerClaim]]
@@ -108,6 +109,19 @@ def fast_targets(brokers: Mapping[int, str], unreachable: Mapping[int, str]) -> 
     or cut-off broker would hold every fast poll for its timeout and have its connection made
     again each time; the full poll keeps asking it."""
     return {b: address for b, address in brokers.items() if b not in unreachable}
+
+
+def keep_newer_epochs(current: Mapping[Key, PartitionDecision],
+                      landing: Mapping[Key, PartitionDecision]) -> dict[Key, PartitionDecision]:
+    """`landing` was asked before `current` was (a full poll that started before a fast poll
+    landed): the current decisions stand, except a partition whose landing epoch is higher
+    (a leader epoch only grows). A poll landing late never takes the screen back in time."""
+    out = dict(current)
+    for key, decision in current.items():
+        older = landing.get(key)
+        if older is not None and older.leader_epoch > decision.leader_epoch:
+            out[key] = older
+    return out
 
 
 def listed_by_most(lists: Mapping[int, Mapping[int, str]], current: Mapping[int, str]
@@ -158,6 +172,9 @@ class AdminSource:
                                 partitions={}, configs={}, offsets={})
         self._claims: Claims = {}
         self._links: dict[int, BrokerLink] = {}
+        self._fast_links: dict[int, BrokerLink] = {}  # the fast polls' own: they run beside
+        self._asked_at = 0.0  # when the brokers' claims behind the view's decisions were asked
+        self._seen_lock = threading.Lock()
         try:
             self._link_settings: dict[str, Any] | None = connection_settings(config)
             self.probe_problem: str | None = None
@@ -176,6 +193,7 @@ class AdminSource:
         self._polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._fast_thread: threading.Thread | None = None
         self._close_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None  # the fast polls' (KRaft)
         self.known_brokers: dict[int, str] = {}  # e.g. the lab's brokers, probed even if unlisted
@@ -201,6 +219,10 @@ class AdminSource:
         self._thread = threading.Thread(target=self._run, args=(target,), name="kinspect-admin",
                                         daemon=True)
         self._thread.start()
+        if not once:
+            self._fast_thread = threading.Thread(target=self._run, args=(self._fast_loop,),
+                                                 name="kinspect-fast", daemon=True)
+            self._fast_thread.start()
 
     def _run(self, target: Callable[[], object]) -> None:
         target()
@@ -214,15 +236,17 @@ class AdminSource:
         self._stop.set()
         if self.groups:
             self.groups.stop()
-        if self._thread:
-            self._thread.join(timeout=0.05)
-            if self._thread.is_alive():
-                return
+        for thread in (self._thread, self._fast_thread):
+            if thread:
+                thread.join(timeout=0.05)
+                if thread.is_alive():
+                    return
         self._close()
 
     def _close(self) -> None:
         with self._close_lock:
-            links, self._links = list(self._links.values()), {}
+            links = [*self._links.values(), *self._fast_links.values()]
+            self._links, self._fast_links = {}, {}
         for link in links:
             link.close()
         self._quorum.close()
@@ -246,6 +270,7 @@ class AdminSource:
 
     def poll_once(self) -> BrokerView:
         """One full poll (also used by `kinspect snapshot`); never raises."""
+        asked = time.monotonic()
         try:
             view, claims = self._poll()
         except (KafkaException, TimeoutError, OSError, RuntimeError) as exc:
@@ -265,6 +290,13 @@ class AdminSource:
                 claims = {}
         self._auth.clear(self._admin)  # answered or not: a refusal is told once, then anew
         with self._lock:
+            current = self._view
+            if asked < self._asked_at and view.state == "ok":  # a fast poll asked later landed
+                view = replace(view, decided=keep_newer_epochs(current.decided, view.decided),
+                               brokers=current.brokers)
+                claims = self._claims
+            elif view.state == "ok":
+                self._asked_at = asked
             self._view, self._claims = view, claims
         self._on_change()
         return view
@@ -273,13 +305,15 @@ class AdminSource:
         while not self._stop.is_set():
             due = time.monotonic() + self.interval_s
             self.poll_once()
-            while not self._stop.is_set():
-                left, step = due - time.monotonic(), self._fast_step()
-                if step is None or step >= left:
-                    self._stop.wait(max(0.05, left))
-                    break
-                if not self._stop.wait(step):
-                    self._fast_poll()
+            self._stop.wait(max(0.05, due - time.monotonic()))
+
+    def _fast_loop(self) -> None:
+        """Fast polls on a thread of their own, beside the full polls: a change that happens
+        while a full poll is under way (a few hundred ms at 1,000 partitions) is not held
+        until it ends."""
+        while not self._stop.wait(self._fast_step() or FAST_IDLE_S):
+            if self._fast_step() is not None:
+                self._fast_poll()
 
     def _fast_step(self) -> float | None:
         """Seconds to the next fast poll: KRaft only (ZooKeeper's watches are faster still),
@@ -296,28 +330,32 @@ class AdminSource:
         in a full poll); offsets, configs and the rest wait for the full poll."""
         with self._lock:
             view = self._view
+        asked = time.monotonic()
         answers = self._ask_brokers(fast_targets({**self.known_brokers, **view.brokers},
                                                  self.probe_errors))
         if not answers:
             return
         claims = {broker: answer.partitions for broker, answer in answers.items()}
-        polled_at = time.time_ns() // 1_000_000
-        decided = self._decisions(claims, polled_at)
-        brokers = listed_by_most({b: a.brokers for b, a in answers.items()}, view.brokers)
-        if decided == view.decided and brokers == view.brokers:
-            return
+        decided = self._decisions(claims, time.time_ns() // 1_000_000)
         with self._lock:
-            if self._view is not view:  # a full poll landed meanwhile: it is newer
+            view = self._view
+            if asked < self._asked_at:  # a full poll asked later landed meanwhile
+                decided, brokers = keep_newer_epochs(view.decided, decided), view.brokers
+            else:
+                brokers = listed_by_most({b: a.brokers for b, a in answers.items()},
+                                         view.brokers)
+                self._asked_at, self._claims = asked, claims
+            if decided == view.decided and brokers == view.brokers:
                 return
             self._view = replace(view, decided=decided, brokers=brokers)
-            self._claims = claims
         self._on_change()
 
     def _ask_brokers(self, targets: Mapping[int, str]) -> dict[int, MetadataAnswer]:
         def ask(item: tuple[int, str]) -> tuple[int, MetadataAnswer | None]:
             broker, address = item
             try:
-                return broker, ask_claims(self._link(broker, address), min(0.5, self.timeout_s))
+                link = self._link(broker, address, self._fast_links)
+                return broker, ask_claims(link, min(0.5, self.timeout_s))
             except (OSError, ConnectionError, ValueError, EOFError):
                 return broker, None
 
@@ -465,12 +503,14 @@ class AdminSource:
         other brokers get a grace period to hear of it before they count as disagreeing)."""
         seen: dict[Key, tuple[int, int]] = {}
         out = {}
-        for key, claim in newest_claims(claims).items():
-            epoch, first = self._seen.get(key, (None, polled_at))
-            seen[key] = (claim.leader_epoch, first if epoch == claim.leader_epoch else polled_at)
-            out[key] = PartitionDecision(claim.leader, claim.leader_epoch, claim.isr,
-                                         claim.replicas, seen[key][1])
-        self._seen = seen
+        with self._seen_lock:  # the full and the fast polls both decide
+            for key, claim in newest_claims(claims).items():
+                epoch, first = self._seen.get(key, (None, polled_at))
+                seen[key] = (claim.leader_epoch,
+                             first if epoch == claim.leader_epoch else polled_at)
+                out[key] = PartitionDecision(claim.leader, claim.leader_epoch, claim.isr,
+                                             claim.replicas, seen[key][1])
+            self._seen = seen
         return out
 
     def _offsets(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Offsets]:
@@ -489,12 +529,16 @@ class AdminSource:
                                leader_epoch=epoch if epoch is None or epoch >= 0 else None)
         return out
 
-    def _link(self, broker: int, address: str) -> BrokerLink:
-        link = self._links.get(broker)
+    def _link(self, broker: int, address: str,
+              links: dict[int, BrokerLink] | None = None) -> BrokerLink:
+        """The connection to this broker kept in `links` (the full polls' by default): a
+        connection is used by one thread at a time."""
+        links = self._links if links is None else links
+        link = links.get(broker)
         if link is None or link.address != address:
             if link is not None:
                 link.close()
-            link = self._links[broker] = BrokerLink(address, self._link_settings, broker)
+            link = links[broker] = BrokerLink(address, self._link_settings, broker)
         return link
 
     def _probe(self, brokers: dict[int, str]) -> tuple[Claims, dict[Key, dict[int, ReplicaEnd]]]:

@@ -186,6 +186,21 @@ def test_the_fast_polls_broker_list_outvotes_a_zombie() -> None:
     assert listed_by_most({1: {1: a}, 2: {1: a, 2: b}}, {1: a}) == {1: a}
 
 
+def test_a_poll_landing_late_never_takes_the_screen_back_in_time() -> None:
+    """Fast polls run beside the full ones: a full poll asked before a fast poll landed keeps
+    the fast poll's decisions, except where its own epoch is higher (epochs only grow)."""
+    from kinspect.model.views import PartitionDecision
+    from kinspect.sources.admin import keep_newer_epochs
+
+    now = {("t", 0): PartitionDecision(2, 6, (2, 3), (1, 2, 3)),  # the fast poll: a new leader
+           ("t", 1): PartitionDecision(1, 4, (1, 2, 3), (1, 2, 3))}
+    late = {("t", 0): PartitionDecision(1, 5, (1, 2, 3), (1, 2, 3)),  # asked before it
+            ("t", 1): PartitionDecision(3, 5, (3, 1), (1, 2, 3)),  # ...yet it saw one more
+            ("t", 2): PartitionDecision(1, 0, (1,), (1,))}
+    merged = keep_newer_epochs(now, late)
+    assert merged == {("t", 0): now[("t", 0)], ("t", 1): late[("t", 1)]}
+
+
 def test_the_fast_poll_leaves_an_unreachable_broker_to_the_full_poll() -> None:
     from kinspect.sources.admin import fast_targets
 

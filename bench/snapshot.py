@@ -1,9 +1,11 @@
-"""`kinspect snapshot --json` beside `kcat -L -J` at 2,000, 5,000 and 10,000 partitions.
+"""`kinspect snapshot --json` beside `kcat -L -J` and `kafka-topics --describe` at 2,000, 5,000
+and 10,000 partitions (`--steps` for more, `--mode kraft` for a KRaft lab).
 
 One lab, grown step by step: topics `snap-NN` of 1,000 partitions each are added until the
 bench topics total the step's size (the lab's own topics come on top). At each step, once every
-partition has a leader, both tools run from fresh processes, alternately, 5 times; the medians
-are compared, and the last pair of answers must list the same partitions with the same leaders.
+partition has a leader, the three run from fresh processes, in turn, 5 times, each given only
+the bootstrap servers (as against any cluster); the medians are compared, and the last answers
+must list the same partitions with the same leaders.
 Replication factor 2 by default: 10,000 partitions at RF 3 is 30,000 replicas, 10,000 logs per
 broker, more than three 384 MB brokers on two cores carry (`--rf 3` to try).
 """
@@ -26,6 +28,7 @@ from confluent_kafka.cimpl import NewTopic
 from bench.lab import bench_lab
 from bench.observer import delete_topics
 from kinspect.clients.kafka import quiet_admin
+from kinspect.lab import dist
 
 STEPS = (2000, 5000, 10000)
 TOPIC_SIZE = 1000
@@ -89,30 +92,48 @@ def kcat_leaders(out: str) -> Leaders:
             for t in json.loads(out)["topics"] for p in t["partitions"]}
 
 
-def same_answer(ours: Leaders, theirs: Leaders) -> str | None:
+def topics_leaders(out: str) -> Leaders:
+    """`kafka-topics --describe`'s partition lines (tests/helpers/oracles.py reads the rest)."""
+    out_leaders: Leaders = {}
+    for line in out.splitlines():
+        cells = dict(c.split(": ", 1) for c in line.strip().split("\t") if ": " in c)
+        if "Partition" in cells and "Topic" in cells:
+            leader = cells.get("Leader", "none")
+            out_leaders[(cells["Topic"], int(cells["Partition"]))] = (
+                -1 if leader in ("none", "-1") else int(leader))
+    return out_leaders
+
+
+def same_answer(ours: Leaders, theirs: Leaders, who: str = "kcat") -> str | None:
     """None when both list the same partitions with the same leaders, else what differs."""
     if set(ours) != set(theirs):
         extra, missing = set(ours) - set(theirs), set(theirs) - set(ours)
-        return f"partitions differ: {len(extra)} only ours, {len(missing)} only kcat's"
+        return f"partitions differ: {len(extra)} only ours, {len(missing)} only {who}'s"
     wrong = [key for key in ours if ours[key] != theirs[key]]
     return f"{len(wrong)} leaders differ, e.g. {wrong[0]}" if wrong else None
 
 
 def measure(lab: dict[str, Any], runs: int) -> dict[str, Any]:
-    """Alternating fresh runs of both tools; medians and the agreement of the last pair."""
-    ours_cmd = [sys.executable, "-m", "kinspect", "snapshot", "--json"]
-    kcat_cmd = ["kcat", "-b", lab["bootstrap"], "-L", "-J", "-m", "30"]
-    timed(ours_cmd)  # warm the page cache: every run after this one is comparable
-    ours_s, kcat_s = [], []
+    """Fresh runs of the three tools in turn; medians and the agreement of the last answers."""
+    bootstrap = lab["bootstrap"]
+    commands = {
+        "ours": [sys.executable, "-m", "kinspect", "snapshot", "--json", "--bootstrap", bootstrap],
+        "kcat": ["kcat", "-b", bootstrap, "-L", "-J", "-m", "30"],
+        "topics": dist.ensure().tool_command("org.apache.kafka.tools.TopicCommand",
+                                             "--bootstrap-server", bootstrap, "--describe")}
+    timed(commands["ours"])  # warm the page cache: every run after this one is comparable
+    times: dict[str, list[float]] = {who: [] for who in commands}
+    outs: dict[str, str] = {}
     for _ in range(runs):
-        elapsed, ours_out = timed(ours_cmd)
-        ours_s.append(elapsed)
-        elapsed, kcat_out = timed(kcat_cmd)
-        kcat_s.append(elapsed)
-    ours = ours_leaders(ours_out)
-    return {"partitions": len(ours), "ours_s": statistics.median(ours_s),
-            "ours_all": ours_s, "kcat_s": statistics.median(kcat_s), "kcat_all": kcat_s,
-            "disagreement": same_answer(ours, kcat_leaders(kcat_out))}
+        for who, command in commands.items():
+            elapsed, outs[who] = timed(command)
+            times[who].append(elapsed)
+    ours = ours_leaders(outs["ours"])
+    disagreement = (same_answer(ours, kcat_leaders(outs["kcat"]))
+                    or same_answer(ours, topics_leaders(outs["topics"]), "kafka-topics"))
+    return {"partitions": len(ours), "disagreement": disagreement,
+            **{f"{who}_s": statistics.median(t) for who, t in times.items()},
+            **{f"{who}_all": t for who, t in times.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,13 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, nargs="+", default=list(STEPS))
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--keep", action="store_true", help="leave the bench topics")
+    parser.add_argument("--mode", choices=("zookeeper", "kraft"), default="zookeeper",
+                        help="the lab's mode when one is started for the run")
     args = parser.parse_args(argv)
     if shutil.which("kcat") is None:
         print("bench: kcat is not installed (make setup installs it)", file=sys.stderr)
         return 1
     rows = []
     failed = False
-    with bench_lab() as lab:
+    with bench_lab(up_args=("--mode", args.mode)) as lab:
         try:
             for step in sorted(args.steps):
                 grow(lab["bootstrap"], step, args.rf)
@@ -139,12 +162,13 @@ def main(argv: list[str] | None = None) -> int:
             if not args.keep:  # a reused lab goes back to its own size for the next suite
                 delete_topics(lab["bootstrap"], [f"snap-{i:02d}" for i in
                                                  range(max(args.steps) // TOPIC_SIZE)])
-    print(f"\n## Snapshot (RF {args.rf}, median of {args.runs} fresh processes)")
-    print("| partitions in the cluster | `kinspect snapshot --json` | `kcat -L -J` | same answer |")
-    print("|---:|---:|---:|---|")
+    print(f"\n## Snapshot (RF {args.rf}, {args.mode} lab, median of {args.runs} fresh processes)")
+    print("| partitions in the cluster | `kinspect snapshot --json` | `kcat -L -J` | "
+          "`kafka-topics --describe` | same answer |")
+    print("|---:|---:|---:|---:|---|")
     for row in rows:
         print(f"| {row['partitions']:,} | {row['ours_s']:.2f} s | {row['kcat_s']:.3f} s | "
-              f"{row['disagreement'] or 'yes'} |")
+              f"{row['topics_s']:.2f} s | {row['disagreement'] or 'yes'} |")
     return 1 if failed else 0
 
 

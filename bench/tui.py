@@ -6,8 +6,8 @@ each snapshot); what is measured is the TUI, both views in the same run, one aft
 Key → screen: a key sent to the app until Textual has run its action and repainted
 (call_after_refresh). Event-loop stall: how late a 50 ms sleep wakes (LoopWatch).
 
-`python -m bench.tui --lab` keeps the older real-lab mode: 2,000 partitions on a lab (run it
-under `flock /tmp/kinspect-lab.lock`), a broker killed, Pilot's key figures.
+`python -m bench.tui --lab [--partitions N]` keeps the real-lab mode: 2,000 partitions on a
+lab by default (bench/snapshot.py's topics past that), a broker killed, Pilot's key figures.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from bench.churn import ChurnFeed
 from bench.datatable_view import PartitionTable
 from bench.lab import bench_lab, describe, percentile
 from bench.observer import BIG_PARTITIONS, _create_big_topic
+from bench.snapshot import grow
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
 from kinspect.tui.feed import LiveFeed
@@ -102,15 +103,15 @@ class TimedApp(KinspectApp):
                 if p.leader is None or len(p.isr) != len(p.replicas)]
 
 
-async def measure(lab: dict[str, Any]) -> dict[str, Any]:
+async def measure(lab: dict[str, Any], partitions: int = BIG_PARTITIONS) -> dict[str, Any]:
     expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
     feed = LiveFeed(lab["bootstrap"], lab["zookeeper"], True, expected, title="bench")
     app = TimedApp(feed, LabConsole(), no_confirm=True)
     async with app.run_test(size=(160, 50)) as pilot:
         deadline = time.monotonic() + 60
-        while app.query_one("#partitions").row_count < BIG_PARTITIONS:  # type: ignore[attr-defined]
+        while app.query_one("#partitions").row_count < partitions:  # type: ignore[attr-defined]
             if time.monotonic() > deadline:
-                raise SystemExit("bench: the table never showed 2,000 partitions")
+                raise SystemExit(f"bench: the table never showed {partitions:,} partitions")
             await pilot.pause(0.2)
         settle_deadline = time.monotonic() + 60
         while app.unsettled() and time.monotonic() < settle_deadline:
@@ -142,16 +143,21 @@ async def measure(lab: dict[str, Any]) -> dict[str, Any]:
             "idle_draws": len(steady_lag), "idle_events": idle_events, "unsettled": app.unsettled()}
 
 
-def lab_main() -> int:
+def lab_main(partitions: int = BIG_PARTITIONS) -> int:
+    """A real lab: 2,000 partitions at RF 3 (bench-2k), or past that bench/snapshot.py's
+    topics of 1,000 at RF 2 (what three small brokers on two cores carry), kept afterwards."""
     with bench_lab() as lab:
-        _create_big_topic(lab["bootstrap"])
-        result = asyncio.run(measure(lab))
-    print(f"\n## TUI with {BIG_PARTITIONS:,} partitions (ms)")
+        if partitions <= BIG_PARTITIONS:
+            _create_big_topic(lab["bootstrap"])
+        else:
+            grow(lab["bootstrap"], partitions, 2)
+        result = asyncio.run(measure(lab, partitions))
+    print(f"\n## TUI with {partitions:,} partitions on a real lab (ms)")
     unsettled = result["unsettled"]
     print(f"- idle phase: {len(unsettled)} partitions unsettled {unsettled[:3]}, "
           f"{result['idle_draws']} snapshots drawn, events {result['idle_events'] or 'none'}")
     print(f"- key response, idle: {describe(result['idle_keys'])}")
-    print(f"- key response while a broker dies (2,000 partitions changing): "
+    print(f"- key response while a broker dies (its partitions changing): "
           f"{describe(result['churn_keys'])}")
     print(f"- `u` (rebuild the table unhealthy-only and back) during the failover: "
           f"{describe(result['filter_keys'])}")
@@ -292,11 +298,10 @@ def synthetic_main(partitions: int = SYNTHETIC_PARTITIONS) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    asked = int(args[args.index("--partitions") + 1]) if "--partitions" in args else None
     if "--lab" in args:
-        return lab_main()
-    partitions = int(args[args.index("--partitions") + 1]) if "--partitions" in args \
-        else SYNTHETIC_PARTITIONS
-    return synthetic_main(partitions)
+        return lab_main(asked or BIG_PARTITIONS)
+    return synthetic_main(asked or SYNTHETIC_PARTITIONS)
 
 
 if __name__ == "__main__":

@@ -71,10 +71,21 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             raise KinspectError(f"unknown topic {unknown[0]!r}")
         data["topics"] = [t for t in data["topics"] if t["name"] in args.topic]
     if args.json:
-        print(json.dumps(data))
+        write_json(data)
     else:
         print(render_snapshot(data))
     return 0
+
+
+def write_json(data: object) -> None:
+    """One line of JSON on stdout, by orjson: 10,000 partitions are ~7 MB of it, and the
+    standard library's encoder took a third of a snapshot's time writing them."""
+    import orjson
+
+    sys.stdout.flush()
+    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS
+                                         | orjson.OPT_APPEND_NEWLINE))
+    sys.stdout.buffer.flush()
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

@@ -102,11 +102,14 @@ def filter_to(text: str, expected_leader: str) -> None:
 
 
 def stacks() -> str:
-    """What else holds the pane's terminal (a process reading it takes the keys), and where the
-    UI's threads are (py-spy, when installed): for a screen that stopped taking keys."""
+    """What else holds the pane's terminal (a process reading it takes the keys), its mode, and
+    where the UI's threads are (py-spy, when installed): for a screen that stopped taking keys."""
     pane, tty = tmux("list-panes", "-t", "ui", "-F", "#{pane_pid} #{pane_tty}").split()[:2]
     out = subprocess.run(["ps", "-o", "pid,ppid,stat,args", "-t", tty], capture_output=True,
                          text=True).stdout
+    # the terminal's mode: Textual runs it raw (-icanon); back in canonical mode, the tty holds
+    # typed keys until a newline, and C-u erases them
+    out += subprocess.run(["stty", "-F", tty, "-a"], capture_output=True, text=True).stdout
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if Path(spy).exists():
         out += subprocess.run([spy, "dump", "--pid", pane], capture_output=True, text=True,

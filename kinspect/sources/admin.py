@@ -244,14 +244,15 @@ class AdminSource:
         self._close()
 
     def _close(self) -> None:
+        """Called by whichever ends last of stop() and the two poll threads (maybe twice)."""
         with self._close_lock:
             links = [*self._links.values(), *self._fast_links.values()]
             self._links, self._fast_links = {}, {}
-        for link in links:
-            link.close()
-        self._quorum.close()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
+            for link in links:
+                link.close()
+            self._quorum.close()
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
 
     def view(self) -> BrokerView:
         with self._lock:

@@ -1,9 +1,11 @@
 """The TUI's memory over a shift on call: resident memory of the real app left open.
 
-    python -m bench.tui_memory [--minutes 60] [--synthetic 10000]
+    python -m bench.tui_memory [--minutes 60] [--partitions 70 | --synthetic 10000]
 
 Without --synthetic: the app (headless, the real KinspectApp and LiveFeed, recording off) on
-the running lab, or a lab of its own, as `kinspect ui` would show it. With --synthetic N: the
+the running lab, or a lab of its own, as `kinspect ui` would show it; --partitions N first
+grows the lab's topics to N partitions (a topic `bench-memory` below 1,000, else
+bench/snapshot.py's topics of 1,000 at RF 2). With --synthetic N: the
 same app fed by the synthetic stand-in (bench/churn.py, idle: an unchanged picture of N
 partitions once a second, as the observer's poll). The process's RSS is sampled every 10 s;
 flat means the last quarter of the run ends no higher than the first quarter's peak plus 5%.
@@ -20,6 +22,8 @@ from pathlib import Path
 
 from bench.churn import ChurnFeed
 from bench.lab import bench_lab
+from bench.snapshot import TOPIC_SIZE, grow
+from kinspect.lab.topics import create_topics
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
 from kinspect.tui.feed import Feed, LiveFeed
@@ -63,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--synthetic", type=int, default=0, metavar="PARTITIONS")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="grow the lab to this many partitions first")
     args = parser.parse_args(argv)
     if args.synthetic:
         label = f"synthetic stand-in, {args.synthetic:,} partitions"
@@ -70,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         with bench_lab() as lab:
             label = "the lab"
+            if args.partitions >= TOPIC_SIZE:
+                grow(lab["bootstrap"], args.partitions, 2)
+            elif args.partitions:
+                create_topics(lab["bootstrap"], {"bench-memory": args.partitions})
             feed = LiveFeed(lab["bootstrap"], lab.get("zookeeper"), lab_backed=True,
                             title="lab", record=False)
             samples, seen = asyncio.run(watch(feed, args.minutes))

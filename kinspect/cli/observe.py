@@ -82,10 +82,14 @@ def write_json(data: object) -> None:
     standard library's encoder took a third of a snapshot's time writing them."""
     import orjson
 
+    encoded = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stdout (a caller's StringIO)
+        sys.stdout.write(encoded.decode())
+        return
     sys.stdout.flush()
-    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS
-                                         | orjson.OPT_APPEND_NEWLINE))
-    sys.stdout.buffer.flush()
+    buffer.write(encoded)
+    buffer.flush()
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

@@ -62,6 +62,9 @@ from kinspect.sources.hidden import confirm_hidden
 
 CONFIG_EVERY_N_POLLS = 10
 SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
+# librdkafka's admin ListOffsets grows faster than the partitions it is given (1,000: 27 ms,
+# 3,000: 136 ms, 10,000: 618 ms here): it is asked in chunks, all at once.
+OFFSETS_CHUNK = 1_000
 # KRaft has no watches: beside the full polls each broker's own metadata is asked this often,
 # and less often in proportion beyond FAST_PARTITIONS partitions (an answer grows with them).
 FAST_S = 0.15
@@ -92,16 +95,21 @@ def _list_offsets(admin: AdminClient, keys: list[Key], spec: int, timeout: float
     return future
 
 
-def _answers(future: Future[dict[TopicPartition, Any]], deadline: float) -> dict[Key, Any]:
-    """The ListOffsets results by partition; a failed partition, a failed request or no answer
-    by `deadline` is left out: its offsets are unknown, not zero, and the rest of the poll (who
-    leads, the ISR) still counts, as when ZooKeeper is down and a broker is slow to answer."""
-    try:
-        answers = _result(future, max(0.01, deadline - time.monotonic()))
-    except (KafkaException, TimeoutError):
-        return {}
-    return {(tp.topic, tp.partition): info for tp, info in answers.items()
-            if not isinstance(info, KafkaError)}
+def _answers(futures: Iterable[Future[dict[TopicPartition, Any]]], deadline: float
+             ) -> dict[Key, Any]:
+    """The ListOffsets results by partition, of every chunk; a failed partition, a failed
+    request or no answer by `deadline` is left out: its offsets are unknown, not zero, and the
+    rest of the poll (who leads, the ISR) still counts, as when ZooKeeper is down and a broker
+    is slow to answer."""
+    out = {}
+    for future in futures:
+        try:
+            answers = _result(future, max(0.01, deadline - time.monotonic()))
+        except (KafkaException, TimeoutError):
+            continue
+        out.update({(tp.topic, tp.partition): info for tp, info in answers.items()
+                    if not isinstance(info, KafkaError)})
+    return out
 
 
 def fast_targets(brokers: Mapping[int, str], unreachable: Mapping[int, str]) -> dict[int, str]:
@@ -515,13 +523,14 @@ class AdminSource:
         return out
 
     def _offsets(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Offsets]:
-        """Latest and earliest offsets of every partition: both asked at once (librdkafka sends
-        one ListOffsets per leader for each), then collected."""
+        """Latest and earliest offsets of every partition: both asked at once, in chunks
+        (librdkafka sends one ListOffsets per leader for each), then collected."""
         if not keys:
             return {}
-        asked = [_list_offsets(self._admin, keys, spec, self.timeout_s) for spec in SPECS]
+        asked = [[_list_offsets(self._admin, keys[i:i + OFFSETS_CHUNK], spec, self.timeout_s)
+                  for i in range(0, len(keys), OFFSETS_CHUNK)] for spec in SPECS]
         deadline = time.monotonic() + self.timeout_s + 1.0  # librdkafka's own timeout first
-        high, low = (_answers(future, deadline) for future in asked)
+        high, low = (_answers(futures, deadline) for futures in asked)
         out = {}
         for key in keys:
             top, bottom = high.get(key), low.get(key)

@@ -228,3 +228,36 @@ def test_a_metadata_answer_seen_before_is_not_decoded_again() -> None:
     assert again.partitions is first.partitions and again.controller_id == 2
     moved = claims_of_bytes(answer(1, 2))
     assert moved.partitions == {("t", 0): BrokerClaim(2, (1, 2), (1, 2), 4)}
+
+
+def test_answers_arriving_together_are_decoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The three brokers of a poll answer at once with the same bytes: one thread decodes, the
+    others wait for its result (three decodes side by side tripled a 10,000-partition poll's
+    cost)."""
+    import threading
+    import time
+
+    from kinspect.clients import wire
+
+    decodes: list[int] = []
+    real = wire._claims
+
+    def slow_claims(topics: Any, with_epoch: bool) -> dict[Any, BrokerClaim]:
+        decodes.append(1)
+        time.sleep(0.2)  # the others arrive meanwhile
+        return real(topics, with_epoch)
+
+    monkeypatch.setattr(wire, "_claims", slow_claims)
+    response = MetadataResponse[7](throttle_time_ms=0, brokers=[(1, "198.18.1.11", 9092, None)],
+                                   cluster_id="c", controller_id=1,
+                                   topics=[(0, "together", False,
+                                            [(0, 0, 1, 9, [1, 2], [1, 2], [])])])
+    raw = bytes(response.encode())
+    seen: list[Any] = []
+    threads = [threading.Thread(target=lambda: seen.append(wire.claims_of_bytes(raw).partitions))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert decodes == [1] and len(seen) == 3 and all(p is seen[0] for p in seen)

@@ -30,12 +30,23 @@ def newest_claims(claims: Mapping[int, Mapping[Key, BrokerClaim]]) -> dict[Key, 
     keeps the epoch) the leader's own word, else the lowest broker id's. Claims
     without an epoch (Metadata before v7) decide nothing. Both the observer and the
     scenarios' KRaftDecisions judge by this one rule."""
-    best: dict[Key, tuple[tuple[int, bool, int], BrokerClaim]] = {}
+    # Brokers that answered the same bytes share one decoded dict (clients/wire.py): each
+    # distinct dict is read once, a claim ranked as the best of the brokers that hold it.
+    holders: dict[int, tuple[Mapping[Key, BrokerClaim], list[int]]] = {}
     for broker, partitions in claims.items():
+        holders.setdefault(id(partitions), (partitions, []))[1].append(broker)
+    if len(holders) == 1:
+        only = next(iter(holders.values()))[0]
+        return {key: claim for key, claim in only.items() if claim.leader_epoch >= 0}
+    best: dict[Key, tuple[tuple[int, bool, int], BrokerClaim]] = {}
+    for partitions, brokers in holders.values():
+        lowest = -min(brokers)
         for key, claim in partitions.items():
             if claim.leader_epoch < 0:
                 continue
-            rank = (claim.leader_epoch, claim.leader == broker, -broker)
+            leader = claim.leader
+            own = leader is not None and leader in brokers
+            rank = (claim.leader_epoch, own, -leader if leader is not None and own else lowest)
             if key not in best or rank > best[key][0]:
                 best[key] = (rank, claim)
     return {key: claim for key, (_rank, claim) in best.items()}

@@ -38,6 +38,21 @@ def test_the_newest_claim_decides_and_the_leader_has_the_last_word_at_equal_epoc
     assert newest_claims(unknown) == {}
 
 
+def test_brokers_sharing_one_decoded_answer_decide_as_if_each_had_its_own() -> None:
+    """Identical answers are one dict shared by their brokers (decoded once): read once, with
+    the same winner as when every broker's answer is its own copy."""
+    a, b = ("t", 0), ("t", 1)
+    shared = {a: BrokerClaim(3, (1, 2, 3), (1, 3), 7), b: BrokerClaim(1, (1, 2), (1,), 2)}
+    other = {a: BrokerClaim(2, (1, 2, 3), (2, 3), 7), b: BrokerClaim(2, (1, 2), (2,), 2)}
+    for holders in ((1, 3), (1, 2), (2, 3)):
+        together = {h: shared for h in holders} | {next(x for x in (1, 2, 3)
+                                                      if x not in holders): other}
+        apart = {broker: dict(claims) for broker, claims in together.items()}
+        assert newest_claims(together) == newest_claims(apart), holders
+    alone = {1: shared, 2: shared, 3: shared}
+    assert newest_claims(alone) == newest_claims({k: dict(v) for k, v in alone.items()}) == shared
+
+
 def test_a_decision_keeps_when_it_was_first_seen_until_its_epoch_changes() -> None:
     source = admin()
     first = source._decisions(CLAIMS, T0)[KEY]

@@ -266,7 +266,7 @@ class KinspectApp(ActingApp):
 
     @on(LabArrived)
     def lab_arrived(self, message: LabArrived) -> None:
-        if not self.screen_stack:
+        if not self.screen_stack or not self.main.query(BrokerTable):  # shutting down
             return
         self.lab, self.load = message.lab, message.load
         pinned = self.load_topics()

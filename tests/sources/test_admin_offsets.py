@@ -49,12 +49,20 @@ def test_offsets_merge_latest_and_earliest(monkeypatch: pytest.MonkeyPatch) -> N
     }
     assert calls == [(-1, 3), (-2, 3)]  # one call per spec, every partition in each
     assert source._offsets([]) == {}
+    calls.clear()
+    monkeypatch.setattr(admin, "OFFSETS_CHUNK", 2)  # librdkafka's call grows faster than its input
+    assert source._offsets(keys)[("t", 2)] == Offsets(102, None, 1)
+    assert calls == [(-1, 2), (-1, 1), (-2, 2), (-2, 1)]
 
 
-def test_a_failed_request_leaves_every_offset_unknown() -> None:
-    future: Future[dict[TopicPartition, Any]] = Future()
-    future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
-    assert admin._answers(future, deadline=0.0) == {}
+def test_a_failed_request_leaves_its_offsets_unknown_and_no_others() -> None:
+    failed: Future[dict[TopicPartition, Any]] = Future()
+    failed.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+    answered: Future[dict[TopicPartition, Any]] = Future()
+    answered.set_result({TopicPartition("t", 5): _Info(7, 1)})
+    assert admin._answers([failed], deadline=0.0) == {}
+    found = admin._answers([failed, answered], deadline=0.0)
+    assert set(found) == {("t", 5)} and found[("t", 5)].offset == 7
 
 
 def test_an_invalid_offset_is_unknown_not_a_number() -> None:

@@ -227,9 +227,10 @@ class AdminSource:
         self._thread = threading.Thread(target=self._run, args=(target,), name="kinspect-admin",
                                         daemon=True)
         self._thread.start()
-        if not once:
-            self._fast_thread = threading.Thread(target=self._run, args=(self._fast_loop,),
-                                                 name="kinspect-fast", daemon=True)
+        if not once:  # it never closes connections itself: a daemon thread closing TLS
+            # sockets while the interpreter exits crashed `watch` (SIGSEGV after its error line)
+            self._fast_thread = threading.Thread(target=self._fast_loop, name="kinspect-fast",
+                                                 daemon=True)
             self._fast_thread.start()
 
     def _run(self, target: Callable[[], object]) -> None:
@@ -244,15 +245,16 @@ class AdminSource:
         self._stop.set()
         if self.groups:
             self.groups.stop()
-        for thread in (self._thread, self._fast_thread):
-            if thread:
-                thread.join(timeout=0.05)
-                if thread.is_alive():
-                    return
+        if self._fast_thread:
+            self._fast_thread.join(timeout=0.2)  # it only waits between polls: it ends at once
+        if self._thread:
+            self._thread.join(timeout=0.05)
+            if self._thread.is_alive():
+                return
         self._close()
 
     def _close(self) -> None:
-        """Called by whichever ends last of stop() and the two poll threads (maybe twice)."""
+        """Called by stop(), or by the full poll's thread when stop() could not wait for it."""
         with self._close_lock:
             links = [*self._links.values(), *self._fast_links.values()]
             self._links, self._fast_links = {}, {}

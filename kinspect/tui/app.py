@@ -231,17 +231,18 @@ class KinspectApp(ActingApp):
         self._drawn = latest
         self.snapshot, self.health = snapshot, latest.health  # assessed off the loop
         self.lag_trend.observe(snapshot)
+        moved = 0
         if isinstance(self.screen, BrokerScreen):  # the main panels wait until it closes
             self.screen.show(snapshot)
         else:
-            self._draw_panels(snapshot, latest.prepared)
+            moved = self._draw_panels(snapshot, latest.prepared)
         log = self.main.query_one(EventLog)
         if len(events) > EVENT_BURST:  # a failover of thousands of partitions: the gist
             log.write(f"… {len(events) - EVENT_BURST:,} more events (all of them: kinspect watch)")
             events = events[-EVENT_BURST:]
         for event in events:
             log.write(event_line(event))
-        if events or latest.prepared is None or latest.prepared.changes:
+        if events or moved:  # the cluster is moving: not the moment for a full collection
             self.collector.busy()
         self.saw_events(events)
         self._render_header()
@@ -250,12 +251,12 @@ class KinspectApp(ActingApp):
         self._next_draw = time.monotonic() + max(MIN_DRAW_GAP_S, 2 * self.last_render_ms / 1000)
 
     def _draw_panels(self, snapshot: ClusterSnapshot | None,
-                     prepared: Prepared | None = None) -> None:
+                     prepared: Prepared | None = None) -> int:
         """The partitions, the groups and the brokers, from one snapshot (and what the feed's
-        thread prepared of it)."""
+        thread prepared of it); how many partitions changed since the last one drawn."""
         if snapshot is None:
-            return
-        self.partitions.show(snapshot, prepared=prepared)
+            return 0
+        moved = self.partitions.show(snapshot, prepared=prepared)
         groups = self.main.query_one("#consumer-groups", TextBox)
         # the panel appears with the first group (one listed but refused to this user too)
         groups.display = bool(snapshot.groups or snapshot.groups_unknown)
@@ -263,6 +264,7 @@ class KinspectApp(ActingApp):
             groups.show(groups_text(snapshot, self.lag_trend, self.size.width))
         self.main.query_one(BrokerTable).show(snapshot, self.lab,
                                               prepared.counts if prepared else None)
+        return moved
 
     @on(LabArrived)
     def lab_arrived(self, message: LabArrived) -> None:
@@ -483,8 +485,11 @@ class KinspectApp(ActingApp):
             return
         # Its rows are all a snapshot redraws while it is open (at 10,000 partitions the main
         # panels cost more than it does); they catch up with the newest when it closes.
-        self.push_screen(BrokerScreen(broker, self.snapshot),
-                         lambda _closed: self._draw_panels(self.snapshot))
+        self.push_screen(BrokerScreen(broker, self.snapshot), self._catch_up)
+
+    def _catch_up(self, _closed: object) -> None:
+        """The broker screen closed: the main panels show the newest snapshot."""
+        self._draw_panels(self.snapshot)
 
     def action_select_broker(self, broker_id: int) -> None:
         if not self.main.query_one(BrokerTable).select_broker(broker_id):

@@ -199,6 +199,9 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-dirs", type=option(1, 3, integer=True), default=1, metavar="N",
                    help="log dirs per broker, 1-3 (default 1); the second and third are small "
                         "disks of their own that 'lab fill-disk' fills (process backend, root)")
+    p.add_argument("--broker-heap", metavar="SIZE", default=None,
+                   help="each broker's JVM heap, e.g. 2g (default 384m: a few thousand partitions a "
+                        "broker); for labs of tens of thousands of partitions")
     p.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto",
                    help="process backend: netns (root: real network faults) or loopback; "
                         "auto picks")
@@ -260,7 +263,8 @@ def _options(args: argparse.Namespace) -> UpOptions:
                      network=args.network, base_port=args.base_port, timeout_s=args.timeout,
                      sasl=args.sasl, mode=args.mode, controllers=args.controllers,
                      kafka=args.kafka, tls=args.tls, authorizer=args.authorizer,
-                     features=dict(args.feature), log_dirs=args.log_dirs)
+                     features=dict(args.feature), log_dirs=args.log_dirs,
+                     broker_heap=args.broker_heap)
 
 
 def _feature(text: str) -> tuple[str, int]:
@@ -341,6 +345,7 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
         return 0
     print(f"lab {data['lab_id']}  backend {data['backend']}  network {data['network']}  "
           f"preset {data['preset']}  Kafka {data['kafka_version']}"
+          + (f"  broker heap {data['broker_heap']}" if "broker_heap" in state.extra else "")
           + "".join(f"  {name}={level}" for name, level in (data["features"] or {}).items()))
     if state.kraft:
         print(f"bootstrap {data['bootstrap']}   mode KRaft   {_quorum_line(state)}")

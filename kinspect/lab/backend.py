@@ -31,7 +31,7 @@ from kinspect.lab import (
     topology,
 )
 from kinspect.lab.faults import Fault, FaultKind
-from kinspect.lab.nodes import new_cluster_id, node_dir
+from kinspect.lab.nodes import broker_heap_problem, heap_of, new_cluster_id, node_dir
 from kinspect.lab.readiness import (
     clear_stale_registrations,
     describe_gaps,
@@ -88,6 +88,8 @@ class UpOptions:
     features: dict[str, int] = field(default_factory=dict)
     # log dirs per broker: the second and third on small disks a fault can fill (disks.py)
     log_dirs: int = 1
+    # each broker's -Xmx (None: nodes.BROKER_HEAP); a lab of tens of thousands of partitions
+    broker_heap: str | None = None
 
     @property
     def kraft(self) -> bool:
@@ -133,9 +135,15 @@ class UpOptions:
                 raise KinspectError(f"--feature: {problem}")
         if self.authorizer and not self.sasl_mechanism:
             raise KinspectError("--authorizer needs --sasl or --tls: its users log in with SASL")
+        self._validate_resources()
+        presets.effective(self.preset, self.overrides, self.mode)
+
+    def _validate_resources(self) -> None:
+        """The brokers' heaps and disks."""
+        if self.broker_heap is not None and (problem := broker_heap_problem(self.broker_heap)):
+            raise KinspectError(f"--broker-heap {problem}")
         if not 1 <= self.log_dirs <= disks.MAX_LOG_DIRS:
             raise KinspectError(f"--log-dirs must be between 1 and {disks.MAX_LOG_DIRS}")
-        presets.effective(self.preset, self.overrides, self.mode)
 
 
 class LabBackend(ABC):
@@ -232,6 +240,7 @@ class LabBackend(ABC):
                        "controllers": options.dedicated_controllers} if options.kraft else {}),
                    **({"features": dict(options.features)} if options.features else {}),
                    **({"log_dirs": options.log_dirs} if options.log_dirs > 1 else {}),
+                   **({"broker_heap": options.broker_heap} if options.broker_heap else {}),
                    **secure})
 
     @abstractmethod
@@ -676,6 +685,7 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         # (kinspect does not ask the cluster which: kafka-features describe does)
         "features": state.extra.get("features"),
         "log_dirs": int(state.extra.get("log_dirs", 1)),  # per broker (lab up --log-dirs)
+        "broker_heap": heap_of("broker", state),  # each broker's -Xmx (lab up --broker-heap)
         "mode": state.mode,
         "bootstrap": state.bootstrap,
         "zookeeper": state.zookeeper_address,

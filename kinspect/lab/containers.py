@@ -30,12 +30,10 @@ from kinspect.lab import dist, docker_engine, firewall, images, oauth, reach, sh
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import (
-    BROKER_HEAP,
-    CONTROLLER_HEAP,
     CONTROLLER_PORT,
     JVM_FLAGS,
-    ZK_HEAP,
     format_storage,
+    heap_of,
     node_dir,
     render_broker,
     render_zookeeper,
@@ -162,7 +160,7 @@ class DockerBackend(LabBackend):
         api = self.client.api
         is_zk = node.role == "zookeeper"
         role = node.role  # zookeeper, broker or controller: kinspect-node's roles
-        heap = ZK_HEAP if is_zk else CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
+        heap = heap_of(role, state)
         data = self._data_dir(node)
         created = api.create_container(
             state.extra["image"], command=["kinspect-node", role], name=node.container,

@@ -30,7 +30,7 @@ from kinspect import extras
 from kinspect.errors import KinspectError, error_line
 from kinspect.lab import dist, shaping, topology, userns
 from kinspect.lab.backend import UpOptions
-from kinspect.lab.nodes import BROKER_HEAP, CONTROLLER_HEAP, ZK_HEAP
+from kinspect.lab.nodes import BROKER_HEAP, CONTROLLER_HEAP, ZK_HEAP, jvm_size_mib
 
 JAVA_MIN = 17
 # A lab JVM's memory beyond its heap (metaspace, code cache, thread stacks, GC and direct
@@ -149,15 +149,6 @@ def _run(argv: Sequence[str], timeout: float = TIMEOUT_S) -> subprocess.Complete
 def _last_line(proc: subprocess.CompletedProcess[str]) -> str:
     lines = (proc.stderr or proc.stdout).strip().splitlines()
     return lines[-1] if lines else f"exit code {proc.returncode}"
-
-
-def mib(size: str) -> int:
-    """A JVM size ("384m", "2g", "512k") in MiB."""
-    match = re.fullmatch(r"(\d+)([kmgt]?)", size.strip().lower())
-    if not match:
-        raise ValueError(f"not a JVM size: {size!r}")
-    scale = {"": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}[match.group(2)]
-    return int(int(match.group(1)) * scale)
 
 
 def mem_available_mib() -> int | None:
@@ -418,8 +409,10 @@ def lab_memory_mib(options: UpOptions | None = None) -> int:
     """What a lab of these options needs: each JVM's heap (nodes.py) plus its overhead."""
     options = options or UpOptions()
     names = topology.node_names(options.brokers, options.dedicated_controllers)
-    heaps = [mib(ZK_HEAP if name == topology.ZOOKEEPER_NODE else BROKER_HEAP
-                 if topology.broker_id_of(name) is not None else CONTROLLER_HEAP) for name in names]
+    heaps = [jvm_size_mib(ZK_HEAP if name == topology.ZOOKEEPER_NODE
+                          else options.broker_heap or BROKER_HEAP
+                          if topology.broker_id_of(name) is not None else CONTROLLER_HEAP)
+             for name in names]
     return sum(heaps) + JVM_OVERHEAD_MIB * len(names) + KINSPECT_MIB
 
 

@@ -8,6 +8,7 @@ signalling anything.
 from __future__ import annotations
 
 import base64
+import re
 import shutil
 import subprocess
 import uuid
@@ -23,6 +24,9 @@ from kinspect.procs import read_process
 ZK_HEAP = "128m"
 BROKER_HEAP = "384m"
 CONTROLLER_HEAP = "256m"
+# lab up --broker-heap: the range a broker's -Xmx may take (a 384m broker holds ~5,000 logs;
+# a lab of tens of thousands of partitions needs more, within what the host has).
+BROKER_HEAP_RANGE_MIB = (256, 16_384)
 CONTROLLER_PORT = 9093  # a KRaft controller's listener, on each node's own address
 
 # Small, quiet JVMs: 2 cores have to carry ZooKeeper, three brokers and the tools. Both backends
@@ -212,13 +216,45 @@ def new_cluster_id() -> str:
             return cluster_id
 
 
+def jvm_size_mib(size: str) -> int:
+    """A JVM size ("384m", "2g", "512k") in MiB."""
+    match = re.fullmatch(r"(\d+)([kmgt]?)", size.strip().lower())
+    if not match:
+        raise ValueError(f"not a JVM size: {size!r}")
+    scale = {"": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}[match.group(2)]
+    return int(int(match.group(1)) * scale)
+
+
+def broker_heap_problem(size: str) -> str | None:
+    """Why `size` cannot be a broker's heap, or None."""
+    try:
+        value = jvm_size_mib(size)
+    except ValueError:
+        return f"expected a JVM size such as 768m or 2g, not {size!r}"
+    low, high = BROKER_HEAP_RANGE_MIB
+    if not low <= value <= high:
+        return f"must be between {low}m and {high // 1024}g, not {size}"
+    return None
+
+
+def heap_of(role: str, state: LabState | None = None) -> str:
+    """A node's -Xmx: the role's default, or the broker heap `lab up --broker-heap` chose."""
+    if role == "zookeeper":
+        return ZK_HEAP
+    if role == "controller":
+        return CONTROLLER_HEAP
+    chosen = state.extra.get("broker_heap") if state is not None else None
+    return str(chosen) if chosen else BROKER_HEAP
+
+
 def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,
-                 kraft: bool = False, flags: tuple[str, ...] = ()) -> list[str]:
+                 kraft: bool = False, flags: tuple[str, ...] = (), heap: str | None = None,
+                 ) -> list[str]:
     """The JVM command line for a node, tagged with the lab id (`flags`: a broker's extra
-    system properties, e.g. the key set OAUTHBEARER may read)."""
+    system properties, e.g. the key set OAUTHBEARER may read; `heap`: its -Xmx, heap_of)."""
     base = node_dir(root, node.name)
     is_zk = node.role == "zookeeper"
-    heap = ZK_HEAP if is_zk else CONTROLLER_HEAP if node.role == "controller" else BROKER_HEAP
+    heap = heap or heap_of(node.role)
     main = "org.apache.zookeeper.server.quorum.QuorumPeerMain" if is_zk else "kafka.Kafka"
     config = base / ("zookeeper.properties" if is_zk else "server.properties")
     return [

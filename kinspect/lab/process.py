@@ -21,6 +21,7 @@ from kinspect.lab.nodes import (
     CONTROLLER_PORT,
     clear_foreign_data,
     format_storage,
+    heap_of,
     java_command,
     node_dir,
     process_state,
@@ -128,6 +129,7 @@ class ProcessBackend(LabBackend):
         elif node.role == "broker":
             clear_foreign_data(data, None)  # a KRaft lab's, left in this home
         cmd = java_command(kafka, self.root, node, state.lab_id, kraft=state.kraft,
+                           heap=heap_of(node.role, state),
                            flags=tuple(oauth.jvm_flags(state)) if node.role == "broker" else ())
         if node.netns:
             cmd = netns.in_ns(node.netns, *cmd)

@@ -18,9 +18,9 @@ from kinspect.lab.host_checks import (
     Status,
     guarded,
     memory_check,
-    mib,
     pip_fix,
 )
+from kinspect.lab.nodes import jvm_size_mib
 
 ENABLES = "the post-mortem (kinspect postmortem RUN_DIR, a scenario's verdict and report)"
 # The driver JVM's memory beyond its heap, and the Python side beside it: an estimate.
@@ -57,7 +57,7 @@ def driver_memory_mib() -> int:
     from kinspect.postmortem.spark import job
 
     memory = inspect.signature(job.start_spark).parameters["memory"].default
-    return mib(str(memory)) + SPARK_OVERHEAD_MIB
+    return jvm_size_mib(str(memory)) + SPARK_OVERHEAD_MIB
 
 
 def check_spark_memory() -> Check:

@@ -51,7 +51,7 @@ def register(commands: Any) -> None:
                         help="every profile of the profiles file at once: one line each, exit "
                              "with the worst code (critical, then not judged, then warnings)")
     add_cluster_arguments(health)
-    health.set_defaults(handler=cmd_health)
+    health.set_defaults(handler=cmd_health, quick_exit=True)
 
 
 def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float = 0.0

@@ -21,7 +21,7 @@ def register(commands: Any) -> None:
     snap.add_argument("--json", action="store_true", help="the snapshot as one JSON object")
     snap.add_argument("--topic", action="append", default=[], help="only these topics")
     add_cluster_arguments(snap)
-    snap.set_defaults(handler=cmd_snapshot)
+    snap.set_defaults(handler=cmd_snapshot, quick_exit=True)
 
     watch = commands.add_parser("watch", help="a live stream of events until Ctrl-C")
     watch.add_argument("--jsonl", action="store_true", help="one JSON object per event")

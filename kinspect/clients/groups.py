@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import (
     Consumer,
@@ -34,7 +34,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from kinspect.model import GroupView
+if TYPE_CHECKING:  # the probe process never needs the model (50 ms of imports at its start)
+    from kinspect.model import GroupView
 
 GROUP_AUTHORIZATION_FAILED = 30
 MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
@@ -156,6 +157,8 @@ def with_timestamps(answer: dict[str, Any], records: NextRecords, budget_s: floa
 def parse_groups(line: str) -> tuple[list[str], dict[str, GroupView], dict[str, str]]:
     """(the groups listed, the views of those that answered, why the others were refused)
     from one line of the probe."""
+    from kinspect.model import GroupView
+
     data = json.loads(line)
     views = {gid: GroupView(gid, str(g["state"]), int(g["members"]),
                             {(str(t), int(p)): int(o) for t, p, o in g["committed"]},

@@ -52,3 +52,24 @@ def test_a_one_shot_command_imports_only_what_it_uses(command: str, tmp_path: Pa
     assert rc in (2, 3), done.stderr  # nobody listens there: unreachable, said in one line
     loaded = {heavy for heavy in HEAVY for m in modules if m == heavy or m.startswith(heavy + ".")}
     assert loaded == set()
+
+
+def test_the_groups_probe_process_starts_without_the_model() -> None:
+    """It runs beside every one-shot command: its start is on the command's critical path."""
+    code = "import sys, json\nimport kinspect.clients.groups\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    modules = json.loads(done.stdout)
+    assert "confluent_kafka" in modules
+    assert not [m for m in modules if m == "kinspect.model" or m.startswith("kinspect.model.")]
+
+
+def test_a_quick_exit_loses_nothing_written() -> None:
+    """A one-shot command ends its process without tearing down; what it wrote is all out,
+    buffered or not, and its exit code is kept."""
+    code = ("import sys\nfrom kinspect.cli import quick_exit\n"
+            "sys.stdout.write('x' * 300_000)\nprint('last', file=sys.stderr, end='')\n"
+            "quick_exit(3)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONUNBUFFERED": ""})
+    assert (done.returncode, len(done.stdout), done.stderr) == (3, 300_000, "last")

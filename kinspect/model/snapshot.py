@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.fast_values import fast_init
 from kinspect.model.severity import Severity
 from kinspect.model.views import (
     AdminState,
@@ -121,7 +122,8 @@ class QuorumInfo:
                      and c.leader_epoch < self.leader_epoch)
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class ReplicaLog:
     """One replica's own log end, asked of its broker: a follower falling behind shows here, and
     so does a cut-off leader whose log runs ahead of the new leader's."""
@@ -133,7 +135,8 @@ class ReplicaLog:
     diverged: int = 0  # records past where its epoch ends in the current leader's log
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class ReplicaDisk:
     """Where one replica lives on its broker and how big it is (DescribeLogDirs); `moving_to`:
     the dir it is being copied into on the same broker (kafka-reassign-partitions with
@@ -146,7 +149,8 @@ class ReplicaDisk:
     moved: int | None = None
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class PartitionInfo:
     """One partition, with its flags as Kafka's own TopicCommand computes them (so kinspect's
     lists equal `kafka-topics --describe --under-replicated-partitions` and its siblings); a

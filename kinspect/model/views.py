@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.fast_values import fast_init
 
 NOT_ASKED = Unknown("not asked")
 
@@ -17,7 +18,8 @@ AdminState = Literal["ok", "error", "unknown", "authentication failed", "TLS fai
 ControllerState = Literal["leader", "follower", "error", "unreachable"]  # one asked directly
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class PartitionStateZ:
     """/brokers/topics/T/partitions/P/state: what the controller decided."""
 
@@ -40,7 +42,8 @@ class ZkView:
     reassignments: dict[tuple[str, int], Reassignment] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class PartitionMeta:
     """A partition as broker metadata describes it."""
 
@@ -49,7 +52,8 @@ class PartitionMeta:
     isr: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class PartitionDecision:
     """What the controller decided for one partition, in KRaft: the newest claim (highest
     leader epoch) any broker's own metadata holds. There is no ZooKeeper to read it from, and
@@ -105,14 +109,16 @@ class ConfigValue:
     source: str  # e.g. dynamic_topic, static_broker, default
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class Offsets:
     high_watermark: int | None
     log_start: int | None
     leader_epoch: int | None
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class ReplicaEnd:
     """One replica's own log, as its broker answered (ListOffsets with the debugging replica id)."""
 
@@ -120,7 +126,8 @@ class ReplicaEnd:
     epoch: int | None  # the leader epoch this broker believes the partition is at
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class EpochEnd:
     """Where an epoch ends in the current leader's log (OffsetsForLeaderEpoch).
 
@@ -197,7 +204,8 @@ class Reassignment:
     removing: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class EligibleLeaders:
     """KIP-966 (Kafka 4.x, DescribeTopicPartitions): replicas that left the ISR while it was
     below min.insync.replicas yet hold every committed record (`eligible`: one may still be
@@ -207,7 +215,8 @@ class EligibleLeaders:
     last_known: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class LogDirReplica:
     """One replica a broker holds in one of its log directories (DescribeLogDirs): answered
     for every partition on the broker, whichever topics the asking user may describe."""

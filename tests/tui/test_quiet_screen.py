@@ -119,7 +119,7 @@ def test_an_arrival_no_longer_drawn_is_freed_on_the_graveyards_thread() -> None:
 
     arrival = Arrival.assessed(demo_snapshot(), (), Preparer())
     freed_in: list[str] = []
-    weakref.finalize(arrival.snapshot.topics[0].partitions[0],
+    weakref.finalize(arrival.snapshot.topics[0],  # a topic: partitions have slots, no weakrefs
                      lambda: freed_in.append(threading.current_thread().name))
     yard = graveyard.Graveyard()
     yard.bury(arrival)

@@ -67,9 +67,19 @@ def test_an_unprivileged_user_gets_real_network_faults(tmp_path: Path) -> None:
         partition_drops_traffic(user, holder, status)
         slow_link_slows_and_drops(user, holder, status)
         kill_key_in_the_tui(user, holder, status)
-        verdict_of_a_loss_experiment(user, holder)
         holder_death_takes_every_node(user)
     assert host_network_things() == before  # nothing of the lab was on the host
+
+
+@pytest.mark.extended  # `make matrix`: CI runs the same scenario as root, and the lab above
+def test_an_unprivileged_users_loss_experiment_is_counted_right() -> None:
+    kinspect("lab", "down", check=False)
+    before = host_network_things()
+    with ThrowawayUser() as user:
+        status = json.loads(user.kinspect("lab", "up", "--json").stdout)
+        verdict_of_a_loss_experiment(user, status["rootless_holder"])
+        holder_death_takes_every_node(user)
+    assert host_network_things() == before
 
 
 def partition_drops_traffic(user: ThrowawayUser, holder: int, status: dict[str, Any]) -> None:

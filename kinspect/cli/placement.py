@@ -35,6 +35,10 @@ def stays_on_host(key: CommandKey) -> bool:
 def run_elsewhere(args: argparse.Namespace, argv: list[str]) -> int | None:
     """The exit code of this command run where the lab can be reached, or None to run it
     here."""
+    from kinspect.paths import lab_dir
+
+    if command_key(args) not in MAKES_A_LAB and not lab_dir().exists():
+        return None  # no lab on disk to relay to or route into (and 20 ms of imports saved)
     from kinspect.cli.container_relay import relay_if_unreachable
     from kinspect.cli.rootless import route
 

@@ -21,9 +21,6 @@ import json
 import ssl
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,7 +91,12 @@ class LibrdkafkaTokens(AbstractTokenProvider):  # type: ignore[misc]
         return f"{header}.{_b64(json.dumps(claims).encode())}.", life
 
     def _fetch(self) -> tuple[str, float]:
-        """The client credentials grant, as librdkafka sends it."""
+        """The client credentials grant, as librdkafka sends it (urllib.request imported here:
+        14 ms of every one-shot command's start, for OAUTHBEARER profiles only)."""
+        import urllib.error
+        import urllib.parse
+        import urllib.request
+
         url = self._config["sasl.oauthbearer.token.endpoint.url"]
         form = {"grant_type": "client_credentials"}
         if scope := self._config.get("sasl.oauthbearer.scope"):

@@ -16,7 +16,9 @@ from kinspect.cli import COMMANDS, build_parser
 
 HEAVY = ("kinspect.lab.backend", "kinspect.tui", "kinspect.postmortem", "kinspect.load",
          "kinspect.scenarios", "kinspect.lessons", "textual", "pyarrow", "numpy", "pyspark",
-         "duckdb")
+         "duckdb",
+         # no lab on disk: nothing to relay or route (placement.py); OAuth's HTTP only for it
+         "kinspect.cli.container_relay", "kinspect.cli.rootless", "urllib.request")
 
 
 def commands_of(parser: argparse.ArgumentParser) -> set[str]:

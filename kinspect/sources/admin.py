@@ -67,6 +67,9 @@ SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark)
 OFFSETS_CHUNK = 1_000
 # KRaft has no watches: beside the full polls each broker's own metadata is asked this often,
 # and less often in proportion beyond FAST_PARTITIONS partitions (an answer grows with them).
+# The brokers are asked in turn, one every FAST_S / brokers: every broker hears of a change
+# from the controller within milliseconds, so a change is seen three times sooner on three
+# brokers than by asking all of them together every FAST_S, at the same cost to each.
 FAST_S = 0.15
 FAST_PARTITIONS = 2_000
 FAST_IDLE_S = 0.5  # not KRaft (yet), or the brokers not answering: look again this often
@@ -117,6 +120,13 @@ def fast_targets(brokers: Mapping[int, str], unreachable: Mapping[int, str]) -> 
     or cut-off broker would hold every fast poll for its timeout and have its connection made
     again each time; the full poll keeps asking it."""
     return {b: address for b, address in brokers.items() if b not in unreachable}
+
+
+def next_in_turn(brokers: Iterable[int], last: int | None) -> int:
+    """The broker a fast poll asks after `last`: the next id up, round to the smallest (a
+    broker joining or leaving the list does not upset the turn)."""
+    ids = sorted(brokers)
+    return next((b for b in ids if last is None or b > last), ids[0])
 
 
 def keep_newer_epochs(current: Mapping[Key, PartitionDecision],
@@ -181,6 +191,8 @@ class AdminSource:
         self._claims: Claims = {}
         self._links: dict[int, BrokerLink] = {}
         self._fast_links: dict[int, BrokerLink] = {}  # the fast polls' own: they run beside
+        self._fast_lists: dict[int, dict[int, str]] = {}  # each broker's last broker list
+        self._fast_last: int | None = None  # the broker the last fast poll asked
         self._asked_at = 0.0  # when the brokers' claims behind the view's decisions were asked
         self._seen_lock = threading.Lock()
         try:
@@ -333,28 +345,36 @@ class AdminSource:
         if self.mode != "kraft" or view.state != "ok" or not self.probe_brokers \
                 or self._link_settings is None:
             return None
-        return FAST_S * max(1.0, len(view.partitions) / FAST_PARTITIONS)
+        asked = max(1, len(fast_targets({**self.known_brokers, **view.brokers},
+                                        self.probe_errors)))
+        return FAST_S * max(1.0, len(view.partitions) / FAST_PARTITIONS) / asked
 
     def _fast_poll(self) -> None:
-        """Each broker's own metadata, one small request each: a leader, ISR or broker list
-        newer than the view's is applied at once (the newest epoch of each partition wins, as
-        in a full poll); offsets, configs and the rest wait for the full poll."""
+        """The next broker's own metadata, in turn: a leader, ISR or broker list newer than
+        the view's is applied at once (the newest epoch of each partition among every broker's
+        last answer wins, as in a full poll); offsets, configs and the rest wait for the full
+        poll."""
         with self._lock:
             view = self._view
-        asked = time.monotonic()
-        answers = self._ask_brokers(fast_targets({**self.known_brokers, **view.brokers},
-                                                 self.probe_errors))
-        if not answers:
+        targets = fast_targets({**self.known_brokers, **view.brokers}, self.probe_errors)
+        if not targets:
             return
-        claims = {broker: answer.partitions for broker, answer in answers.items()}
+        broker = self._fast_last = next_in_turn(targets, self._fast_last)
+        asked = time.monotonic()
+        answer = self._ask_brokers({broker: targets[broker]}).get(broker)
+        if answer is None:
+            return
+        with self._lock:
+            claims = {**self._claims, broker: answer.partitions}  # the others' last answers
+            self._fast_lists[broker] = answer.brokers
+            lists = {b: listed for b, listed in self._fast_lists.items() if b in targets}
         decided = self._decisions(claims, time.time_ns() // 1_000_000)
         with self._lock:
             view = self._view
             if asked < self._asked_at:  # a full poll asked later landed meanwhile
                 decided, brokers = keep_newer_epochs(view.decided, decided), view.brokers
             else:
-                brokers = listed_by_most({b: a.brokers for b, a in answers.items()},
-                                         view.brokers)
+                brokers = listed_by_most(lists, view.brokers)
                 self._asked_at, self._claims = asked, claims
             if decided == view.decided and brokers == view.brokers:
                 return

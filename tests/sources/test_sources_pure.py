@@ -210,6 +210,20 @@ def test_the_fast_poll_leaves_an_unreachable_broker_to_the_full_poll() -> None:
     assert fast_targets(brokers, {}) == brokers
 
 
+def test_the_fast_polls_ask_the_brokers_in_turn() -> None:
+    """One broker per fast poll, each in turn: a change every broker has heard of is seen by
+    the next poll, a third of the interval away on three brokers."""
+    from kinspect.sources.admin import next_in_turn
+
+    asked, last = [], None
+    for _ in range(5):
+        last = next_in_turn({3: "c", 1: "a", 2: "b"}, last)
+        asked.append(last)
+    assert asked == [1, 2, 3, 1, 2]
+    assert next_in_turn([1, 3], 2) == 3  # broker 2 left the list: the turn goes on from it
+    assert next_in_turn([1, 2], 3) == 1
+
+
 def test_a_metadata_answer_seen_before_is_not_decoded_again() -> None:
     """Each broker's Metadata kept as bytes: the same topics section (every broker of a healthy
     cluster, every poll of an unchanged one) is decoded once; a changed one anew; the brokers

@@ -6,9 +6,11 @@ ZooKeeper that still believes it leads (each broker's own metadata), and each re
 end (ListOffsets with the debugging replica id -2, which a follower answers from its own log).
 kafka-python's `BrokerConnection` speaks PLAINTEXT, TLS and SASL (PLAIN, SCRAM, OAUTHBEARER with
 the profile's token settings: clients/tokens.py) and its request
-classes cover every version we use, so no protocol code is ours. A `BrokerLink` keeps one
-connection per broker between polls: a TLS or SASL handshake per poll would cost more than the
-questions.
+classes cover every version we use, so the protocol code is theirs, but for one read: the
+topics of a Metadata v7 answer, which kafka-python's generic decoder took 1.6 s to read at
+100,000 partitions; `topic_claims` reads just what a claim holds, in a tenth of that, and the
+tests check it against kafka-python's decode. A `BrokerLink` keeps one connection per broker
+between polls: a TLS or SASL handshake per poll would cost more than the questions.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import io
 import selectors
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections import OrderedDict
@@ -35,6 +38,7 @@ from kinspect.clients.kafka import TLS_FAILED, verify_hint
 from kinspect.clients.tokens import OAUTH_KEYS, LibrdkafkaTokens
 from kinspect.errors import KinspectError
 from kinspect.model import EpochEnd, ReplicaEnd
+from kinspect.model.fast_values import fast_init
 
 CLIENT_ID = "kinspect-probe"
 DEBUGGING_REPLICA_ID = -2  # ListOffsets: answered from the broker's own log, leader or not
@@ -49,7 +53,8 @@ METADATA, LIST_OFFSETS, EPOCHS = MetadataRequest[7], ListOffsetsRequest[4], Offs
 TopicPartition = tuple[str, int]
 
 
-@dataclass(frozen=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class BrokerClaim:
     """One partition as one broker's metadata cache describes it."""
 
@@ -252,6 +257,51 @@ def _claims(topics: Any, with_epoch: bool) -> dict[TopicPartition, BrokerClaim]:
     return partitions
 
 
+_COUNT, _NAME = struct.Struct(">i"), struct.Struct(">h")
+_PARTITION = struct.Struct(">hiiii")  # error, index, leader, leader epoch, replicas' count
+_INTS = tuple(struct.Struct(f">{n}i") for n in range(16))
+
+
+def topic_claims(section: bytes) -> dict[TopicPartition, BrokerClaim]:
+    """The topics array of a Metadata v7 answer (the answer's last field) as each partition's
+    claim, the same as `_claims` of kafka-python's decode; a null array reads as empty, and an
+    answer cut short or not ending where its topics do is refused (ValueError)."""
+    try:
+        return _topic_claims(section)
+    except struct.error as exc:
+        raise ValueError(f"a Metadata v7 answer cut short: {exc}") from None
+
+
+def _ints(count: int) -> struct.Struct:
+    """The struct of `count` big-endian int32s (replica lists are short: kept ready)."""
+    return _INTS[count] if count < len(_INTS) else struct.Struct(f">{count}i")
+
+
+def _topic_claims(section: bytes) -> dict[TopicPartition, BrokerClaim]:
+    partitions: dict[TopicPartition, BrokerClaim] = {}
+    count_at, head_at = _COUNT.unpack_from, _PARTITION.unpack_from
+    (topics,), at = count_at(section, 0), 4
+    for _ in range(max(topics, 0)):
+        (length,) = _NAME.unpack_from(section, at + 2)  # past the topic's error code
+        name = section[at + 4:at + 4 + length].decode()
+        (count,), at = count_at(section, at + 5 + length), at + 9 + length
+        for _ in range(max(count, 0)):
+            _error, index, leader, epoch, n = head_at(section, at)
+            n = max(n, 0)
+            replicas, at = _ints(n).unpack_from(section, at + 18), at + 18 + 4 * n
+            (n,) = count_at(section, at)
+            n = max(n, 0)
+            isr, at = _ints(n).unpack_from(section, at + 4), at + 4 + 4 * n
+            (n,) = count_at(section, at)
+            n = max(n, 0)
+            offline, at = _ints(n).unpack_from(section, at + 4), at + 4 + 4 * n
+            partitions[(name, index)] = BrokerClaim(leader if leader >= 0 else None, replicas,
+                                                    isr, epoch, offline)
+    if at != len(section):
+        raise ValueError(f"a Metadata v7 answer's topics end at byte {at}, not {len(section)}")
+    return partitions
+
+
 class _MetadataBytes(MetadataResponse[7]):  # type: ignore[misc]
     """Metadata v7 left as bytes by kafka-python's connection: decoded by `claims_of_bytes`."""
 
@@ -291,7 +341,7 @@ class _Decoded:
                 kept = self._kept.get(key)
             return kept if kept is not None else self.claims(topics)  # the decode failed
         try:
-            decoded = _claims(_TOPICS.decode(io.BytesIO(topics)), with_epoch=True)
+            decoded = topic_claims(topics)
             with self._lock:
                 self._kept[key] = decoded
                 while len(self._kept) > self._size:
@@ -302,7 +352,7 @@ class _Decoded:
         return decoded
 
 
-_PREFIX, _TOPICS = MetadataResponse[7].SCHEMA.fields[:4], MetadataResponse[7].SCHEMA.fields[4]
+_PREFIX = MetadataResponse[7].SCHEMA.fields[:4]  # throttle, brokers, cluster id, controller
 _DECODED = _Decoded()
 
 

@@ -254,14 +254,14 @@ def test_answers_arriving_together_are_decoded_once(monkeypatch: pytest.MonkeyPa
     from kinspect.clients import wire
 
     decodes: list[int] = []
-    real = wire._claims
+    real = wire.topic_claims
 
-    def slow_claims(topics: Any, with_epoch: bool) -> dict[Any, BrokerClaim]:
+    def slow_claims(section: bytes) -> dict[Any, BrokerClaim]:
         decodes.append(1)
         time.sleep(0.2)  # the others arrive meanwhile
-        return real(topics, with_epoch)
+        return real(section)
 
-    monkeypatch.setattr(wire, "_claims", slow_claims)
+    monkeypatch.setattr(wire, "topic_claims", slow_claims)
     response = MetadataResponse[7](throttle_time_ms=0, brokers=[(1, "198.18.1.11", 9092, None)],
                                    cluster_id="c", controller_id=1,
                                    topics=[(0, "together", False,

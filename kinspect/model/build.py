@@ -9,7 +9,8 @@ is kept beside the decision so disagreements — a zombie leader — can be flag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kinspect.model.facts import Fact, Unknown
 from kinspect.model.snapshot import (
@@ -47,6 +48,7 @@ NO_ADMIN = Unknown("no AdminClient answer: topic configs not read")
 # Brokers learn the controller's decisions a little after ZooKeeper does; a broker view is
 # compared with a ZooKeeper state only when it was polled at least this long after the change.
 METADATA_GRACE_MS = 500
+Key = tuple[str, int]
 
 
 def _min_isr(config: Fact[dict[str, ConfigValue]]) -> Fact[int]:
@@ -68,27 +70,6 @@ def _topic_config(name: str, broker: BrokerView | None) -> Fact[dict[str, Config
     if name not in broker.configs:
         return Unknown("DescribeConfigs not answered yet")
     return dict(broker.configs[name])
-
-
-def _reassignment(key: tuple[str, int], zk: ZkView | None, broker: BrokerView | None
-                  ) -> Fact[Reassignment | None]:
-    """ZooKeeper's topic znode when watched, else ListPartitionReassignments' answer."""
-    if zk is not None:
-        return zk.reassignments.get(key)
-    if broker is None:
-        return Unknown("no AdminClient answer: reassignments not listed")
-    if isinstance(broker.reassignments, Unknown):
-        return broker.reassignments
-    return broker.reassignments.get(key)
-
-
-def _elr(key: tuple[str, int], broker: BrokerView | None, mode: str
-         ) -> Fact[EligibleLeaders] | None:
-    if mode != "kraft" or broker is None:
-        return None  # ELR is KRaft's: in ZooKeeper mode absent, not unknown
-    if isinstance(broker.elr, Unknown):
-        return broker.elr
-    return broker.elr.get(key, Unknown("not in the DescribeTopicPartitions answer"))
 
 
 def _live(zk: ZkView | None, broker: BrokerView | None) -> set[int] | None:
@@ -136,65 +117,130 @@ def _replica_logs(replicas: tuple[int, ...], leader: int | None, epoch: int | No
     return tuple(out)
 
 
-def _partitions(topic: str, zk: ZkView | None, broker: BrokerView | None,
-                config: Fact[dict[str, ConfigValue]], broker_ids: set[int], mode: str
-                ) -> list[PartitionInfo]:
+_NONE: dict[Any, Any] = {}
+
+
+class _Lookups:
+    """What every partition looks up in the two views, resolved once per snapshot (at 100,000
+    partitions the same checks of the views' shape, repeated per partition, were a fifth of
+    the build)."""
+
+    def __init__(self, zk: ZkView | None, broker: BrokerView | None, mode: str) -> None:
+        self.zk, self.broker = zk, broker
+        self.metas = broker.partitions if broker else _NONE
+        self.offsets = broker.offsets if broker else _NONE
+        self.states: Mapping[Key, PartitionStateZ | PartitionDecision] = (
+            zk.partitions if zk else broker.decided if broker else _NONE)
+        self.ends = broker.replica_ends if broker else _NONE
+        self.epoch_ends = broker.epoch_ends if broker else _NONE
+        self.offline = broker.offline_replicas if broker else _NONE
+        self.live = _live(zk, broker)
+        self.moving, self.moving_unknown = _reassignments(zk, broker)
+        self.elr, self.elr_unknown = _eligible(broker, mode)
+        self.stalled = _stalled_since(broker)
+        self.dirs = {b: told for b, told in (broker.log_dirs.items() if broker else ())
+                     if not isinstance(told, Unknown)}
+
+    def reassignment(self, key: Key) -> Fact[Reassignment | None]:
+        """ZooKeeper's topic znode when watched, else ListPartitionReassignments' answer."""
+        if self.moving_unknown is not None:
+            return self.moving_unknown
+        return self.moving.get(key)
+
+    def eligible(self, key: Key) -> Fact[EligibleLeaders] | None:
+        """KRaft's ELR (KIP-966); in ZooKeeper mode absent (None), not unknown."""
+        if self.elr is None:
+            return self.elr_unknown
+        return self.elr.get(key, NOT_IN_ELR_ANSWER)
+
+    def disks(self, key: Key, replicas: Sequence[int]) -> tuple[ReplicaDisk, ...]:
+        """Each replica's dir and size, where its broker answered DescribeLogDirs."""
+        out = []
+        for replica in replicas if self.dirs else ():
+            told = self.dirs.get(replica)
+            current = told.replicas.get(key) if told is not None else None
+            if told is not None and current is not None:
+                future = told.future.get(key)
+                out.append(ReplicaDisk(replica, current.log_dir, current.size,
+                                       future.log_dir if future else None,
+                                       future.size if future else None))
+        return tuple(out)
+
+
+NOT_IN_ELR_ANSWER = Unknown("not in the DescribeTopicPartitions answer")
+
+
+def _reassignments(zk: ZkView | None, broker: BrokerView | None
+                   ) -> tuple[Mapping[Key, Reassignment], Unknown | None]:
+    if zk is not None:
+        return zk.reassignments, None
+    if broker is None:
+        return _NONE, Unknown("no AdminClient answer: reassignments not listed")
+    if isinstance(broker.reassignments, Unknown):
+        return _NONE, broker.reassignments
+    return broker.reassignments, None
+
+
+def _eligible(broker: BrokerView | None, mode: str
+              ) -> tuple[Mapping[Key, Fact[EligibleLeaders]] | None, Unknown | None]:
+    """(each partition's ELR, None) or (None, why all are unknown, or None outside KRaft)."""
+    if mode != "kraft" or broker is None:
+        return None, None
+    if isinstance(broker.elr, Unknown):
+        return None, broker.elr
+    return broker.elr, None
+
+
+def _stalled_since(broker: BrokerView | None) -> dict[Key, int]:
+    """How long the slowest replica being added to each partition has not moved (ms)."""
+    if broker is None or broker.polled_at_ms is None:
+        return {}
+    since: dict[Key, int] = {}
+    for (key, _replica), at in broker.stalled_since.items():
+        since[key] = min(at, since.get(key, at))
+    return {key: broker.polled_at_ms - at for key, at in since.items()}
+
+
+def _partitions(topic: str, look: _Lookups, config: Fact[dict[str, ConfigValue]],
+                broker_ids: set[int]) -> list[PartitionInfo]:
+    zk, broker = look.zk, look.broker
     assigned = zk.topics.get(topic, {}) if zk else {}
-    ids = set(broker_ids) | set(assigned)
     min_isr = _min_isr(config)
-    live = _live(zk, broker)
+    live = look.live
     out = []
-    for pid in sorted(ids):
+    for pid in sorted(broker_ids | set(assigned) if assigned else broker_ids):
         key = (topic, pid)
-        meta = broker.partitions.get(key) if broker else None
-        offsets = broker.offsets.get(key) if broker else None
-        state: PartitionStateZ | PartitionDecision | None = (
-            zk.partitions.get(key) if zk else broker.decided.get(key) if broker else None)
+        meta = look.metas.get(key)
+        offsets = look.offsets.get(key)
+        state = look.states.get(key)
         decided_replicas = state.replicas if isinstance(state, PartitionDecision) else ()
-        replicas = assigned.get(pid) or decided_replicas or (meta.replicas if meta else ())
+        replicas = tuple(assigned.get(pid) or decided_replicas or (meta.replicas if meta else ()))
         b_leader = meta.leader if meta else None
         b_isr = meta.isr if meta else None
+        epoch: int | None
         if state is not None:
-            leader = state.leader
-            epoch: int | None = state.leader_epoch
-            isr = state.isr
+            leader, epoch, isr = state.leader, state.leader_epoch, state.isr
             since = state.mtime_ms if isinstance(state, PartitionStateZ) else state.seen_ms
             disagree = _disagree(leader, b_leader, broker, since)
         else:
             leader, isr, disagree = b_leader, b_isr or (), False
             epoch = offsets.leader_epoch if offsets else None
-        ends = broker.replica_ends.get(key, {}) if broker else {}
-        epoch_ends = broker.epoch_ends.get(key, {}) if broker else {}
+        ends = look.ends.get(key)
+        epoch_ends = look.epoch_ends.get(key)
         out.append(PartitionInfo(
-            topic=topic, partition=pid, leader=leader, leader_epoch=epoch,
-            replicas=tuple(replicas), isr=tuple(isr),
-            high_watermark=offsets.high_watermark if offsets else None,
+            topic=topic, partition=pid, leader=leader, leader_epoch=epoch, replicas=replicas,
+            isr=tuple(isr), high_watermark=offsets.high_watermark if offsets else None,
             log_start=offsets.log_start if offsets else None, min_isr=min_isr,
             broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree,
-            replica_logs=_replica_logs(tuple(replicas), leader, epoch, ends, epoch_ends),
+            replica_logs=_replica_logs(replicas, leader, epoch, ends, epoch_ends or {})
+            if ends else (),
             epoch_ends=tuple(sorted((asked, e.found, e.end_offset)
                                     for asked, e in epoch_ends.items())) if epoch_ends else (),
-            reassignment=_reassignment(key, zk, broker), elr=_elr(key, broker, mode),
+            reassignment=look.reassignment(key), elr=look.eligible(key),
             leader_live=leader is None or live is None or leader in live,
-            stalled_ms=_stalled(key, broker), disks=_disks(key, replicas, broker),
-            offline_replicas=broker.offline_replicas.get(key, ()) if broker else ()))
+            stalled_ms=look.stalled.get(key), disks=look.disks(key, replicas),
+            offline_replicas=look.offline.get(key, ())))
     return out
-
-
-def _disks(key: tuple[str, int], replicas: Sequence[int], broker: BrokerView | None
-           ) -> tuple[ReplicaDisk, ...]:
-    """Each replica's dir and size, where its broker answered DescribeLogDirs."""
-    out = []
-    for replica in replicas:
-        told = broker.log_dirs.get(replica) if broker else None
-        if told is None or isinstance(told, Unknown):
-            continue
-        current, future = told.replicas.get(key), told.future.get(key)
-        if current is not None:
-            out.append(ReplicaDisk(replica, current.log_dir, current.size,
-                                   future.log_dir if future else None,
-                                   future.size if future else None))
-    return tuple(out)
 
 
 def _log_dirs(broker_id: int, broker: BrokerView | None
@@ -205,14 +251,6 @@ def _log_dirs(broker_id: int, broker: BrokerView | None
         return told
     return tuple(LogDirInfo(d.path, d.error, told.size(d.path), told.count(d.path),
                             d.total_bytes, d.usable_bytes) for d in told.dirs)
-
-
-def _stalled(key: tuple[str, int], broker: BrokerView | None) -> int | None:
-    """How long the slowest replica being added to this partition has not moved (ms)."""
-    if broker is None or broker.polled_at_ms is None:
-        return None
-    since = [at for (k, _b), at in broker.stalled_since.items() if k == key]
-    return broker.polled_at_ms - min(since) if since else None
 
 
 def _groups(broker: BrokerView | None) -> tuple[GroupInfo, ...]:
@@ -345,9 +383,10 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         by_topic.setdefault(t, set()).add(p)
     names = set(by_topic) | (set(zk.topics) if zk else set())
     topics = []
+    look = _Lookups(zk, broker, mode)
     for name in sorted(names):
         config = _topic_config(name, broker)
-        parts = _partitions(name, zk, broker, config, by_topic.get(name, set()), mode)
+        parts = _partitions(name, look, config, by_topic.get(name, set()))
         rf = max((p.replication_factor for p in parts), default=0)
         topics.append(TopicInfo(name=name, replication_factor=rf,
                                 config=config if isinstance(config, Unknown)

@@ -8,8 +8,9 @@ kafka-python's `BrokerConnection` speaks PLAINTEXT, TLS and SASL (PLAIN, SCRAM, 
 the profile's token settings: clients/tokens.py) and its request
 classes cover every version we use, so the protocol code is theirs, but for one read: the
 topics of a Metadata v7 answer, which kafka-python's generic decoder took 1.6 s to read at
-100,000 partitions; `topic_claims` reads just what a claim holds, in a tenth of that, and the
-tests check it against kafka-python's decode. A `BrokerLink` keeps one connection per broker
+100,000 partitions, and the log ends of a ListOffsets v4 answer: `topic_claims` and
+`log_ends_of` read just what the model holds, in a fourth of the time or less, and the tests
+check both against kafka-python's decode of the same bytes. A `BrokerLink` keeps one connection per broker
 between polls: a TLS or SASL handshake per poll would cost more than the questions.
 """
 
@@ -30,7 +31,7 @@ from typing import Any
 
 from kafka.conn import BrokerConnection
 from kafka.errors import KafkaError
-from kafka.protocol.list_offsets import ListOffsetsRequest
+from kafka.protocol.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 
@@ -314,6 +315,18 @@ class _MetadataKeptAsBytes(METADATA):  # type: ignore[misc,valid-type]
     RESPONSE_TYPE = _MetadataBytes
 
 
+class _ListOffsetsBytes(ListOffsetsResponse[4]):  # type: ignore[misc]
+    """ListOffsets v4 left as bytes: read by `log_ends_of`."""
+
+    @classmethod
+    def decode(cls, data: Any) -> bytes:
+        return bytes(data.read())
+
+
+class _ListOffsetsKeptAsBytes(LIST_OFFSETS):  # type: ignore[misc,valid-type]
+    RESPONSE_TYPE = _ListOffsetsBytes
+
+
 class _Decoded:
     """The last few distinct topic sections decoded, by their digest. Every broker of a
     healthy cluster answers the same bytes, and an unchanged cluster answers them again at
@@ -387,13 +400,38 @@ def ask_log_ends(link: BrokerLink, keys: Iterable[TopicPartition], timeout_s: fl
               for topic, parts in _by_topic(keys).items()]
     if not topics:
         return {}
-    response = link.ask(LIST_OFFSETS(replica_id=DEBUGGING_REPLICA_ID, isolation_level=0,
-                                      topics=topics), timeout_s)
+    return log_ends_of(link.ask(_ListOffsetsKeptAsBytes(
+        replica_id=DEBUGGING_REPLICA_ID, isolation_level=0, topics=topics), timeout_s))
+
+
+_END = struct.Struct(">ihqqi")  # partition, error, timestamp, offset, leader epoch
+
+
+def log_ends_of(answer: bytes) -> dict[TopicPartition, ReplicaEnd]:
+    """A ListOffsets v4 answer as each partition's log end and leader epoch (a partition
+    answered with an error or no offset is left out), as kafka-python's decode reads it: read
+    here for the same reason as `topic_claims` (20,000 replicas at 10,000 partitions)."""
+    try:
+        return _log_ends(answer)
+    except struct.error as exc:
+        raise ValueError(f"a ListOffsets v4 answer cut short: {exc}") from None
+
+
+def _log_ends(answer: bytes) -> dict[TopicPartition, ReplicaEnd]:
     out: dict[TopicPartition, ReplicaEnd] = {}
-    for topic, parts in response.topics:
-        for partition, error, _ts, offset, epoch in parts:
+    end_at, count_at = _END.unpack_from, _COUNT.unpack_from
+    (topics,), at = count_at(answer, 4), 8  # past the throttle time
+    for _ in range(max(topics, 0)):
+        (length,) = _NAME.unpack_from(answer, at)
+        name = answer[at + 2:at + 2 + length].decode()
+        (count,), at = count_at(answer, at + 2 + length), at + 6 + length
+        for _ in range(max(count, 0)):
+            partition, error, _timestamp, offset, epoch = end_at(answer, at)
+            at += _END.size
             if error == 0 and offset >= 0:
-                out[(topic, partition)] = ReplicaEnd(offset, epoch if epoch >= 0 else None)
+                out[(name, partition)] = ReplicaEnd(offset, epoch if epoch >= 0 else None)
+    if at != len(answer):
+        raise ValueError(f"a ListOffsets v4 answer ends at byte {at}, not {len(answer)}")
     return out
 
 

@@ -1,5 +1,5 @@
-"""`topic_claims`, kinspect's one read of Kafka's wire format, against kafka-python's own decode
-of the same bytes (the oracle): every shape a Metadata v7 answer's topics take."""
+"""`topic_claims` and `log_ends_of`, kinspect's two reads of Kafka's wire format, against
+kafka-python's own decode of the same bytes (the oracle): every shape the answers take."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ import random
 from typing import Any
 
 import pytest
+from kafka.protocol.list_offsets import ListOffsetsResponse
 from kafka.protocol.metadata import MetadataResponse
 
-from kinspect.clients.wire import _PREFIX, claims_from, topic_claims
+from kinspect.clients.wire import _PREFIX, claims_from, log_ends_of, topic_claims
+from kinspect.model import ReplicaEnd
 
 
 def section_of(topics: list[Any]) -> tuple[bytes, Any]:
     """The topics section of an encoded answer, and kafka-python's decode of the whole."""
+    # kept in a name: kafka-python binds encode() to the response weakly
     response = MetadataResponse[7](throttle_time_ms=0, brokers=[(1, "198.18.1.11", 9092, "r1")],
                                    cluster_id=None, controller_id=2, topics=topics)
     raw = bytes(response.encode())
@@ -59,3 +62,23 @@ def test_an_answer_that_does_not_end_with_its_topics_is_refused() -> None:
         topic_claims(section + bytes(1))
     with pytest.raises(ValueError, match="cut short"):
         topic_claims(section[:-3])
+
+
+def random_offsets(rng: random.Random) -> list[Any]:
+    return [(f"{rng.choice(['t', 'orders', 'ünïcode'])}{t}",
+             [(p, rng.choice([0, 0, 0, 6, 75]), rng.choice([-1, 1_700_000_000_000]),
+               rng.choice([-1, 0, 7, 2**40]), rng.choice([-1, 0, 12]))
+              for p in range(rng.randint(0, 9))]) for t in range(rng.randint(0, 5))]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_log_ends_read_as_kafka_python_decodes_them(seed: int) -> None:
+    topics = random_offsets(random.Random(seed))
+    response = ListOffsetsResponse[4](throttle_time_ms=3, topics=topics)  # kept: see above
+    raw = bytes(response.encode())
+    expected = {(topic, p): ReplicaEnd(offset, epoch if epoch >= 0 else None)
+                for topic, parts in ListOffsetsResponse[4].decode(io.BytesIO(raw)).topics
+                for p, error, _ts, offset, epoch in parts if error == 0 and offset >= 0}
+    assert log_ends_of(raw) == expected
+    with pytest.raises(ValueError, match="ListOffsets v4 answer"):
+        log_ends_of(raw + bytes(2) if topics else raw[:-1])

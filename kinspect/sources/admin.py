@@ -365,6 +365,9 @@ class AdminSource:
         if answer is None:
             return
         with self._lock:
+            if answer.partitions is self._claims.get(broker) \
+                    and answer.brokers == self._fast_lists.get(broker):
+                return  # the very bytes it answered last time (claims_of_bytes keeps them)
             claims = {**self._claims, broker: answer.partitions}  # the others' last answers
             self._fast_lists[broker] = answer.brokers
             lists = {b: listed for b, listed in self._fast_lists.items() if b in targets}

@@ -73,6 +73,9 @@ OFFSETS_CHUNK = 1_000
 FAST_S = 0.15
 FAST_PARTITIONS = 2_000
 FAST_IDLE_S = 0.5  # not KRaft (yet), or the brokers not answering: look again this often
+# A broker's answer about every partition grows with the cluster: the per-broker questions'
+# time limits hold up to this many partitions, and grow in proportion beyond.
+BUDGET_PARTITIONS = 10_000
 
 Key = tuple[str, int]
 Claims = dict[int, dict[Key, BrokerClaim]]
@@ -194,6 +197,7 @@ class AdminSource:
         self._fast_lists: dict[int, dict[int, str]] = {}  # each broker's last broker list
         self._fast_last: int | None = None  # the broker the last fast poll asked
         self._asked_at = 0.0  # when the brokers' claims behind the view's decisions were asked
+        self._partitions = 0  # how many the last metadata listed (budget())
         self._seen_lock = threading.Lock()
         try:
             self._link_settings: dict[str, Any] | None = connection_settings(config)
@@ -389,7 +393,7 @@ class AdminSource:
             broker, address = item
             try:
                 link = self._link(broker, address, self._fast_links)
-                return broker, ask_claims(link, min(0.5, self.timeout_s))
+                return broker, ask_claims(link, self.budget(0.5))
             except (OSError, ConnectionError, ValueError, EOFError):
                 return broker, None
 
@@ -410,6 +414,7 @@ class AdminSource:
                 partitions[(name, pid)] = PartitionMeta(
                     leader=part.leader if part.leader >= 0 else None,  # librdkafka's -1: none
                     replicas=tuple(part.replicas), isr=tuple(part.isrs))
+        self._partitions = len(partitions)
         refresh = self._polls % CONFIG_EVERY_N_POLLS == 0 or set(self._configs) != set(metadata.topics)
         self._polls += 1
         probing = self.probe_brokers and self._link_settings is not None
@@ -480,7 +485,7 @@ class AdminSource:
             return Unknown(f"brokers not asked directly ({self.probe_problem})")
         answer: Fact[dict[Key, Fact[EligibleLeaders]]] = Unknown("no broker answered")
         for link in self._links_to(brokers):
-            answer = ask_eligible_leaders(link, None, min(2.0, self.timeout_s))
+            answer = ask_eligible_leaders(link, None, self.budget(2.0))
             if not isinstance(answer, Unknown) or "did not answer" not in answer.reason:
                 return answer
         return answer
@@ -502,7 +507,7 @@ class AdminSource:
         broker answers for its own disks, so each is asked, in parallel."""
         links = self._links_to(brokers)
         with ThreadPoolExecutor(max_workers=max(1, len(links))) as pool:
-            answers = list(pool.map(lambda link: ask_log_dirs(link, min(2.0, self.timeout_s)),
+            answers = list(pool.map(lambda link: ask_log_dirs(link, self.budget(2.0)),
                                     links))
         return {link.broker_id: answer for link, answer in zip(links, answers, strict=True)
                 if link.broker_id is not None}
@@ -576,11 +581,18 @@ class AdminSource:
             link = links[broker] = BrokerLink(address, self._link_settings, broker)
         return link
 
+    def budget(self, base_s: float) -> float:
+        """A per-broker question's time limit: `base_s` (or the poll's timeout if shorter) up
+        to BUDGET_PARTITIONS partitions, in proportion beyond (a broker with 100,000 partitions
+        takes longer to write its answer than a second), never below `base_s`."""
+        scale = max(1.0, self._partitions / BUDGET_PARTITIONS)
+        return min(base_s, self.timeout_s) * scale
+
     def _probe(self, brokers: dict[int, str]) -> tuple[Claims, dict[Key, dict[int, ReplicaEnd]]]:
         """Ask every broker in parallel for its metadata and its own log ends; a frozen or
         cut-off one just does not answer in time (why is kept in `probe_errors`)."""
         targets = {**self.known_brokers, **brokers}
-        timeout = min(1.0, self.timeout_s)
+        timeout = self.budget(1.0)
 
         def ask(item: tuple[int, str]) -> tuple[int, dict[Key, BrokerClaim] | None,
                                                 dict[Key, ReplicaEnd], str | None]:
@@ -636,7 +648,7 @@ class AdminSource:
             if link is None:
                 continue
             try:
-                out.update(ask_epoch_ends(link, wanted, min(1.0, self.timeout_s)))
+                out.update(ask_epoch_ends(link, wanted, self.budget(1.0)))
             except (OSError, ConnectionError, ValueError, EOFError):
                 continue
         return out

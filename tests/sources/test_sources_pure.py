@@ -224,6 +224,20 @@ def test_the_fast_polls_ask_the_brokers_in_turn() -> None:
     assert next_in_turn([1, 2], 3) == 1
 
 
+def test_a_brokers_time_to_answer_grows_with_the_cluster() -> None:
+    """A broker writes its answer about 100,000 partitions in more than the second that holds
+    at 10,000: the per-broker questions' limits grow in proportion past BUDGET_PARTITIONS."""
+    from kinspect.sources.admin import BUDGET_PARTITIONS
+    from tests.helpers.kraft_fixtures import admin
+
+    source = admin()
+    assert source.budget(1.0) == 1.0 and source.budget(0.5) == 0.5
+    source._partitions = BUDGET_PARTITIONS * 10
+    assert source.budget(1.0) == 10.0 and source.budget(0.5) == 5.0
+    source.timeout_s = 0.2  # a shorter timeout of the poll's own still counts
+    assert source.budget(1.0) == pytest.approx(2.0)
+
+
 def test_a_metadata_answer_seen_before_is_not_decoded_again() -> None:
     """Each broker's Metadata kept as bytes: the same topics section (every broker of a healthy
     cluster, every poll of an unchanged one) is decoded once; a changed one anew; the brokers

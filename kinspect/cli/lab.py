@@ -201,7 +201,8 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
                         "disks of their own that 'lab fill-disk' fills (process backend, root)")
     p.add_argument("--broker-heap", metavar="SIZE", default=None,
                    help="each broker's JVM heap, e.g. 2g (default 384m: a few thousand partitions a "
-                        "broker); for labs of tens of thousands of partitions")
+                        "broker), a dedicated KRaft controller's too; for labs of tens of "
+                        "thousands of partitions")
     p.add_argument("--network", choices=["auto", "netns", "loopback"], default="auto",
                    help="process backend: netns (root: real network faults) or loopback; "
                         "auto picks")

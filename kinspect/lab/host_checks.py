@@ -409,9 +409,9 @@ def lab_memory_mib(options: UpOptions | None = None) -> int:
     """What a lab of these options needs: each JVM's heap (nodes.py) plus its overhead."""
     options = options or UpOptions()
     names = topology.node_names(options.brokers, options.dedicated_controllers)
-    heaps = [jvm_size_mib(ZK_HEAP if name == topology.ZOOKEEPER_NODE
-                          else options.broker_heap or BROKER_HEAP
-                          if topology.broker_id_of(name) is not None else CONTROLLER_HEAP)
+    heaps = [jvm_size_mib(ZK_HEAP if name == topology.ZOOKEEPER_NODE else options.broker_heap
+                          or (BROKER_HEAP if topology.broker_id_of(name) is not None
+                              else CONTROLLER_HEAP))
              for name in names]
     return sum(heaps) + JVM_OVERHEAD_MIB * len(names) + KINSPECT_MIB
 

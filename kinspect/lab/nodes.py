@@ -238,13 +238,14 @@ def broker_heap_problem(size: str) -> str | None:
 
 
 def heap_of(role: str, state: LabState | None = None) -> str:
-    """A node's -Xmx: the role's default, or the broker heap `lab up --broker-heap` chose."""
+    """A node's -Xmx: the role's default, or the heap `lab up --broker-heap` chose, for the
+    brokers and for dedicated KRaft controllers (they hold the same metadata image)."""
     if role == "zookeeper":
         return ZK_HEAP
-    if role == "controller":
-        return CONTROLLER_HEAP
     chosen = state.extra.get("broker_heap") if state is not None else None
-    return str(chosen) if chosen else BROKER_HEAP
+    if chosen:
+        return str(chosen)
+    return CONTROLLER_HEAP if role == "controller" else BROKER_HEAP
 
 
 def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,

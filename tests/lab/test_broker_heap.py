@@ -1,5 +1,6 @@
 """`lab up --broker-heap`: a lab big enough for tens of thousands of partitions, refused plainly
-when the size is nonsense, and carried to every broker's JVM (and only the brokers')."""
+when the size is nonsense, and carried to every broker's JVM and a dedicated controller's (they
+hold the same metadata), never ZooKeeper's."""
 
 from __future__ import annotations
 
@@ -45,7 +46,11 @@ def test_status_says_the_heap_and_the_memory_check_counts_it() -> None:
     assert status_json(lab(None), network_faults=True)["broker_heap"] == BROKER_HEAP
     small = lab_memory_mib(UpOptions(brokers=3))
     big = lab_memory_mib(UpOptions(brokers=3, broker_heap="2g"))
-    assert big - small == 3 * (2048 - 384)
+    assert big - small == 3 * (2048 - 384)  # zk1 keeps its own
+    kraft = UpOptions(brokers=3, broker_heap="2g", mode="kraft")  # and ctl1 takes it too
+    assert lab_memory_mib(kraft) - lab_memory_mib(UpOptions(brokers=3, mode="kraft")) == \
+        3 * (2048 - 384) + (2048 - 256)
+    assert heap_of("controller", lab("1g")) == "1g" and heap_of("controller", lab(None)) == "256m"
 
 
 @pytest.mark.parametrize(("size", "words"), [

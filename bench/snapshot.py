@@ -76,7 +76,7 @@ def _metadata(admin: AdminClient, timeout_s: float = 300) -> dict[str, Any]:
 
 def timed(command: list[str]) -> tuple[float, str]:
     started = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"bench: {' '.join(command)} failed: {proc.stderr.strip()[-300:]}")
@@ -124,15 +124,17 @@ def installed_bytecode() -> None:
                    check=True)
 
 
-def measure(lab: dict[str, Any], runs: int) -> dict[str, Any]:
+def measure(lab: dict[str, Any], runs: int, tool_heap: str = "256m") -> dict[str, Any]:
     """Fresh runs of the three tools in turn; medians and the agreement of the last answers."""
     bootstrap = lab["bootstrap"]
     installed_bytecode()
     commands = {
         "ours": [sys.executable, "-m", "kinspect", "snapshot", "--json", "--bootstrap", bootstrap],
         "kcat": ["kcat", "-b", bootstrap, "-L", "-J", "-m", "30"],
+        # kafka-topics.sh's own default heap (kafka-run-class.sh: -Xmx256M) unless --tool-heap
         "topics": dist.ensure().tool_command("org.apache.kafka.tools.TopicCommand",
-                                             "--bootstrap-server", bootstrap, "--describe")}
+                                             "--bootstrap-server", bootstrap, "--describe",
+                                             heap=tool_heap)}
     timed(commands["ours"])  # warm the page cache: every run after this one is comparable
     times: dict[str, list[float]] = {who: [] for who in commands}
     outs: dict[str, str] = {}
@@ -154,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, nargs="+", default=list(STEPS))
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--keep", action="store_true", help="leave the bench topics")
+    parser.add_argument("--tool-heap", default="256m",
+                        help="kafka-topics' heap (default 256m, as kafka-topics.sh runs it)")
     parser.add_argument("--mode", choices=("zookeeper", "kraft"), default="zookeeper",
                         help="the lab's mode when one is started for the run")
     args = parser.parse_args(argv)
@@ -166,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for step in sorted(args.steps):
                 grow(lab["bootstrap"], step, args.rf)
-                row = {"step": step, **measure(lab, args.runs)}
+                row = {"step": step, **measure(lab, args.runs, args.tool_heap)}
                 rows.append(row)
                 failed |= row["disagreement"] is not None
                 print(f"bench: {json.dumps(row)}", file=sys.stderr)

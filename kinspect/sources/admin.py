@@ -76,6 +76,7 @@ FAST_IDLE_S = 0.5  # not KRaft (yet), or the brokers not answering: look again t
 # A broker's answer about every partition grows with the cluster: the per-broker questions'
 # time limits hold up to this many partitions, and grow in proportion beyond.
 BUDGET_PARTITIONS = 10_000
+POLL_REST = 1.0  # after a full poll, rest at least this many times as long as it took
 
 Key = tuple[str, int]
 Claims = dict[int, dict[Key, BrokerClaim]]
@@ -123,6 +124,13 @@ def fast_targets(brokers: Mapping[int, str], unreachable: Mapping[int, str]) -> 
     or cut-off broker would hold every fast poll for its timeout and have its connection made
     again each time; the full poll keeps asking it."""
     return {b: address for b, address in brokers.items() if b not in unreachable}
+
+
+def next_poll_in(interval_s: float, took_s: float) -> float:
+    """Seconds from the end of a full poll to the next: the interval less what the poll took,
+    but at least as long as it took (on a big cluster, whose poll takes longer than the
+    interval, the polls then use half of one core at most instead of all of it)."""
+    return max(0.05, interval_s - took_s, took_s * POLL_REST)
 
 
 def next_in_turn(brokers: Iterable[int], last: int | None) -> int:
@@ -330,9 +338,9 @@ class AdminSource:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            due = time.monotonic() + self.interval_s
+            started = time.monotonic()
             self.poll_once()
-            self._stop.wait(max(0.05, due - time.monotonic()))
+            self._stop.wait(next_poll_in(self.interval_s, time.monotonic() - started))
 
     def _fast_loop(self) -> None:
         """Fast polls on a thread of their own, beside the full polls: a change that happens

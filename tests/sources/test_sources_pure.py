@@ -224,6 +224,17 @@ def test_the_fast_polls_ask_the_brokers_in_turn() -> None:
     assert next_in_turn([1, 2], 3) == 1
 
 
+def test_a_poll_longer_than_the_interval_is_followed_by_as_long_a_rest() -> None:
+    """1,000 partitions poll in a fraction of the interval: once a second as before. A
+    100,000-partition poll of seconds would otherwise run back to back, all of a core."""
+    from kinspect.sources.admin import next_poll_in
+
+    assert next_poll_in(1.0, 0.2) == pytest.approx(0.8)
+    assert next_poll_in(1.0, 0.5) == pytest.approx(0.5)
+    assert next_poll_in(1.0, 4.0) == pytest.approx(4.0)
+    assert next_poll_in(0.2, 0.2) == pytest.approx(0.2)
+
+
 def test_a_brokers_time_to_answer_grows_with_the_cluster() -> None:
     """A broker writes its answer about 100,000 partitions in more than the second that holds
     at 10,000: the per-broker questions' limits grow in proportion past BUDGET_PARTITIONS."""

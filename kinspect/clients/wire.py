@@ -303,24 +303,25 @@ def _topic_claims(section: bytes) -> dict[TopicPartition, BrokerClaim]:
     return partitions
 
 
-class _MetadataBytes(MetadataResponse[7]):  # type: ignore[misc]
-    """Metadata v7 left as bytes by kafka-python's connection: decoded by `claims_of_bytes`."""
+class _AsBytes:
+    """An answer kafka-python's connection hands back as its bytes, undecoded: read by
+    `claims_of_bytes` (Metadata) and `log_ends_of` (ListOffsets)."""
 
     @classmethod
     def decode(cls, data: Any) -> bytes:
         return bytes(data.read())
+
+
+class _MetadataBytes(_AsBytes, MetadataResponse[7]):  # type: ignore[misc]
+    pass
 
 
 class _MetadataKeptAsBytes(METADATA):  # type: ignore[misc,valid-type]
     RESPONSE_TYPE = _MetadataBytes
 
 
-class _ListOffsetsBytes(ListOffsetsResponse[4]):  # type: ignore[misc]
-    """ListOffsets v4 left as bytes: read by `log_ends_of`."""
-
-    @classmethod
-    def decode(cls, data: Any) -> bytes:
-        return bytes(data.read())
+class _ListOffsetsBytes(_AsBytes, ListOffsetsResponse[4]):  # type: ignore[misc]
+    pass
 
 
 class _ListOffsetsKeptAsBytes(LIST_OFFSETS):  # type: ignore[misc,valid-type]

@@ -224,6 +224,48 @@ def test_the_fast_polls_ask_the_brokers_in_turn() -> None:
     assert next_in_turn([1, 2], 3) == 1
 
 
+def test_a_fast_poll_asks_one_broker_and_keeps_the_others_last_answers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """KRaft between full polls: each fast poll asks the next broker; a newer epoch it tells
+    is on screen at once, and the other brokers' last answers still count (the newest epoch
+    wins); the very bytes it answered last time are not decided again."""
+    from dataclasses import replace
+
+    from kinspect.clients.wire import MetadataAnswer
+    from kinspect.model import BrokerView
+    from kinspect.model.views import PartitionDecision
+    from tests.helpers.kraft_fixtures import BROKERS, CLAIMS, KEY, admin
+
+    source = admin()
+    source.mode, source.probe_brokers = "kraft", True
+    source._link_settings = {}
+    source._claims = dict(CLAIMS)  # a full poll's: broker 2 and 3 say leader 2 at epoch 5
+    source._view = BrokerView("ok", None, dict(BROKERS), 3, {}, {}, {}, mode="kraft",
+                              decided=source._decisions(CLAIMS, 0))
+    moved = {KEY: BrokerClaim(3, (1, 2, 3), (3, 1), 6)}  # broker 1 has heard of epoch 6
+    answers = {1: moved, 2: CLAIMS[2], 3: CLAIMS[3]}
+    asked: list[int] = []
+
+    def ask(targets: dict[int, str]) -> dict[int, MetadataAnswer]:
+        (broker,) = targets
+        asked.append(broker)
+        return {broker: MetadataAnswer(broker, 3, dict(BROKERS), answers[broker])}
+
+    monkeypatch.setattr(source, "_ask_brokers", ask)
+    changes: list[int] = []
+    source._on_change = lambda: changes.append(1)
+    source._fast_poll()
+    assert asked == [1] and source.view().decided[KEY] == replace(
+        source.view().decided[KEY], leader=3, leader_epoch=6, isr=(3, 1))
+    assert changes == [1]
+    source._fast_poll()  # broker 2 still says epoch 5: broker 1's newer word stands
+    assert asked == [1, 2] and source.view().decided[KEY].leader == 3 and changes == [1]
+    source._fast_poll()
+    source._fast_poll()  # broker 1 again, the same answer object: nothing decided anew
+    assert asked == [1, 2, 3, 1] and changes == [1]
+    assert isinstance(source.view().decided[KEY], PartitionDecision)
+
+
 def test_a_poll_longer_than_the_interval_is_followed_by_as_long_a_rest() -> None:
     """1,000 partitions poll in a fraction of the interval: once a second as before. A
     100,000-partition poll of seconds would otherwise run back to back, all of a core."""

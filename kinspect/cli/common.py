@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import host_ports
 from kinspect.errors import KinspectError
@@ -21,6 +21,9 @@ from kinspect.lab import running_lab
 from kinspect.lab.state import LabState
 from kinspect.profiles import SECRET_KEY, Profile, load_profile, remember_secret
 from kinspect.target import ClusterTarget, is_lab_cluster, lab_target, profile_target
+
+if TYPE_CHECKING:
+    from kinspect.clients.groups_watch import GroupsWatch
 
 __all__ = ["ClusterTarget", "VersionAction", "add_cluster_arguments", "progress", "resolve_cluster"]
 
@@ -126,3 +129,11 @@ class VersionAction(argparse.Action):
             from kinspect import __version__ as found
         print(f"kinspect {found}")  # on stdout, as argparse's own version action
         parser.exit()
+
+
+def early_groups(cluster: ClusterTarget) -> GroupsWatch | None:
+    """The consumer groups' probe process, started before the rest of a one-shot command is
+    imported: its own start (~0.15 s) then runs beside the imports, not after them."""
+    from kinspect.clients.groups_watch import started
+
+    return started(cluster.bootstrap, dict(cluster.kafka)) if cluster.bootstrap else None

@@ -12,16 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import option
-from kinspect.cli.common import add_cluster_arguments, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
 from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalled_between
 from kinspect.model.serialize import seconds, unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
+
+if TYPE_CHECKING:
+    from kinspect.clients.groups_watch import GroupsWatch
 
 # A throttled replica fetches in bursts, about one per replication quota window (11 samples of
 # 1 s by default): measured here, a copy throttled to 100 KB/s grew every 10-12 s. Watching
@@ -59,19 +62,20 @@ def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float 
     """One snapshot; a ZooKeeper that does not answer is a finding, not a reason to give up.
     While a reassignment is copying, its replicas being added are watched `watch_moves_s`
     more seconds: those that did not grow are named (the verdict's stalled reassignments)."""
+    groups = early_groups(cluster)
     from kinspect.sources.observer import Observer
 
-    def observer(zookeeper: str | None) -> Observer:
+    def observer(zookeeper: str | None, groups: GroupsWatch | None = None) -> Observer:
         return Observer(cluster.bootstrap, zookeeper, expected_brokers=cluster.expected_brokers,
                         admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
-                        controllers=cluster.controllers)
+                        controllers=cluster.controllers, groups=groups)
 
     zk_error = None
-    watcher = observer(cluster.zookeeper)
+    watcher = observer(cluster.zookeeper, groups)
     try:
         watcher.start(zk_timeout_s=min(5.0, timeout_s))
     except KinspectError as exc:
-        watcher.stop()
+        watcher.stop()  # and the groups' probe with it: the next observer starts its own
         zk_error = str(exc)
         watcher = observer(None)
         watcher.start()

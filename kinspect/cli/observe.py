@@ -9,11 +9,15 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import option, topic_name, writable_dir
-from kinspect.cli.common import add_cluster_arguments, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_cluster
 from kinspect.errors import KinspectError
+
+if TYPE_CHECKING:
+    from kinspect.clients.groups_watch import GroupsWatch
+    from kinspect.target import ClusterTarget
 
 
 def register(commands: Any) -> None:
@@ -34,26 +38,35 @@ def register(commands: Any) -> None:
 
 
 def make_observer(args: argparse.Namespace, run_dir: Path | None = None,
-                  one_shot: bool = False) -> Any:
+                  one_shot: bool = False, cluster: ClusterTarget | None = None,
+                  groups: GroupsWatch | None = None) -> Any:
     from kinspect.sources.observer import Observer
 
-    cluster = resolve_cluster(args)
+    cluster = cluster or resolve_cluster(args)
     return Observer(cluster.bootstrap, cluster.zookeeper, expected_brokers=cluster.expected_brokers,
                     interval_s=getattr(args, "interval", None) or cluster.refresh_s,
                     admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
-                    run_dir=run_dir, one_shot=one_shot, controllers=cluster.controllers)
+                    run_dir=run_dir, one_shot=one_shot, controllers=cluster.controllers,
+                    groups=groups)
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from kinspect.cli.snapshot_text import render_snapshot
-    from kinspect.model import snapshot_to_json
-
     for topic in args.topic:
         topic_name(topic)
+    cluster = resolve_cluster(args)
+    groups = early_groups(cluster)
+    try:
+        from kinspect.cli.snapshot_text import render_snapshot
+        from kinspect.model import snapshot_to_json
+
+        observer = make_observer(args, one_shot=True, cluster=cluster, groups=groups)
+    except BaseException:
+        if groups is not None:
+            groups.stop()  # no observer adopted it
+        raise
     # One short-lived process building one big acyclic model: the cyclic collector would only
     # walk the growing heap again and again (a third of the model's time at 10,000 partitions).
     gc.disable()
-    observer = make_observer(args, one_shot=True)
     observer.start()
     try:
         snapshot = observer.wait_ready(timeout_s=15)

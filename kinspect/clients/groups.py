@@ -5,7 +5,7 @@ ListConsumerGroupOffsets response comes back after its request timed out (an ass
 rd_kafka_enq_once_del_source_return, librdkafka issue #4605, open for 2.x; seen here while a
 broker was isolated). A TUI must not die of a network fault it is there to show, so the group
 queries run in this small process: it prints one JSON line per poll, and the caller
-(GroupsWatch) starts it again if it dies.
+(groups_watch.GroupsWatch) starts it again if it dies.
 
 Lag in time is the age of the next record a group will consume: the process reads the one record
 at each committed offset that is behind (a consumer assigned to it, never joining or committing)
@@ -19,11 +19,9 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import (
     Consumer,
@@ -34,14 +32,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-if TYPE_CHECKING:  # the probe process never needs the model (50 ms of imports at its start)
-    from kinspect.model import GroupView
-
 GROUP_AUTHORIZATION_FAILED = 30
 MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
 MAX_READS = 1000  # records read per poll for their timestamps (the rest wait for the next)
 Position = tuple[str, int, int]  # topic, partition, offset
-RESTART_PAUSE_S = 2.0
 
 
 def _result(future: Future[Any], timeout: float) -> Any:
@@ -152,93 +146,6 @@ def with_timestamps(answer: dict[str, Any], records: NextRecords, budget_s: floa
         group["next_ts"] = [[t, p, found[(t, p, o)]] for t, p, o in group["committed"]
                             if (t, p, o) in found]
     return answer
-
-
-def parse_groups(line: str) -> tuple[list[str], dict[str, GroupView], dict[str, str]]:
-    """(the groups listed, the views of those that answered, why the others were refused)
-    from one line of the probe."""
-    from kinspect.model import GroupView
-
-    data = json.loads(line)
-    views = {gid: GroupView(gid, str(g["state"]), int(g["members"]),
-                            {(str(t), int(p)): int(o) for t, p, o in g["committed"]},
-                            {(str(t), int(p)): int(ts) for t, p, ts in g.get("next_ts", [])})
-             for gid, g in data["groups"].items()}
-    refused = {str(gid): str(why) for gid, why in (data.get("refused") or {}).items()}
-    return [str(gid) for gid in data["listed"]], views, refused
-
-
-class GroupsWatch:
-    """Runs the probe process, keeps its last answer, starts it again when it dies."""
-
-    def __init__(self, bootstrap: str, config: dict[str, Any], interval_s: float = 1.0,
-                 timeout_s: float = 3.0, on_change: Callable[[], None] | None = None) -> None:
-        self.bootstrap, self.config = bootstrap, config
-        self.interval_s, self.timeout_s = interval_s, timeout_s
-        self._on_change = on_change or (lambda: None)
-        self._lock = threading.Lock()
-        self._groups: dict[str, GroupView] = {}
-        self._refused: dict[str, str] = {}
-        self.answered = threading.Event()
-        self.restarts = 0
-        self._stop = threading.Event()
-        self._process: Any = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kinspect-groups", daemon=True)
-        self._thread.start()
-
-    def view(self) -> dict[str, GroupView]:
-        with self._lock:
-            return dict(self._groups)
-
-    def refused(self) -> dict[str, str]:
-        """Groups listed that this user may not describe, and why."""
-        with self._lock:
-            return dict(self._refused)
-
-    def stop(self) -> None:
-        self._stop.set()
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
-        if self._thread:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        import subprocess
-
-        while not self._stop.is_set():
-            self._process = process = subprocess.Popen(
-                [sys.executable, "-m", "kinspect.clients.groups", "--bootstrap", self.bootstrap,
-                 "--interval", str(self.interval_s), "--timeout", str(self.timeout_s),
-                 "--parent", str(os.getpid())],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True)
-            assert process.stdin is not None and process.stdout is not None
-            process.stdin.write(json.dumps(self.config))
-            process.stdin.close()
-            for line in process.stdout:
-                self._take(line)
-            process.wait()
-            if not self._stop.wait(RESTART_PAUSE_S):
-                self.restarts += 1
-
-    def _take(self, line: str) -> None:
-        try:
-            listed, views, refused = parse_groups(line)
-        except (ValueError, KeyError, TypeError):
-            return
-        with self._lock:
-            # A listed group whose coordinator did not answer in time keeps its last view: lag
-            # is reported as last known rather than dropped mid-failover; a group no longer
-            # listed is gone.
-            self._groups = {gid: views[gid] if gid in views else self._groups[gid]
-                            for gid in listed if gid in views or gid in self._groups}
-            self._refused = refused
-        self.answered.set()
-        self._on_change()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import _AdminClientImpl
 
-from kinspect.clients.groups import GroupsWatch
+from kinspect.clients.groups_watch import GroupsWatch
 from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE, client_config, is_tls_message
 from kinspect.clients.log_dirs import ask_log_dirs
 from kinspect.clients.quorum import QuorumPoll, QuorumProbe
@@ -186,7 +186,8 @@ class AdminSource:
 
     def __init__(self, bootstrap: str, on_change: Callable[[], None], interval_s: float = 1.0,
                  timeout_s: float = 3.0, config: Mapping[str, str] | None = None,
-                 probe_brokers: bool = True, watch_groups: bool = True) -> None:
+                 probe_brokers: bool = True, watch_groups: bool = True,
+                 groups: GroupsWatch | None = None) -> None:
         self.bootstrap = bootstrap
         self.interval_s = interval_s
         self.timeout_s = timeout_s
@@ -238,9 +239,11 @@ class AdminSource:
         self._quorum = QuorumProbe(self._link_settings)
         self._seen: dict[Key, tuple[int, int]] = {}  # KRaft decision: (epoch, first seen ms)
         # Consumer groups come from a process of their own (see clients/groups.py: a librdkafka
-        # assertion there must not take the observer down).
-        self.groups = (GroupsWatch(bootstrap, dict(config or {}), interval_s, timeout_s,
-                                   on_change) if watch_groups else None)
+        # assertion there must not take the observer down); `groups`: one already started.
+        self.groups = groups or (GroupsWatch(bootstrap, dict(config or {}), interval_s,
+                                             timeout_s) if watch_groups else None)
+        if self.groups is not None:
+            self.groups.listen(on_change)
 
     def start(self, once: bool = False) -> None:
         """Poll on a thread of its own; `once`: a single poll (one-shot commands: a second

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from kinspect.clients.groups_watch import GroupsWatch
 from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE
 from kinspect.errors import KinspectError, error_line
 from kinspect.model import (
@@ -58,9 +59,11 @@ class Observer:
                  expected_brokers: Mapping[int, str] | None = None, interval_s: float = 1.0,
                  admin_config: Mapping[str, str] | None = None, run_dir: Path | None = None,
                  zk_auth: list[tuple[str, str]] | None = None, timeout_s: float = 3.0,
-                 one_shot: bool = False, controllers: Mapping[int, str] | None = None) -> None:
+                 one_shot: bool = False, controllers: Mapping[int, str] | None = None,
+                 groups: GroupsWatch | None = None) -> None:
         """`controllers`: in KRaft, node id -> "host:port" of each controller's CONTROLLER
-        listener when the caller knows them (the lab): each is asked directly who leads."""
+        listener when the caller knows them (the lab): each is asked directly who leads.
+        `groups`: the consumer groups' probe, started already (groups_watch.started)."""
         self.expected = dict(expected_brokers or {})
         self.one_shot = one_shot  # `kinspect snapshot`: read once, no watches, build once
         self._wake = threading.Event()
@@ -73,7 +76,7 @@ class Observer:
         self.zk = (_zookeeper_source()(zookeeper, self._wake.set, auth=zk_auth, watch=not one_shot)
                    if zookeeper else None)
         self.admin = (AdminSource(bootstrap, self._wake.set, interval_s=interval_s,
-                                  timeout_s=timeout_s, config=admin_config)
+                                  timeout_s=timeout_s, config=admin_config, groups=groups)
                       if bootstrap else None)
         if self.admin:
             self.admin.known_brokers = dict(self.expected)

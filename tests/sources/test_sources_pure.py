@@ -342,3 +342,19 @@ def test_answers_arriving_together_are_decoded_once(monkeypatch: pytest.MonkeyPa
     for thread in threads:
         thread.join(10)
     assert decodes == [1] and len(seen) == 3 and all(p is seen[0] for p in seen)
+
+
+def test_a_groups_probe_started_early_is_adopted_by_the_poll() -> None:
+    """A one-shot command starts the groups' probe before it imports the observer: the poll
+    takes that probe (no second one) and is told of its answers."""
+    from kinspect.clients.groups_watch import GroupsWatch
+    from kinspect.sources.admin import AdminSource
+
+    early = GroupsWatch("127.0.0.1:1", {})
+    told: list[int] = []
+    source = AdminSource("127.0.0.1:1", lambda: told.append(1), groups=early)
+    assert source.groups is early
+    early._take('{"listed": ["g"], "groups": {"g": {"state": "stable", "members": 1, '
+                '"committed": [["t", 0, 5]]}}}')
+    assert told == [1] and early.view()["g"].committed == {("t", 0): 5}
+    assert early.answered.is_set()

@@ -568,9 +568,10 @@ class AdminSource:
         (librdkafka sends one ListOffsets per leader for each), then collected."""
         if not keys:
             return {}
-        asked = [[_list_offsets(self._admin, keys[i:i + OFFSETS_CHUNK], spec, self.timeout_s)
+        timeout = self.budget(self.timeout_s)  # every chunk is in flight at once
+        asked = [[_list_offsets(self._admin, keys[i:i + OFFSETS_CHUNK], spec, timeout)
                   for i in range(0, len(keys), OFFSETS_CHUNK)] for spec in SPECS]
-        deadline = time.monotonic() + self.timeout_s + 1.0  # librdkafka's own timeout first
+        deadline = time.monotonic() + timeout + 1.0  # librdkafka's own timeout first
         high, low = (_answers(futures, deadline) for futures in asked)
         out = {}
         for key in keys:

@@ -40,7 +40,7 @@ def test_offsets_merge_latest_and_earliest(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(admin, "_list_offsets", fake)
     source = AdminSource.__new__(AdminSource)  # no client, no threads: only _offsets is used
     source._admin = None  # type: ignore[assignment]
-    source.timeout_s = 1.0
+    source.timeout_s, source._partitions = 1.0, 3
     keys = [("t", 0), ("t", 1), ("t", 2)]
     assert source._offsets(keys) == {
         ("t", 0): Offsets(high_watermark=100, log_start=0, leader_epoch=None),

@@ -416,7 +416,7 @@ class AdminSource:
         """One metadata request (it names the controller too), then configs, offsets and the
         brokers' own answers at once: they do not depend on each other."""
         polled_at = time.time_ns() // 1_000_000
-        metadata = self._admin.list_topics(timeout=self.timeout_s)
+        metadata = self._admin.list_topics(timeout=self.budget(self.timeout_s))
         brokers = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
         controller = metadata.controller_id if metadata.controller_id >= 0 else None
         partitions: dict[tuple[str, int], PartitionMeta] = {}

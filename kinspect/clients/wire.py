@@ -52,6 +52,10 @@ NO_EPOCH = -1
 METADATA, LIST_OFFSETS, EPOCHS = MetadataRequest[7], ListOffsetsRequest[4], OffsetForLeaderEpochRequest[3]
 
 TopicPartition = tuple[str, int]
+# The largest answer a connection takes: librdkafka's receive.message.max.bytes default.
+# kafka-python's own (1 MB) refused a broker's metadata past ~30,000 partitions (3.4 MB at
+# 100,000: "Invalid frame length"), and every per-broker question with it.
+RECEIVE_MAX_BYTES = 100_000_000
 
 
 @fast_init
@@ -167,7 +171,7 @@ class BrokerLink:
                                 request_timeout_ms=int(timeout_s * 1000),
                                 api_version_auto_timeout_ms=int(timeout_s * 1000),
                                 reconnect_backoff_ms=0, node_id=self.broker_id or 0,
-                                **self.settings)
+                                receive_message_max_bytes=RECEIVE_MAX_BYTES, **self.settings)
         closed: list[str] = []  # kafka-python says why it closed only to close() (and its log)
         close = conn.close
 
@@ -212,7 +216,8 @@ class BrokerLink:
         with self._lock:
             deadline = time.monotonic() + timeout_s
             conn = self._connect(timeout_s)
-            future = conn.send(request, blocking=True)
+            # this question's own limit: the connection's was set by whichever came first
+            future = conn.send(request, blocking=True, request_timeout_ms=int(timeout_s * 1000))
             with selectors.DefaultSelector() as selector:
                 selector.register(conn._sock, selectors.EVENT_READ)
                 while not future.is_done:
@@ -405,13 +410,28 @@ def ask_log_ends(link: BrokerLink, keys: Iterable[TopicPartition], timeout_s: fl
         replica_id=DEBUGGING_REPLICA_ID, isolation_level=0, topics=topics), timeout_s))
 
 
+def ask_leader_offsets(link: BrokerLink, keys: Iterable[TopicPartition], spec: int,
+                       timeout_s: float = 1.0) -> dict[TopicPartition, ReplicaEnd]:
+    """The offset at `spec` (-1: the high watermark, -2: the log start) of each partition this
+    broker leads, as it answers a consumer reading uncommitted, with its leader epoch: the
+    request librdkafka's AdminClient sends each leader, one per broker and spec. A partition it
+    no longer leads is answered with an error and left out (unknown until the next poll)."""
+    topics = [(topic, [(p, NO_EPOCH, spec) for p in parts])
+              for topic, parts in _by_topic(keys).items()]
+    if not topics:
+        return {}
+    return log_ends_of(link.ask(_ListOffsetsKeptAsBytes(
+        replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=topics), timeout_s))
+
+
 _END = struct.Struct(">ihqqi")  # partition, error, timestamp, offset, leader epoch
 
 
 def log_ends_of(answer: bytes) -> dict[TopicPartition, ReplicaEnd]:
-    """A ListOffsets v4 answer as each partition's log end and leader epoch (a partition
-    answered with an error or no offset is left out), as kafka-python's decode reads it: read
-    here for the same reason as `topic_claims` (20,000 replicas at 10,000 partitions)."""
+    """A ListOffsets v4 answer as each partition's offset (a log end, or what was asked) and
+    leader epoch (a partition answered with an error or no offset is left out), as
+    kafka-python's decode reads it: read here for the same reason as `topic_claims` (20,000
+    replicas at 10,000 partitions)."""
     try:
         return _log_ends(answer)
     except struct.error as exc:

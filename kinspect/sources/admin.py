@@ -38,6 +38,7 @@ from kinspect.clients.wire import (
     MetadataAnswer,
     ask_claims,
     ask_epoch_ends,
+    ask_leader_offsets,
     ask_log_ends,
     connection_settings,
 )
@@ -203,6 +204,7 @@ class AdminSource:
         self._claims: Claims = {}
         self._links: dict[int, BrokerLink] = {}
         self._fast_links: dict[int, BrokerLink] = {}  # the fast polls' own: they run beside
+        self._offset_links: dict[int, BrokerLink] = {}  # the offsets' own, beside the probe's
         self._fast_lists: dict[int, dict[int, str]] = {}  # each broker's last broker list
         self._fast_last: int | None = None  # the broker the last fast poll asked
         self._asked_at = 0.0  # when the brokers' claims behind the view's decisions were asked
@@ -283,8 +285,9 @@ class AdminSource:
     def _close(self) -> None:
         """Called by stop(), or by the full poll's thread when stop() could not wait for it."""
         with self._close_lock:
-            links = [*self._links.values(), *self._fast_links.values()]
-            self._links, self._fast_links = {}, {}
+            links = [*self._links.values(), *self._fast_links.values(),
+                     *self._offset_links.values()]
+            self._links, self._fast_links, self._offset_links = {}, {}, {}
             for link in links:
                 link.close()
             self._quorum.close()
@@ -436,7 +439,7 @@ class AdminSource:
                        if refresh else None)
             broker_configs = (pool.submit(describe_brokers, self._admin, brokers, self.timeout_s)
                               if refresh else None)
-            offsets = pool.submit(self._offsets, list(partitions))
+            offsets = pool.submit(self._offsets, partitions, brokers)
             probe = pool.submit(self._probe, brokers) if probing else None
             quorum = pool.submit(self._ask_quorum, brokers) if asking else None
             moving = pool.submit(self._reassignments, brokers, controller)
@@ -563,9 +566,39 @@ class AdminSource:
             self._seen = seen
         return out
 
-    def _offsets(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Offsets]:
-        """Latest and earliest offsets of every partition: both asked at once, in chunks
-        (librdkafka sends one ListOffsets per leader for each), then collected."""
+    def _offsets(self, partitions: Mapping[Key, PartitionMeta], brokers: Mapping[int, str]
+                 ) -> dict[Key, Offsets]:
+        """Latest and earliest offsets of every partition: asked of each leader directly
+        (one ListOffsets per leader and spec, as librdkafka sends them) when brokers may be
+        asked, else through the AdminClient."""
+        if self._link_settings is None:
+            return self._admin_offsets(list(partitions))
+        led: dict[int, list[Key]] = {}
+        for key, meta in partitions.items():
+            if meta.leader is not None and meta.leader in brokers:
+                led.setdefault(meta.leader, []).append(key)
+        timeout = self.budget(self.timeout_s)
+
+        def ask(item: tuple[int, list[Key]]) -> dict[int, dict[Key, ReplicaEnd]]:
+            leader, keys = item
+            link = self._link(leader, brokers[leader], self._offset_links)
+            try:
+                return {spec: ask_leader_offsets(link, keys, spec, timeout) for spec in SPECS}
+            except (OSError, ConnectionError, ValueError, EOFError):
+                return {}  # this leader's partitions: offsets unknown, not zero
+        with ThreadPoolExecutor(max_workers=max(1, len(led)),
+                                thread_name_prefix="kinspect-offsets") as pool:
+            answers = list(pool.map(ask, sorted(led.items())))
+        high = {k: v for a in answers for k, v in a.get(-1, {}).items()}
+        low = {k: v for a in answers for k, v in a.get(-2, {}).items()}
+        return {key: Offsets(high_watermark=top.log_end if top else None,
+                             log_start=bottom.log_end if bottom else None,
+                             leader_epoch=top.epoch if top else None)
+                for key in partitions for top, bottom in ((high.get(key), low.get(key)),)}
+
+    def _admin_offsets(self, keys: list[Key]) -> dict[Key, Offsets]:
+        """The AdminClient's way (no per-broker connections, e.g. GSSAPI): both specs asked at
+        once, in chunks (librdkafka sends one ListOffsets per leader for each), collected."""
         if not keys:
             return {}
         timeout = self.budget(self.timeout_s)  # every chunk is in flight at once

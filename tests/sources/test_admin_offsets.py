@@ -1,4 +1,5 @@
-"""AdminSource._offsets without a cluster: both specs asked at once, merged per partition."""
+"""AdminSource._admin_offsets (the AdminClient's way, where brokers are not asked directly) without a
+cluster: both specs asked at once, merged per partition."""
 
 from __future__ import annotations
 
@@ -42,16 +43,16 @@ def test_offsets_merge_latest_and_earliest(monkeypatch: pytest.MonkeyPatch) -> N
     source._admin = None  # type: ignore[assignment]
     source.timeout_s, source._partitions = 1.0, 3
     keys = [("t", 0), ("t", 1), ("t", 2)]
-    assert source._offsets(keys) == {
+    assert source._admin_offsets(keys) == {
         ("t", 0): Offsets(high_watermark=100, log_start=0, leader_epoch=None),
         ("t", 1): Offsets(high_watermark=101, log_start=1, leader_epoch=0),
         ("t", 2): Offsets(high_watermark=102, log_start=None, leader_epoch=1),
     }
     assert calls == [(-1, 3), (-2, 3)]  # one call per spec, every partition in each
-    assert source._offsets([]) == {}
+    assert source._admin_offsets([]) == {}
     calls.clear()
     monkeypatch.setattr(admin, "OFFSETS_CHUNK", 2)  # librdkafka's call grows faster than its input
-    assert source._offsets(keys)[("t", 2)] == Offsets(102, None, 1)
+    assert source._admin_offsets(keys)[("t", 2)] == Offsets(102, None, 1)
     assert calls == [(-1, 2), (-1, 1), (-2, 2), (-2, 1)]
 
 

@@ -78,3 +78,37 @@ def test_an_invalid_offset_is_unknown_not_a_number() -> None:
     assert _offset(ListOffsetsResultInfo(0, -1, -1)) == 0
     assert _offset(ListOffsetsResultInfo(20_635, -1, 3)) == 20_635
     assert _offset(None) is None
+
+
+def test_each_leader_is_asked_for_its_own_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where brokers may be asked directly: one ListOffsets per leader and spec, each with the
+    partitions it leads; a leader that does not answer leaves its partitions unknown, and a
+    partition without a leader is asked of nobody."""
+    from kinspect.model import PartitionMeta, ReplicaEnd
+    from tests.helpers.kraft_fixtures import admin as make_admin
+
+    asked: list[tuple[int, tuple[tuple[str, int], ...], int]] = []
+
+    def fake(link: Any, keys: list[tuple[str, int]], spec: int, _timeout: float
+             ) -> dict[tuple[str, int], ReplicaEnd]:
+        asked.append((link.broker_id, tuple(keys), spec))
+        if link.broker_id == 3:
+            raise TimeoutError("198.18.1.13:9092: no answer in 3.0 s")
+        return {k: ReplicaEnd(100 + k[1] if spec == -1 else k[1], 7) for k in keys}
+
+    monkeypatch.setattr(admin, "ask_leader_offsets", fake)
+    source = make_admin()
+    source._link_settings = {}
+    partitions = {("t", 0): PartitionMeta(1, (1, 2), (1, 2)),
+                  ("t", 1): PartitionMeta(2, (2, 1), (2, 1)),
+                  ("t", 2): PartitionMeta(1, (1, 2), (1,)),
+                  ("t", 3): PartitionMeta(3, (3,), (3,)),
+                  ("t", 4): PartitionMeta(None, (2,), ())}
+    brokers = {1: "198.18.1.11:9092", 2: "198.18.1.12:9092", 3: "198.18.1.13:9092"}
+    got = source._offsets(partitions, brokers)
+    assert sorted(asked) == [(1, (("t", 0), ("t", 2)), -2), (1, (("t", 0), ("t", 2)), -1),
+                             (2, (("t", 1),), -2), (2, (("t", 1),), -1), (3, (("t", 3),), -1)]
+    assert got[("t", 0)] == Offsets(100, 0, 7) and got[("t", 1)] == Offsets(101, 1, 7)
+    assert got[("t", 3)] == Offsets(None, None, None)  # its leader did not answer
+    assert got[("t", 4)] == Offsets(None, None, None)  # no leader: nobody to ask
+    source._close()

@@ -402,12 +402,7 @@ def ask_claims(link: BrokerLink, timeout_s: float = 1.0) -> MetadataAnswer:
 def ask_log_ends(link: BrokerLink, keys: Iterable[TopicPartition], timeout_s: float = 1.0
                  ) -> dict[TopicPartition, ReplicaEnd]:
     """This broker's own log end for each partition it hosts (leader or follower)."""
-    topics = [(topic, [(p, NO_EPOCH, LATEST) for p in parts])
-              for topic, parts in _by_topic(keys).items()]
-    if not topics:
-        return {}
-    return log_ends_of(link.ask(_ListOffsetsKeptAsBytes(
-        replica_id=DEBUGGING_REPLICA_ID, isolation_level=0, topics=topics), timeout_s))
+    return _ask_offsets(link, keys, LATEST, DEBUGGING_REPLICA_ID, timeout_s)
 
 
 def ask_leader_offsets(link: BrokerLink, keys: Iterable[TopicPartition], spec: int,
@@ -416,12 +411,17 @@ def ask_leader_offsets(link: BrokerLink, keys: Iterable[TopicPartition], spec: i
     broker leads, as it answers a consumer reading uncommitted, with its leader epoch: the
     request librdkafka's AdminClient sends each leader, one per broker and spec. A partition it
     no longer leads is answered with an error and left out (unknown until the next poll)."""
+    return _ask_offsets(link, keys, spec, CONSUMER_REPLICA_ID, timeout_s)
+
+
+def _ask_offsets(link: BrokerLink, keys: Iterable[TopicPartition], spec: int, replica_id: int,
+                 timeout_s: float) -> dict[TopicPartition, ReplicaEnd]:
     topics = [(topic, [(p, NO_EPOCH, spec) for p in parts])
               for topic, parts in _by_topic(keys).items()]
     if not topics:
         return {}
     return log_ends_of(link.ask(_ListOffsetsKeptAsBytes(
-        replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=topics), timeout_s))
+        replica_id=replica_id, isolation_level=0, topics=topics), timeout_s))
 
 
 _END = struct.Struct(">ihqqi")  # partition, error, timestamp, offset, leader epoch

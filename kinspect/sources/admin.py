@@ -591,10 +591,13 @@ class AdminSource:
             answers = list(pool.map(ask, sorted(led.items())))
         high = {k: v for a in answers for k, v in a.get(-1, {}).items()}
         low = {k: v for a in answers for k, v in a.get(-2, {}).items()}
-        return {key: Offsets(high_watermark=top.log_end if top else None,
-                             log_start=bottom.log_end if bottom else None,
-                             leader_epoch=top.epoch if top else None)
-                for key in partitions for top, bottom in ((high.get(key), low.get(key)),)}
+        out = {}
+        for key in partitions:
+            top, bottom = high.get(key), low.get(key)
+            out[key] = Offsets(high_watermark=top.log_end if top else None,
+                               log_start=bottom.log_end if bottom else None,
+                               leader_epoch=top.epoch if top else None)
+        return out
 
     def _admin_offsets(self, keys: list[Key]) -> dict[Key, Offsets]:
         """The AdminClient's way (no per-broker connections, e.g. GSSAPI): both specs asked at

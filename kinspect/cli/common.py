@@ -24,6 +24,7 @@ from kinspect.target import ClusterTarget, is_lab_cluster, lab_target, profile_t
 
 if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch
+    from kinspect.clients.kafka import WatchedAdmin
 
 __all__ = ["ClusterTarget", "VersionAction", "add_cluster_arguments", "progress", "resolve_cluster"]
 
@@ -137,3 +138,11 @@ def early_groups(cluster: ClusterTarget) -> GroupsWatch | None:
     from kinspect.clients.groups_watch import started
 
     return started(cluster.bootstrap, dict(cluster.kafka)) if cluster.bootstrap else None
+
+
+def early_admin(cluster: ClusterTarget) -> WatchedAdmin | None:
+    """The observer's AdminClient (its default timeout), made before the rest of a one-shot
+    command is imported: librdkafka connects beside the imports."""
+    from kinspect.clients.kafka import admin_client
+
+    return admin_client(cluster.bootstrap, config=cluster.kafka) if cluster.bootstrap else None

@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import option
-from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, early_admin, early_groups, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
 from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalled_between
@@ -25,6 +25,7 @@ from kinspect.target import ClusterTarget
 
 if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch
+    from kinspect.clients.kafka import WatchedAdmin
 
 # A throttled replica fetches in bursts, about one per replication quota window (11 samples of
 # 1 s by default): measured here, a copy throttled to 100 KB/s grew every 10-12 s. Watching
@@ -62,16 +63,17 @@ def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float 
     """One snapshot; a ZooKeeper that does not answer is a finding, not a reason to give up.
     While a reassignment is copying, its replicas being added are watched `watch_moves_s`
     more seconds: those that did not grow are named (the verdict's stalled reassignments)."""
-    groups = early_groups(cluster)
+    groups, admin = early_groups(cluster), early_admin(cluster)
     from kinspect.sources.observer import Observer
 
-    def observer(zookeeper: str | None, groups: GroupsWatch | None = None) -> Observer:
+    def observer(zookeeper: str | None, groups: GroupsWatch | None = None,
+                 admin: WatchedAdmin | None = None) -> Observer:
         return Observer(cluster.bootstrap, zookeeper, expected_brokers=cluster.expected_brokers,
                         admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
-                        controllers=cluster.controllers, groups=groups)
+                        controllers=cluster.controllers, groups=groups, admin_client=admin)
 
     zk_error = None
-    watcher = observer(cluster.zookeeper, groups)
+    watcher = observer(cluster.zookeeper, groups, admin)
     try:
         watcher.start(zk_timeout_s=min(5.0, timeout_s))
     except KinspectError as exc:

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import option, topic_name, writable_dir
-from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, early_admin, early_groups, resolve_cluster
 from kinspect.errors import KinspectError
 
 if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch
+    from kinspect.clients.kafka import WatchedAdmin
     from kinspect.target import ClusterTarget
 
 
@@ -39,7 +40,7 @@ def register(commands: Any) -> None:
 
 def make_observer(args: argparse.Namespace, run_dir: Path | None = None,
                   one_shot: bool = False, cluster: ClusterTarget | None = None,
-                  groups: GroupsWatch | None = None) -> Any:
+                  groups: GroupsWatch | None = None, admin: WatchedAdmin | None = None) -> Any:
     from kinspect.sources.observer import Observer
 
     cluster = cluster or resolve_cluster(args)
@@ -47,7 +48,7 @@ def make_observer(args: argparse.Namespace, run_dir: Path | None = None,
                     interval_s=getattr(args, "interval", None) or cluster.refresh_s,
                     admin_config=cluster.kafka, zk_auth=list(cluster.zk_auth) or None,
                     run_dir=run_dir, one_shot=one_shot, controllers=cluster.controllers,
-                    groups=groups)
+                    groups=groups, admin_client=admin)
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -56,10 +57,11 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     cluster = resolve_cluster(args)
     groups = early_groups(cluster)
     try:
+        admin = early_admin(cluster)
         from kinspect.cli.snapshot_text import render_snapshot
         from kinspect.model import snapshot_to_json
 
-        observer = make_observer(args, one_shot=True, cluster=cluster, groups=groups)
+        observer = make_observer(args, one_shot=True, cluster=cluster, groups=groups, admin=admin)
     except BaseException:
         if groups is not None:
             groups.stop()  # no observer adopted it

@@ -31,6 +31,7 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
@@ -238,6 +239,28 @@ def client_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], AuthWatch]
     logger.addHandler(_LogWatch(watch))
     logger.propagate = False
     return {**config, "logger": logger, "error_cb": watch}, watch
+
+
+ADMIN_TIMEOUT_S = 3.0  # an observer's AdminClient: socket.timeout.ms and each poll's limit
+
+
+@dataclass(frozen=True)
+class WatchedAdmin:
+    """An AdminClient with the watch of its logins (a refused one is said, not retried)."""
+
+    client: AdminClient
+    auth: AuthWatch
+
+
+def admin_client(bootstrap: str, timeout_s: float = ADMIN_TIMEOUT_S,
+                 config: Mapping[str, str] | None = None) -> WatchedAdmin:
+    """The AdminClient a source polls with. A one-shot command makes it first (cli's
+    early_admin): librdkafka connects on threads of its own while the command imports the
+    rest, and the first metadata answer comes ~50 ms sooner."""
+    settings, watch = client_config({"bootstrap.servers": bootstrap,
+                                     "socket.timeout.ms": int(timeout_s * 1000),
+                                     **(config or {})})
+    return WatchedAdmin(AdminClient(settings), watch)
 
 
 def list_topics(client: Any, watch: AuthWatch, timeout_s: float, topic: str | None = None) -> Any:

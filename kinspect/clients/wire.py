@@ -308,16 +308,17 @@ def _topic_claims(section: bytes) -> dict[TopicPartition, BrokerClaim]:
     return partitions
 
 
-class _AsBytes:
+class AsBytes:
     """An answer kafka-python's connection hands back as its bytes, undecoded: read by
-    `claims_of_bytes` (Metadata) and `log_ends_of` (ListOffsets)."""
+    `claims_of_bytes` (Metadata), `log_ends_of` (ListOffsets) and `log_dirs_of`
+    (DescribeLogDirs, clients/log_dirs.py)."""
 
     @classmethod
     def decode(cls, data: Any) -> bytes:
         return bytes(data.read())
 
 
-class _MetadataBytes(_AsBytes, MetadataResponse[7]):  # type: ignore[misc]
+class _MetadataBytes(AsBytes, MetadataResponse[7]):  # type: ignore[misc]
     pass
 
 
@@ -325,7 +326,7 @@ class _MetadataKeptAsBytes(METADATA):  # type: ignore[misc,valid-type]
     RESPONSE_TYPE = _MetadataBytes
 
 
-class _ListOffsetsBytes(_AsBytes, ListOffsetsResponse[4]):  # type: ignore[misc]
+class _ListOffsetsBytes(AsBytes, ListOffsetsResponse[4]):  # type: ignore[misc]
     pass
 
 

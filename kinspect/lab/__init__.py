@@ -84,6 +84,10 @@ def running_lab(root: Path | None = None) -> LabState | None:
     state = load_state(root)
     if state is None:
         return None
+    if state.backend == "process":  # read from /proc, without the backend's imports
+        from kinspect.lab.alive import reconciled
+
+        return reconciled(state)
     return open_backend(state.backend, root).state()
 
 

@@ -19,7 +19,6 @@ from kinspect.errors import KinspectError
 from kinspect.lab import authorizer, disks, oauth, sasl, tls
 from kinspect.lab.dist import STORAGE_TOOL, KafkaDist
 from kinspect.lab.state import LabState, NodeRecord
-from kinspect.procs import read_process
 
 ZK_HEAP = "128m"
 BROKER_HEAP = "384m"
@@ -273,12 +272,3 @@ def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,
         main,
         str(config),
     ]
-
-
-def process_state(pid: int | None, lab_id: str) -> str:
-    """'running', 'paused' or 'dead' for a pid, counting it dead unless it carries our tag
-    (read across an exec: a starting node is `ip netns exec` becoming java)."""
-    process = read_process(pid) if pid else None
-    if process is None or process.exited or f"-Dkinspect.lab={lab_id}".encode() not in process.args:
-        return "dead"
-    return "paused" if process.stopped else "running"

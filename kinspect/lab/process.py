@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kinspect.errors import KinspectError
 from kinspect.lab import disks, dist, netns, oauth, userns
+from kinspect.lab.alive import process_state, reconciled
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import (
     CONTROLLER_PORT,
@@ -24,7 +25,6 @@ from kinspect.lab.nodes import (
     heap_of,
     java_command,
     node_dir,
-    process_state,
     write_config,
 )
 from kinspect.lab.readiness import port_open
@@ -174,15 +174,7 @@ class ProcessBackend(LabBackend):
 
     def state(self) -> LabState | None:
         state = load_state(self.root)
-        if state is None:
-            return None
-        for node in state.nodes:
-            actual = process_state(node.pid, state.lab_id)
-            if actual == "dead" and node.state.alive:
-                node.state = NodeState.EXITED
-            elif actual in {"running", "paused"}:
-                node.state = NodeState(actual)
-        return state
+        return reconciled(state) if state is not None else None
 
     # ----- faults ----------------------------------------------------------------------
 

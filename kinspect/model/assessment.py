@@ -132,15 +132,22 @@ def _flagged(parts: Iterable[PartitionInfo], flag: Callable[[PartitionInfo], Fac
     return tuple(p.name for p in parts if flag(p) is True)
 
 
-def _unknown(parts: Iterable[PartitionInfo], check: Check, severity: Severity,
-             flag: Callable[[PartitionInfo], Fact[bool]]) -> list[Unchecked]:
-    """One Unchecked per distinct reason, naming the partitions it left unjudged."""
-    by_reason: dict[str, list[str]] = defaultdict(list)
+def _partitions_unknown(parts: Iterable[PartitionInfo]) -> list[Unchecked]:
+    """The partition checks a missing fact left unmade, one Unchecked per check and distinct
+    reason, naming the partitions: under min ISR (critical) and under-replicated (warning), in
+    one pass. At min ISR rests on the same min.insync.replicas as under min ISR, so its
+    unknowns are said there, once."""
+    under_min: dict[str, list[str]] = defaultdict(list)
+    under_replicated: dict[str, list[str]] = defaultdict(list)
     for p in parts:
-        value = flag(p)
-        if isinstance(value, Unknown):
-            by_reason[value.reason].append(p.name)
-    return [Unchecked(check, severity, reason, tuple(names)) for reason, names in by_reason.items()]
+        if isinstance(value := p.under_min_isr, Unknown):
+            under_min[value.reason].append(p.name)
+        if isinstance(value := p.under_replicated, Unknown):
+            under_replicated[value.reason].append(p.name)
+    return ([Unchecked("under_min_isr", Severity.CRITICAL, why, tuple(names))
+             for why, names in under_min.items()]
+            + [Unchecked("under_replicated", Severity.WARN, why, tuple(names))
+               for why, names in under_replicated.items()])
 
 
 def _hidden(s: ClusterSnapshot) -> list[Unchecked]:
@@ -167,10 +174,7 @@ def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, .
     """Every check a refused, failed or unsupported request left unmade (the groups' lag
     counts as one only when lag is judged: health --max-lag)."""
     parts = s.partitions()
-    out = _unknown(parts, "under_min_isr", Severity.CRITICAL, lambda p: p.under_min_isr)
-    out += _unknown([p for p in parts if not isinstance(p.min_isr, Unknown)], "at_min_isr",
-                    Severity.WARN, lambda p: p.at_min_isr)
-    out += _unknown(parts, "under_replicated", Severity.WARN, lambda p: p.under_replicated)
+    out = _partitions_unknown(parts)
     out += _by_reason("settings", Severity.WARN,
                       ((t.name, t.config) for t in s.topics if isinstance(t.config, Unknown)))
     out += _hidden(s)

@@ -27,7 +27,13 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import _AdminClientImpl
 
 from kinspect.clients.groups_watch import GroupsWatch
-from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE, client_config, is_tls_message
+from kinspect.clients.kafka import (
+    AUTH_FAILED,
+    TLS_STATE,
+    WatchedAdmin,
+    admin_client,
+    is_tls_message,
+)
 from kinspect.clients.log_dirs import ask_log_dirs
 from kinspect.clients.quorum import QuorumPoll, QuorumProbe
 from kinspect.clients.reassignments import ask_controller_reassignments
@@ -188,16 +194,17 @@ class AdminSource:
     def __init__(self, bootstrap: str, on_change: Callable[[], None], interval_s: float = 1.0,
                  timeout_s: float = 3.0, config: Mapping[str, str] | None = None,
                  probe_brokers: bool = True, watch_groups: bool = True,
-                 groups: GroupsWatch | None = None) -> None:
+                 groups: GroupsWatch | None = None,
+                 client: WatchedAdmin | None = None) -> None:
+        """`client`: the AdminClient made ahead for this source (clients/kafka.admin_client),
+        with the same bootstrap, timeout and config; else one is made here."""
         self.bootstrap = bootstrap
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.probe_brokers = probe_brokers
         self._on_change = on_change
-        settings, self._auth = client_config({"bootstrap.servers": bootstrap,
-                                              "socket.timeout.ms": int(timeout_s * 1000),
-                                              **(config or {})})
-        self._admin = AdminClient(settings)
+        made = client or admin_client(bootstrap, timeout_s, config)
+        self._admin, self._auth = made.client, made.auth
         self._lock = threading.Lock()
         self._view = BrokerView(state="unknown", error=None, brokers={}, controller_id=None,
                                 partitions={}, configs={}, offsets={})

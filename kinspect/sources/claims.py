@@ -25,9 +25,11 @@ def self_claims(claims: Claims) -> dict[Key, dict[int, BrokerClaim]]:
     """Per partition, the brokers that say they lead it themselves."""
     leaders: dict[Key, dict[int, BrokerClaim]] = {}
     for broker, partitions in claims.items():
-        for key, claim in partitions.items():
-            if claim.leader == broker:
-                leaders.setdefault(key, {})[broker] = claim
+        for key, claim in [(k, c) for k, c in partitions.items() if c.leader == broker]:
+            if key in leaders:
+                leaders[key][broker] = claim
+            else:
+                leaders[key] = {broker: claim}
     return leaders
 
 
@@ -45,19 +47,23 @@ def merge_claims(view: BrokerView, claims: Claims, zk: ZkView | None) -> BrokerV
     AdminClient's metadata comes from whichever broker, possibly one that has not heard it)."""
     if not claims:
         return view
-    partitions = dict(view.partitions)
-    if zk is None:
-        for key, decision in view.decided.items():
-            base = partitions.get(key)
+    told, decided = view.partitions, view.decided if zk is None else {}
+    partitions = dict(told)
+    leaders = self_claims(claims)
+    for key, claimants in leaders.items():
+        if len(claimants) == 1:  # the usual case: the one that says it leads is shown
+            ((chosen, claim),) = claimants.items()
+        else:
+            against = sorted(b for b in claimants if b != _decided_leader(key, view, zk))
+            chosen = against[0] if against else next(iter(claimants))
+            claim = claimants[chosen]
+        base, decision = told.get(key), decided.get(key)
+        replicas = base.replicas if base else decision.replicas if decision else claim.replicas
+        partitions[key] = PartitionMeta(chosen, replicas, claim.isr)
+    for key, decision in decided.items():
+        if key not in leaders:
+            base = told.get(key)
             partitions[key] = PartitionMeta(decision.leader,
                                             base.replicas if base else decision.replicas,
                                             decision.isr)
-    for key, claimants in self_claims(claims).items():
-        decided = _decided_leader(key, view, zk)
-        rogue = sorted(b for b in claimants if b != decided)
-        chosen = rogue[0] if rogue else next(iter(claimants))
-        claim = claimants[chosen]
-        base = partitions.get(key)
-        replicas = base.replicas if base else claim.replicas
-        partitions[key] = PartitionMeta(leader=chosen, replicas=replicas, isr=claim.isr)
     return replace(view, partitions=partitions)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from kinspect.clients.groups_watch import GroupsWatch
-from kinspect.clients.kafka import AUTH_FAILED, TLS_STATE
+from kinspect.clients.kafka import ADMIN_TIMEOUT_S, AUTH_FAILED, TLS_STATE
 from kinspect.errors import KinspectError, error_line
 from kinspect.model import (
     ClusterSnapshot,
@@ -36,6 +36,7 @@ from kinspect.sources.admin import AdminSource
 from kinspect.sources.claims import merge_claims
 
 if TYPE_CHECKING:
+    from kinspect.clients.kafka import WatchedAdmin
     from kinspect.sources.zk_watch import ZooKeeperSource
 
 Subscriber = Callable[[ClusterSnapshot, list[Event]], None]
@@ -58,12 +59,15 @@ class Observer:
     def __init__(self, bootstrap: str | None, zookeeper: str | None,
                  expected_brokers: Mapping[int, str] | None = None, interval_s: float = 1.0,
                  admin_config: Mapping[str, str] | None = None, run_dir: Path | None = None,
-                 zk_auth: list[tuple[str, str]] | None = None, timeout_s: float = 3.0,
+                 zk_auth: list[tuple[str, str]] | None = None, timeout_s: float = ADMIN_TIMEOUT_S,
                  one_shot: bool = False, controllers: Mapping[int, str] | None = None,
-                 groups: GroupsWatch | None = None) -> None:
+                 groups: GroupsWatch | None = None,
+                 admin_client: WatchedAdmin | None = None) -> None:
         """`controllers`: in KRaft, node id -> "host:port" of each controller's CONTROLLER
         listener when the caller knows them (the lab): each is asked directly who leads.
-        `groups`: the consumer groups' probe, started already (groups_watch.started)."""
+        `groups`: the consumer groups' probe, started already (groups_watch.started);
+        `admin_client`: the AdminClient made already, with timeout_s and admin_config
+        (clients/kafka.admin_client)."""
         self.expected = dict(expected_brokers or {})
         self.one_shot = one_shot  # `kinspect snapshot`: read once, no watches, build once
         self._wake = threading.Event()
@@ -76,7 +80,8 @@ class Observer:
         self.zk = (_zookeeper_source()(zookeeper, self._wake.set, auth=zk_auth, watch=not one_shot)
                    if zookeeper else None)
         self.admin = (AdminSource(bootstrap, self._wake.set, interval_s=interval_s,
-                                  timeout_s=timeout_s, config=admin_config, groups=groups)
+                                  timeout_s=timeout_s, config=admin_config, groups=groups,
+                                  client=admin_client)
                       if bootstrap else None)
         if self.admin:
             self.admin.known_brokers = dict(self.expected)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kinspect.lab.nodes import process_state
+from kinspect.lab.alive import process_state
 
 TAG = "test-lab-id"
 

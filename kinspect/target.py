@@ -8,9 +8,13 @@ the TUI included, takes this value and never the options.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kinspect.lab.state import LabState
 from kinspect.profiles import Profile
+
+if TYPE_CHECKING:
+    from kinspect.clients.kafka import WatchedAdmin
 
 
 @dataclass(frozen=True)
@@ -50,27 +54,31 @@ def is_lab_cluster(zookeeper: str, lab: LabState) -> bool:
     return read_lab_mark(zookeeper) == lab.lab_id
 
 
-def is_kraft_lab(bootstrap: str, lab: LabState, config: dict[str, str] | None = None) -> bool:
+def is_kraft_lab(bootstrap: str, lab: LabState, config: dict[str, str] | None = None,
+                 admin: WatchedAdmin | None = None) -> bool:
     """True when the brokers at `bootstrap` answer with this KRaft lab's cluster id (made
-    for it by `lab up`): as for ZooKeeper, an address alone proves nothing."""
+    for it by `lab up`): as for ZooKeeper, an address alone proves nothing. `admin`: the
+    AdminClient the command goes on with (same bootstrap and config), asked on its connection
+    rather than on one of its own."""
     if not lab.kraft or not lab.extra.get("cluster_id"):
         return False
     from confluent_kafka import KafkaException
 
-    from kinspect.clients.kafka import quiet_admin
+    from kinspect.clients.kafka import admin_client, answer_of
 
+    asked = admin or admin_client(bootstrap, config=config)
     try:
-        admin = quiet_admin(bootstrap, **{**(config or {}), "socket.timeout.ms": 3000})
-        cluster_id = admin.describe_cluster(request_timeout=3).result(timeout=5).cluster_id
+        cluster = answer_of(asked, asked.client.describe_cluster(request_timeout=3), 5.0)
     except (KafkaException, TimeoutError, ValueError):
         return False
-    return bool(cluster_id == lab.extra["cluster_id"])
+    return bool(cluster.cluster_id == lab.extra["cluster_id"])
 
 
-def profile_target(profile: Profile, lab: LabState | None) -> ClusterTarget:
+def profile_target(profile: Profile, lab: LabState | None,
+                   admin: WatchedAdmin | None = None) -> ClusterTarget:
     """A profile's cluster; the lab (fault keys on) only when it proves to be `lab`."""
     proven = lab is not None and (is_lab_cluster(profile.zookeeper, lab) if profile.zookeeper
-                                  else is_kraft_lab(profile.bootstrap, lab, profile.kafka))
+                                  else is_kraft_lab(profile.bootstrap, lab, profile.kafka, admin))
     return ClusterTarget(profile.bootstrap, profile.zookeeper, dict(profile.kafka),
                          profile.zookeeper_auth, lab if proven else None, profile.refresh_s,
                          profile.name)

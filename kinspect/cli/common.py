@@ -52,6 +52,18 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, zookeeper: bool = Tru
 
 def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     """The cluster the options name; every address is checked before anything connects."""
+    return _resolve(args, early=False)[0]
+
+
+def resolve_with_admin(args: argparse.Namespace) -> tuple[ClusterTarget, WatchedAdmin | None]:
+    """The cluster, and the observer's AdminClient (its default timeout) made as soon as the
+    cluster's address is known: librdkafka connects beside the rest of a one-shot command's
+    imports, and a KRaft lab is proven on that connection (no client of its own)."""
+    return _resolve(args, early=True)
+
+
+def _resolve(args: argparse.Namespace, early: bool
+             ) -> tuple[ClusterTarget, WatchedAdmin | None]:
     for name in ("bootstrap", "zookeeper"):
         if getattr(args, name, None) is not None:
             host_ports(getattr(args, name), f"--{name}", chroot_allowed=name == "zookeeper")
@@ -66,7 +78,13 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
                                                              else None),
                         kafka, profile.zookeeper_auth if profile else (),
                         profile.refresh_s if profile else 1.0)
-        return profile_target(named, _openable_lab())
+        admin = _admin(bootstrap, kafka) if early else None
+        return profile_target(named, _openable_lab(), admin), admin
+    target = _lab_cluster(args, kafka)
+    return target, _admin(target.bootstrap, target.kafka) if early else None
+
+
+def _lab_cluster(args: argparse.Namespace, kafka: dict[str, str]) -> ClusterTarget:
     lab = running_lab()
     if lab is None:
         raise KinspectError("no lab is running and no --bootstrap or --profile given "
@@ -77,6 +95,12 @@ def resolve_cluster(args: argparse.Namespace) -> ClusterTarget:
     if zookeeper:
         return replace(lab_target(lab, kafka), zookeeper=zookeeper)
     return lab_target(lab, kafka)
+
+
+def _admin(bootstrap: str, kafka: dict[str, str]) -> WatchedAdmin:
+    from kinspect.clients.kafka import admin_client
+
+    return admin_client(bootstrap, config=kafka)
 
 
 def _openable_lab() -> LabState | None:
@@ -139,10 +163,3 @@ def early_groups(cluster: ClusterTarget) -> GroupsWatch | None:
 
     return started(cluster.bootstrap, dict(cluster.kafka)) if cluster.bootstrap else None
 
-
-def early_admin(cluster: ClusterTarget) -> WatchedAdmin | None:
-    """The observer's AdminClient (its default timeout), made before the rest of a one-shot
-    command is imported: librdkafka connects beside the imports."""
-    from kinspect.clients.kafka import admin_client
-
-    return admin_client(cluster.bootstrap, config=cluster.kafka) if cluster.bootstrap else None

@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import option
-from kinspect.cli.common import add_cluster_arguments, early_admin, early_groups, resolve_cluster
+from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_with_admin
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
 from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalled_between
@@ -58,12 +58,14 @@ def register(commands: Any) -> None:
     health.set_defaults(handler=cmd_health, quick_exit=True)
 
 
-def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float = 0.0
+def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float = 0.0,
+                 admin: WatchedAdmin | None = None
                  ) -> tuple[ClusterSnapshot, str | None, tuple[str, ...]]:
     """One snapshot; a ZooKeeper that does not answer is a finding, not a reason to give up.
     While a reassignment is copying, its replicas being added are watched `watch_moves_s`
-    more seconds: those that did not grow are named (the verdict's stalled reassignments)."""
-    groups, admin = early_groups(cluster), early_admin(cluster)
+    more seconds: those that did not grow are named (the verdict's stalled reassignments).
+    `admin`: the AdminClient made already for this cluster (resolve_with_admin)."""
+    groups = early_groups(cluster)
     from kinspect.sources.observer import Observer
 
     def observer(zookeeper: str | None, groups: GroupsWatch | None = None,
@@ -194,8 +196,8 @@ def cmd_health(args: argparse.Namespace) -> int:
         from kinspect.cli.health_all import cmd_health_all
 
         return cmd_health_all(args)
-    cluster = resolve_cluster(args)
-    snapshot, zk_error, stalled = observe_once(cluster, args.timeout, args.watch_moves)
+    cluster, admin = resolve_with_admin(args)
+    snapshot, zk_error, stalled = observe_once(cluster, args.timeout, args.watch_moves, admin)
     report = assess(snapshot, zk_error, args.max_lag, stalled, args.max_lag_seconds)
     result = {"cluster": redact(cluster.label), **report_json(report, snapshot, zk_error),
               "exit_code": report.exit_code}

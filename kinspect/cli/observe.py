@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinspect.checks import option, topic_name, writable_dir
-from kinspect.cli.common import add_cluster_arguments, early_admin, early_groups, resolve_cluster
+from kinspect.cli.common import (
+    add_cluster_arguments,
+    early_groups,
+    resolve_cluster,
+    resolve_with_admin,
+)
 from kinspect.errors import KinspectError
 
 if TYPE_CHECKING:
@@ -54,10 +59,9 @@ def make_observer(args: argparse.Namespace, run_dir: Path | None = None,
 def cmd_snapshot(args: argparse.Namespace) -> int:
     for topic in args.topic:
         topic_name(topic)
-    cluster = resolve_cluster(args)
+    cluster, admin = resolve_with_admin(args)
     groups = early_groups(cluster)
     try:
-        admin = early_admin(cluster)
         from kinspect.cli.snapshot_text import render_snapshot
         from kinspect.model import snapshot_to_json
 

@@ -31,14 +31,16 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kinspect.errors import KinspectError
 
+T = TypeVar("T")
 AUTH_FAILED: Final = "authentication failed"
 AUTH_HINT = "check sasl.username, sasl.password and sasl.mechanism of the profile or -X"
 TLS_FAILED = "TLS handshake failed"
@@ -261,6 +263,18 @@ def admin_client(bootstrap: str, timeout_s: float = ADMIN_TIMEOUT_S,
                                      "socket.timeout.ms": int(timeout_s * 1000),
                                      **(config or {})})
     return WatchedAdmin(AdminClient(settings), watch)
+
+
+def answer_of(admin: WatchedAdmin, future: Future[T], timeout_s: float) -> T:
+    """An AdminClient future's result; TimeoutError at `timeout_s`, or as soon as the login or
+    the TLS handshake is refused (librdkafka would retry it until the request's own timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return future.result(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+        except TimeoutError:
+            if time.monotonic() >= deadline or admin.auth.failure(admin.client) is not None:
+                raise
 
 
 def list_topics(client: Any, watch: AuthWatch, timeout_s: float, topic: str | None = None) -> Any:

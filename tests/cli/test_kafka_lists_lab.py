@@ -146,7 +146,8 @@ def test_the_four_lists_equal_kafka_topics_in_every_state(lists_lab: dict[str, A
                                         "removing": [2]}
         brokers = {b["id"]: b for b in snapshot["brokers"]}
         assert brokers[3]["throttle"]["follower_rate"] == 100000, brokers[3]
-    finally:
+    finally:  # the copy is lifted to full speed (--additional changes a running one's throttle)
+        reassign(bootstrap, str(plan), "--execute", "--additional", "--throttle", "1000000000")
         wait_until(lambda: "in progress" not in reassign(bootstrap, str(plan), "--verify"), 240,
                    "the reassignment done (--verify also removes the throttle)")
     done = assert_same(bootstrap, "after the reassignment")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -76,8 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:  # plain `kinspect` opens the TUI
         args = parser.parse_args(["ui"])
+    quick = argv is None and getattr(args, "quick_exit", False)
+    if quick:  # a one-shot process: the collector would only walk its imports and its one model
+        gc.disable()
     code = _dispatch(args, words)
-    if argv is None and getattr(args, "quick_exit", False):
+    if quick:
         quick_exit(code)
     return code
 

@@ -333,6 +333,27 @@ class _ListOffsetsBytes(AsBytes, ListOffsetsResponse[4]):  # type: ignore[misc]
 class _ListOffsetsKeptAsBytes(LIST_OFFSETS):  # type: ignore[misc,valid-type]
     RESPONSE_TYPE = _ListOffsetsBytes
 
+    def _encode_self(self) -> bytes:
+        """The request as kafka-python's Schema lays it out, written in one pass: its field by
+        field encode of 3,300 partitions took 6 ms, and a snapshot of 10,000 sends nine."""
+        return list_offsets_request(self.replica_id, self.isolation_level, self.topics)
+
+
+_ASKED_HEAD, _ASKED = struct.Struct(">ibi"), struct.Struct(">iiq")  # partition, epoch, spec
+
+
+def list_offsets_request(replica_id: int, isolation_level: int,
+                         topics: list[tuple[str, list[tuple[int, int, int]]]]) -> bytes:
+    """A ListOffsets v4 request's body: each topic's partitions with the leader epoch and the
+    timestamp (or spec: -1 latest, -2 earliest) asked."""
+    out = [_ASKED_HEAD.pack(replica_id, isolation_level, len(topics))]
+    pack = _ASKED.pack
+    for topic, partitions in topics:
+        name = topic.encode()
+        out += [_NAME.pack(len(name)), name, _COUNT.pack(len(partitions)),
+                b"".join([pack(*asked) for asked in partitions])]
+    return b"".join(out)
+
 
 class _Decoded:
     """The last few distinct topic sections decoded, by their digest. Every broker of a

@@ -1,5 +1,6 @@
-"""`topic_claims` and `log_ends_of`, kinspect's two reads of Kafka's wire format, against
-kafka-python's own decode of the same bytes (the oracle): every shape the answers take."""
+"""`topic_claims` and `log_ends_of`, kinspect's reads of Kafka's wire format, against
+kafka-python's own decode of the same bytes (the oracle): every shape the answers take; and
+`list_offsets_request`, its one write, against kafka-python's encode of the same request."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ import random
 from typing import Any
 
 import pytest
-from kafka.protocol.list_offsets import ListOffsetsResponse
+from kafka.protocol.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import MetadataResponse
 
-from kinspect.clients.wire import _PREFIX, claims_from, log_ends_of, topic_claims
+from kinspect.clients.wire import (
+    _PREFIX,
+    _ListOffsetsKeptAsBytes,
+    claims_from,
+    list_offsets_request,
+    log_ends_of,
+    topic_claims,
+)
 from kinspect.model import ReplicaEnd
 
 
@@ -82,3 +90,20 @@ def test_log_ends_read_as_kafka_python_decodes_them(seed: int) -> None:
     assert log_ends_of(raw) == expected
     with pytest.raises(ValueError, match="ListOffsets v4 answer"):
         log_ends_of(raw + bytes(2) if topics else raw[:-1])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_list_offsets_requests_are_written_as_kafka_python_encodes_them(seed: int) -> None:
+    rng = random.Random(seed)
+    topics = [(rng.choice(["t", "orders", "ünïcode-тема", "x" * 249]) + str(t),
+               [(p, rng.choice([-1, 0, 7, 2**31 - 1]), rng.choice([-1, -2, 2**62]))
+                for p in rng.sample(range(100_000), rng.randint(0, 50))])
+              for t in range(rng.randint(0, 6))]
+    replica_id, isolation = rng.choice([-1, -2]), rng.choice([0, 1])
+    request = ListOffsetsRequest[4](replica_id=replica_id, isolation_level=isolation,
+                                    topics=topics)
+    expected = bytes(request.encode())
+    assert list_offsets_request(replica_id, isolation, topics) == expected
+    ours = _ListOffsetsKeptAsBytes(replica_id=replica_id, isolation_level=isolation,
+                                   topics=topics)
+    assert bytes(ours.encode()) == expected  # what the connection sends

@@ -8,7 +8,7 @@ DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headl
                    debootstrap util-linux iputils-ping
 
 .PHONY: demo test test-fast setup system-deps venv kafka spark-archive lint bench down screenshots matrix \
-	docker-engine images lock
+	docker-engine images lock bytecode
 
 BACKEND ?= auto
 
@@ -22,7 +22,7 @@ test: setup docker-engine images
 test-fast: setup
 	$(PY) -m pytest -m "not slow and not extended" $(PYTEST_ARGS)
 
-setup: system-deps venv kafka spark-archive
+setup: system-deps venv kafka spark-archive bytecode
 
 system-deps:
 	@missing=""; for pkg in $(DEBIAN_PACKAGES); do \
@@ -42,6 +42,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[all,dev]'
 	@touch $@
+
+# kinspect's bytecode, written once: the suite starts hundreds of `kinspect` processes, and on a
+# machine that sets PYTHONDONTWRITEBYTECODE each compiled every module it imported (~0.3 s).
+bytecode: venv
+	@$(PY) -m compileall -q kinspect bench >/dev/null
 
 # Refresh the lock: the newest releases pyproject.toml allows, in a throwaway venv; then run
 # `make test` before committing constraints.txt.

@@ -8,10 +8,16 @@ reference count; the cyclic garbage left is Textual's (a repainted strip keeps i
 own cache), a few thousand objects a minute once panels repaint only what changed. It is
 collected here when the cluster and the user have been quiet for a while, no more often than
 keeps the collector's share of the time small.
+
+Then the memory the process freed is handed back (glibc's malloc_trim). The observer's threads
+each allocate in a malloc arena of their own, and what they free stays with the process: at
+10,000 partitions the resident size crept ~2 MB a minute while Python's own allocations
+(tracemalloc) stayed flat, and one trim took it back to where it began.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import time
 from collections.abc import Callable
@@ -21,11 +27,28 @@ EVERY_S = 60.0  # at most one full collection a minute
 SHARE = 1 / 1200  # ...and at most this share of the time (0.5 s each at 100,000: every 10 min)
 
 
-class QuietCollector:
-    """Full collections at quiet moments; young generations as Python does them."""
+Trim = Callable[[int], object]
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
+
+def malloc_trim() -> Trim | None:
+    """glibc's malloc_trim(pad), where the C library is glibc (None elsewhere: musl, macOS)."""
+    try:
+        trim: Trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+GLIBC_TRIM = malloc_trim()
+
+
+class QuietCollector:
+    """Full collections at quiet moments, each followed by a trim of the freed memory; young
+    generations as Python does them."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 trim: Trim | None = GLIBC_TRIM) -> None:
+        self.clock, self.trim = clock, trim
         self.last_activity = self.last_collection = clock()
         self.cost_s = 0.0  # the last full collection's
         self.collections = 0
@@ -51,6 +74,8 @@ class QuietCollector:
             return False
         started = time.perf_counter()
         gc.collect()
+        if self.trim is not None:
+            self.trim(0)
         self.cost_s = time.perf_counter() - started
         self.last_collection = self.clock()
         self.collections += 1

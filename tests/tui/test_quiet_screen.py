@@ -13,7 +13,7 @@ import time
 from rich.text import Text
 
 from kinspect.tui.app import KinspectApp
-from kinspect.tui.collector import EVERY_S, QUIET_S, SHARE, QuietCollector
+from kinspect.tui.collector import EVERY_S, QUIET_S, SHARE, QuietCollector, malloc_trim
 from kinspect.tui.feed import Feed, Mailbox, Post
 from kinspect.tui.messages import Arrival, SnapshotArrived
 from kinspect.tui.partition_rows import Preparer
@@ -109,6 +109,24 @@ def test_a_full_collection_waits_for_quiet_and_for_its_turn() -> None:
     assert not collector.due()
     clock.now += 0.5 / SHARE - EVERY_S
     assert collector.due()
+
+
+def test_each_full_collection_hands_the_freed_memory_back() -> None:
+    clock, trims = Clock(), []
+    collector = QuietCollector(clock, trim=trims.append)
+    clock.now += EVERY_S
+    assert collector.maybe_collect() and trims == [0]
+    assert not collector.maybe_collect() and trims == [0]  # not due: no trim either
+
+
+def test_malloc_trim_is_glibcs_where_the_c_library_is_glibc() -> None:
+    import platform
+
+    trim = malloc_trim()
+    if platform.libc_ver()[0] != "glibc":
+        assert trim is None
+        return
+    assert trim is not None and trim(0) in (0, 1)  # 1: memory was handed back
 
 
 def test_an_arrival_no_longer_drawn_is_freed_on_the_graveyards_thread() -> None:

@@ -212,6 +212,7 @@ class AdminSource:
         self._links: dict[int, BrokerLink] = {}
         self._fast_links: dict[int, BrokerLink] = {}  # the fast polls' own: they run beside
         self._offset_links: dict[int, BrokerLink] = {}  # the offsets' own, beside the probe's
+        self._dir_links: dict[int, BrokerLink] = {}  # the log dirs' own, beside the probe's too
         self._fast_lists: dict[int, dict[int, str]] = {}  # each broker's last broker list
         self._fast_last: int | None = None  # the broker the last fast poll asked
         self._asked_at = 0.0  # when the brokers' claims behind the view's decisions were asked
@@ -293,8 +294,9 @@ class AdminSource:
         """Called by stop(), or by the full poll's thread when stop() could not wait for it."""
         with self._close_lock:
             links = [*self._links.values(), *self._fast_links.values(),
-                     *self._offset_links.values()]
+                     *self._offset_links.values(), *self._dir_links.values()]
             self._links, self._fast_links, self._offset_links = {}, {}, {}
+            self._dir_links = {}
             for link in links:
                 link.close()
             self._quorum.close()
@@ -525,8 +527,9 @@ class AdminSource:
 
     def _log_dirs(self, brokers: Mapping[int, str]) -> dict[int, Fact[BrokerLogDirs]]:
         """Each broker's log dirs: sizes, offline dirs, replicas moving between dirs. Only a
-        broker answers for its own disks, so each is asked, in parallel."""
-        links = self._links_to(brokers)
+        broker answers for its own disks, so each is asked, in parallel, on connections of
+        their own (a connection asks one question at a time: the probe's would wait)."""
+        links = [self._link(b, address, self._dir_links) for b, address in sorted(brokers.items())]
         with ThreadPoolExecutor(max_workers=max(1, len(links))) as pool:
             answers = list(pool.map(lambda link: ask_log_dirs(link, self.budget(2.0)),
                                     links))

@@ -141,6 +141,9 @@ def tls_failure(address: str, exc: ssl.SSLError, cafile: str | None) -> str:
             "profile or -X)")
 
 
+FIRST_LOGIN_S = 3.0  # a link's first connection (the AdminClient's own socket timeout)
+
+
 class BrokerLink:
     """One broker's connection, reconnected when it breaks; `ask` is one request, bounded.
     `last_error` keeps why the last try failed (None once it answered): a refused login or
@@ -153,6 +156,7 @@ class BrokerLink:
         self.settings = dict(settings or {})
         self._conn: BrokerConnection | None = None
         self._lock = threading.Lock()
+        self._logged_in = False  # a connection was made once (TLS, SASL and all)
         self.last_error: str | None = None
 
     def _failed(self, conn: BrokerConnection | None, reason: str) -> ConnectionError:
@@ -163,9 +167,14 @@ class BrokerLink:
         return ConnectionError(reason)
 
     def _connect(self, timeout_s: float) -> BrokerConnection:
+        """The connection, made within `timeout_s`; a link's first within FIRST_LOGIN_S at
+        least: a broker just started validates its first OAuth token against the key set it
+        fetches then, and a probe's 1 s had run out on it (the question keeps its own time)."""
         if self._conn is not None and self._conn.connected():
             return self._conn
         self.close()
+        if not self._logged_in:
+            timeout_s = max(timeout_s, FIRST_LOGIN_S)
         host, _, port = self.address.rpartition(":")
         conn = BrokerConnection(host, int(port), socket.AF_UNSPEC, client_id=CLIENT_ID,
                                 request_timeout_ms=int(timeout_s * 1000),
@@ -191,7 +200,7 @@ class BrokerLink:
         if not connected:
             why = f" ({closed[-1]}{self._protocol_hint(closed[-1])})" if closed else ""
             raise self._failed(conn, f"{self.address}: cannot connect{why}")
-        self._conn = conn
+        self._conn, self._logged_in = conn, True
         return conn
 
     def _protocol_hint(self, reason: str) -> str:
@@ -214,8 +223,8 @@ class BrokerLink:
     def ask(self, request: Any, timeout_s: float = 1.0) -> Any:
         """Send one request and wait for its answer; OSError/ConnectionError when none comes."""
         with self._lock:
-            deadline = time.monotonic() + timeout_s
             conn = self._connect(timeout_s)
+            deadline = time.monotonic() + timeout_s
             # this question's own limit: the connection's was set by whichever came first
             future = conn.send(request, blocking=True, request_timeout_ms=int(timeout_s * 1000))
             with selectors.DefaultSelector() as selector:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch
     from kinspect.clients.kafka import WatchedAdmin
 
-__all__ = ["ClusterTarget", "VersionAction", "add_cluster_arguments", "progress", "resolve_cluster"]
+__all__ = ["ClusterTarget", "VersionAction", "add_cluster_arguments", "progress", "resolve_cluster",
+           "resolve_with_admin"]
 
 
 def progress(line: str) -> None:
@@ -162,4 +163,3 @@ def early_groups(cluster: ClusterTarget) -> GroupsWatch | None:
     from kinspect.clients.groups_watch import started
 
     return started(cluster.bootstrap, dict(cluster.kafka)) if cluster.bootstrap else None
-

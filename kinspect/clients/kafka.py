@@ -256,9 +256,9 @@ class WatchedAdmin:
 
 def admin_client(bootstrap: str, timeout_s: float = ADMIN_TIMEOUT_S,
                  config: Mapping[str, str] | None = None) -> WatchedAdmin:
-    """The AdminClient a source polls with. A one-shot command makes it first (cli's
-    early_admin): librdkafka connects on threads of its own while the command imports the
-    rest, and the first metadata answer comes ~50 ms sooner."""
+    """The AdminClient a source polls with. A one-shot command makes it first
+    (cli/common.resolve_with_admin): librdkafka connects on threads of its own while the
+    command imports the rest, and the first metadata answer comes ~50 ms sooner."""
     settings, watch = client_config({"bootstrap.servers": bootstrap,
                                      "socket.timeout.ms": int(timeout_s * 1000),
                                      **(config or {})})

@@ -39,7 +39,7 @@ from kinspect.model.facts import NOT_ANSWERED, Unknown
 from kinspect.model.views import BrokerLogDirs, LogDir, LogDirReplica
 
 __all__ = ["DESCRIBE_LOG_DIRS", "DescribeLogDirsRequest", "DescribeLogDirsResponse",
-           "ask_log_dirs", "log_dirs_from", "log_dirs_of"]
+           "ask_log_dirs", "log_dirs_of", "log_dirs_told"]
 
 DESCRIBE_LOG_DIRS = 35
 CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.errno
@@ -118,12 +118,6 @@ DescribeLogDirsRequest: dict[int, type[Any]] = {1: DescribeLogDirsRequest_v1,
 DescribeLogDirsResponse: dict[int, type[Any]] = {1: DescribeLogDirsResponse_v1,
                                                  4: DescribeLogDirsResponse_v4}
 
-def log_dirs_from(response: Any, broker: int, asked: str) -> BrokerLogDirs | Unknown:
-    """A DescribeLogDirsResponse (v1 or v4) as kafka-python decodes it: the reference reading
-    `log_dirs_of` is checked against (tests/clients/test_log_dirs_wire.py)."""
-    return _told(getattr(response, "error_code", 0), response.results, broker, asked)
-
-
 def log_dirs_of(raw: bytes, version: int, broker: int, asked: str) -> BrokerLogDirs | Unknown:
     """A DescribeLogDirs answer's bytes (v1 or v4) as the broker's log dirs and replicas, read
     here rather than by kafka-python's decode: at 10,000 partitions its field-by-field reading
@@ -134,11 +128,12 @@ def log_dirs_of(raw: bytes, version: int, broker: int, asked: str) -> BrokerLogD
         code, results = reader.answer()
     except (struct.error, IndexError) as exc:
         raise ValueError(f"a DescribeLogDirs v{version} answer cut short: {exc}") from None
-    return _told(code, results, broker, asked)
+    return log_dirs_told(code, results, broker, asked)
 
 
-def _told(code: int, results: Any, broker: int, asked: str) -> BrokerLogDirs | Unknown:
-    """The answer's rows as the broker's log dirs and replicas. A replica being moved between
+def log_dirs_told(code: int, results: Any, broker: int, asked: str) -> BrokerLogDirs | Unknown:
+    """An answer's error code and rows (as kafka-python's decode lays them out, and `_Reader`
+    reads them) as the broker's log dirs and replicas. A replica being moved between
     its dirs has its current log in `replicas` and the copy being made in `future`. An offline
     dir (a failed or full disk) is kept with its error: the broker answers for its other dirs,
     and what the offline one held is not told."""

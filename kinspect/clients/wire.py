@@ -221,7 +221,8 @@ class BrokerLink:
             return versions
 
     def ask(self, request: Any, timeout_s: float = 1.0) -> Any:
-        """Send one request and wait for its answer; OSError/ConnectionError when none comes."""
+        """Send one request and wait `timeout_s` for its answer, once connected (a reconnect
+        takes up to `timeout_s` of its own); OSError/ConnectionError when none comes."""
         with self._lock:
             conn = self._connect(timeout_s)
             deadline = time.monotonic() + timeout_s

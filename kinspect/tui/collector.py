@@ -11,8 +11,8 @@ keeps the collector's share of the time small.
 
 Then the memory the process freed is handed back (glibc's malloc_trim). The observer's threads
 each allocate in a malloc arena of their own, and what they free stays with the process: at
-10,000 partitions the resident size crept ~2 MB a minute while Python's own allocations
-(tracemalloc) stayed flat, and one trim took it back to where it began.
+10,000 partitions the Observer alone went 108 → 118 MB in 4 minutes while Python's own
+allocations (tracemalloc) stayed flat, and one trim took it back to 109 MB.
 """
 
 from __future__ import annotations

@@ -22,14 +22,22 @@ __all__ = ["merge_claims", "newest_claims", "self_claims"]
 
 
 def self_claims(claims: Claims) -> dict[Key, dict[int, BrokerClaim]]:
-    """Per partition, the brokers that say they lead it themselves."""
-    leaders: dict[Key, dict[int, BrokerClaim]] = {}
+    """Per partition, the brokers that say they lead it themselves. Brokers that answered the
+    same bytes share one decoded dict (clients/wire.py): each distinct dict is read once (at
+    100,000 partitions on nine brokers, 100,000 claims instead of 900,000)."""
+    holders: dict[int, tuple[Mapping[Key, BrokerClaim], set[int]]] = {}
     for broker, partitions in claims.items():
-        for key, claim in [(k, c) for k, c in partitions.items() if c.leader == broker]:
-            if key in leaders:
-                leaders[key][broker] = claim
-            else:
-                leaders[key] = {broker: claim}
+        holders.setdefault(id(partitions), (partitions, set()))[1].add(broker)
+    leaders: dict[Key, dict[int, BrokerClaim]] = {}
+    for partitions, brokers in holders.values():
+        for key, claim in partitions.items():
+            leader = claim.leader
+            if leader is not None and leader in brokers:
+                found = leaders.get(key)
+                if found is None:
+                    leaders[key] = {leader: claim}
+                else:
+                    found[leader] = claim
     return leaders
 
 

@@ -9,6 +9,7 @@ messages; only the handlers change the app's state.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -37,7 +38,7 @@ from kinspect.target import ClusterTarget, lab_target, profile_target, read_only
 from kinspect.tui.acting import ActingApp
 from kinspect.tui.actions import ACTIONS, UiAction, bindings, by_name
 from kinspect.tui.broker_screen import BrokerScreen
-from kinspect.tui.collector import QuietCollector
+from kinspect.tui.collector import SWITCH_S, QuietCollector
 from kinspect.tui.console import Console, LabConsole, ReadOnlyConsole
 from kinspect.tui.feed import Feed
 from kinspect.tui.graveyard import Graveyard
@@ -108,6 +109,7 @@ class KinspectApp(ActingApp):
         self.collector = QuietCollector()
         self.graveyard = Graveyard()
         self._drawn: Arrival | None = None  # the arrival on screen: buried when replaced
+        self._switch_s = sys.getswitchinterval()  # Python's, given back at unmount
 
 
     # ----- layout ----------------------------------------------------------------------
@@ -130,6 +132,7 @@ class KinspectApp(ActingApp):
 
     def on_mount(self) -> None:
         self.collector.start()
+        sys.setswitchinterval(SWITCH_S)
         self.main.query_one("#brokers").border_title = "brokers"
         self.main.query_one("#partitions").border_title = "partitions"
         self.main.query_one("#events").border_title = "events"
@@ -179,6 +182,7 @@ class KinspectApp(ActingApp):
             self.engine.run(self.post_message)
 
     def on_unmount(self) -> None:
+        sys.setswitchinterval(self._switch_s)
         self.feed.stop()
         if self.engine is not None:
             self.engine.stop()

@@ -25,6 +25,15 @@ from collections.abc import Callable
 QUIET_S = 5.0  # no change on screen and no key for this long
 EVERY_S = 60.0  # at most one full collection a minute
 SHARE = 1 / 1200  # ...and at most this share of the time (0.5 s each at 100,000: every 10 min)
+LONGEST_S = 900.0  # ...and one at least this often, quiet or not (a long failover's garbage)
+# Python's own full collections, never: its threshold counts young collections, and at 100,000
+# partitions each poll made enough of them for one every few polls (0.5 s stalls, unasked).
+NEVER = 2**31 - 1
+# How long a thread keeps the GIL when another wants it (Python's default is 5 ms). The
+# observer polls in the TUI's process, and at 100,000 partitions a dozen of its threads decode
+# answers at once: each holder kept the event loop waiting its 5 ms, one after another (loop
+# wake-ups late by 122 ms at p99); at 1 ms, 45 ms. Throughput was the same (full polls a minute).
+SWITCH_S = 0.001
 
 
 Trim = Callable[[int], object]
@@ -57,7 +66,7 @@ class QuietCollector:
         """Objects alive at start (modules, the app) are frozen out of every collection;
         the oldest generation is left to `maybe_collect`."""
         gc.freeze()
-        gc.set_threshold(700, 10, 1000)
+        gc.set_threshold(700, 10, NEVER)
 
     def busy(self) -> None:
         """Something changed on screen or a key was pressed: not the moment."""
@@ -65,8 +74,11 @@ class QuietCollector:
 
     def due(self) -> bool:
         now = self.clock()
+        since = now - self.last_collection
+        if since >= LONGEST_S:
+            return True
         wait = max(EVERY_S, self.cost_s / SHARE)
-        return now - self.last_activity >= QUIET_S and now - self.last_collection >= wait
+        return now - self.last_activity >= QUIET_S and since >= wait
 
     def maybe_collect(self) -> bool:
         """One full collection if due (called on the screen's clock tick)."""

@@ -14,7 +14,7 @@ from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochResponse
 from kinspect.clients.wire import BrokerClaim, ask_epoch_ends, claims_from, connection_settings
 from kinspect.errors import KinspectError
 from kinspect.model import EpochEnd, PartitionStateZ
-from kinspect.sources.claims import merge_claims
+from kinspect.sources.claims import merge_claims, self_claims
 from tests.helpers.model_fixtures import T0, broker_view, zk_view
 
 
@@ -63,6 +63,18 @@ def test_rogue_self_claim_wins_the_broker_view() -> None:
     agreeing = merge_claims(view, {1: claims[1]}, zk)
     assert agreeing.partitions[("test1", 0)].leader == 1
     assert merge_claims(view, {}, zk) is view
+
+
+def test_brokers_sharing_one_answer_claim_as_if_each_had_its_own() -> None:
+    """Brokers that answered the same bytes share one decoded dict: read once, the same claims."""
+    answer = {("t", 0): BrokerClaim(1, (1, 2), (1, 2)), ("t", 1): BrokerClaim(2, (2, 1), (2,)),
+              ("t", 2): BrokerClaim(None, (3,), ()), ("t", 3): BrokerClaim(3, (3, 1), (3,))}
+    rogue = {**answer, ("t", 0): BrokerClaim(3, (1, 2), (3,))}  # broker 3's own, older word
+    shared = {1: answer, 2: answer, 3: rogue}
+    copies = {1: dict(answer), 2: dict(answer), 3: dict(rogue)}
+    assert self_claims(shared) == self_claims(copies) == {
+        ("t", 0): {1: answer[("t", 0)], 3: rogue[("t", 0)]}, ("t", 1): {2: answer[("t", 1)]},
+        ("t", 3): {3: rogue[("t", 3)]}}
 
 
 class FakeLeader:

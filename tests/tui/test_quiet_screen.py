@@ -7,13 +7,24 @@ screen out again: on an idle 3-broker lab that was ~3,000 garbage objects a seco
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
 import threading
 import time
 
 from rich.text import Text
 
 from kinspect.tui.app import KinspectApp
-from kinspect.tui.collector import EVERY_S, QUIET_S, SHARE, QuietCollector, malloc_trim
+from kinspect.tui.collector import (
+    EVERY_S,
+    LONGEST_S,
+    NEVER,
+    QUIET_S,
+    SHARE,
+    SWITCH_S,
+    QuietCollector,
+    malloc_trim,
+)
 from kinspect.tui.feed import Feed, Mailbox, Post
 from kinspect.tui.messages import Arrival, SnapshotArrived
 from kinspect.tui.partition_rows import Preparer
@@ -109,6 +120,46 @@ def test_a_full_collection_waits_for_quiet_and_for_its_turn() -> None:
     assert not collector.due()
     clock.now += 0.5 / SHARE - EVERY_S
     assert collector.due()
+
+
+def test_a_screen_never_quiet_still_collects_now_and_then() -> None:
+    clock = Clock()
+    collector = QuietCollector(clock)
+    for _ in range(int(LONGEST_S) - 1):  # a failover that goes on: a change every second
+        clock.now += 1
+        collector.busy()
+        assert not collector.maybe_collect()
+    clock.now += 1
+    assert collector.maybe_collect() and collector.collections == 1
+
+
+def test_python_runs_no_full_collection_of_its_own_once_the_screen_starts() -> None:
+    """Its threshold counts young collections: at 100,000 partitions one came every few polls."""
+    before = gc.get_threshold()
+    try:
+        QuietCollector(Clock()).start()
+        assert gc.get_threshold() == (700, 10, NEVER)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def test_the_screen_shares_the_gil_in_short_turns_and_gives_pythons_back() -> None:
+    before = sys.getswitchinterval()
+    during: list[float] = []
+
+    feed = SamePicture(1)
+    feed.go.set()  # no draw to wait for
+
+    async def scenario() -> None:
+        app = KinspectApp(feed)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause(0.05)
+            during.append(sys.getswitchinterval())
+
+    asyncio.run(scenario())
+    assert during == [SWITCH_S] and before > SWITCH_S
+    assert sys.getswitchinterval() == before
 
 
 def test_each_full_collection_hands_the_freed_memory_back() -> None:

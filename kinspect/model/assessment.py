@@ -246,7 +246,8 @@ def _critical(s: ClusterSnapshot, found: HealthReport, zk_error: str | None) -> 
     if s.admin_state != "ok":
         out.append(f"no broker answered the AdminClient ({s.admin_error or 'timeout'})")
     out += _listed("offline", found.offline)
-    out += _listed("unavailable", tuple(n for n in found.unavailable if n not in found.offline))
+    offline = set(found.offline)  # a set: a dead broker's 11,000 partitions are in both
+    out += _listed("unavailable", tuple(n for n in found.unavailable if n not in offline))
     out += _listed("under min ISR", found.under_min_isr)
     out += [f"log dir offline on {where}: its replicas are offline until the broker restarts "
             "with it working" for where in found.offline_log_dirs]

@@ -18,10 +18,12 @@ import shutil
 import threading
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from kinspect.errors import error_line
 from kinspect.model import (
@@ -277,6 +279,46 @@ def event_from_json(e: Mapping[str, Any]) -> Event:
 
 # ----- the writer -----------------------------------------------------------------------
 
+SPLIT_DEPTH = 3  # a record, its snapshot, its topics: each topic is one piece
+SPLIT_LIST = 64  # a list longer than this at those depths is written an item at a time
+CHUNK = 1 << 18  # pieces are handed to the compressor in chunks of about this many bytes
+
+
+def json_chunks(record: Json) -> Iterator[bytes]:
+    """One record as a line of compact JSON, in chunks, encoded a piece at a time. The
+    recorder runs in the TUI's process, and a JSON encoder in C keeps the GIL until it is
+    done: the standard library's took 1.2-2.5 s over a 100,000-partition keyframe, and the
+    screen stood still for as long. Between pieces (a topic, a row of changed partitions)
+    other threads run, and no buffer holds the whole line (allocating 65 MB at once stalls
+    too)."""
+    buffer = bytearray()
+    for piece in _pieces(record, 0):
+        buffer += piece
+        if len(buffer) >= CHUNK:
+            yield bytes(buffer)
+            buffer.clear()
+    buffer += b"\n"
+    yield bytes(buffer)
+
+
+def _pieces(value: Any, depth: int) -> Iterator[bytes]:
+    if depth < SPLIT_DEPTH and isinstance(value, dict):
+        separator = b"{"
+        for key, item in value.items():
+            yield separator + orjson.dumps(str(key)) + b":"
+            yield from _pieces(item, depth + 1)
+            separator = b","
+        yield b"}" if value else b"{}"
+    elif depth < SPLIT_DEPTH and isinstance(value, list) and len(value) > SPLIT_LIST:
+        separator = b"["
+        for item in value:
+            yield separator
+            yield from _pieces(item, depth + 1)
+            separator = b","
+        yield b"]"
+    else:
+        yield orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
 
 class Segment:
     """One gzip stream being appended to; `sync` makes everything written so far readable."""
@@ -288,9 +330,11 @@ class Segment:
 
     def write(self, record: Json) -> int:
         """Append one record; its size in bytes before compression."""
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-        self._file.write(self._z.compress(line))
-        return len(line)
+        size = 0
+        for chunk in json_chunks(record):
+            size += len(chunk)
+            self._file.write(self._z.compress(chunk))
+        return size
 
     def sync(self) -> None:
         self._file.write(self._z.flush(zlib.Z_SYNC_FLUSH))

@@ -3,6 +3,7 @@ gives the snapshot in force then, and a file cut short replays to its last compl
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import fields
@@ -11,10 +12,17 @@ from pathlib import Path
 import pytest
 
 from kinspect.errors import KinspectError
-from kinspect.model import PartitionInfo
+from kinspect.model import PartitionInfo, snapshot_to_json
 from kinspect.sources.playback import Recording, open_recording, parse_at
-from kinspect.sources.recording import POINTER_FILE, Recorder, partition_row
-from tests.helpers.model_fixtures import T0
+from kinspect.sources.recording import (
+    POINTER_FILE,
+    SPLIT_LIST,
+    Recorder,
+    json_chunks,
+    partition_row,
+    snapshot_delta,
+)
+from tests.helpers.model_fixtures import T0, demo_snapshot
 from tests.helpers.recording_story import FAILOVER_STEP, STEP_MS, fault, record_story
 
 
@@ -25,6 +33,21 @@ def all_frames(rec: Recording) -> list:  # type: ignore[type-arg]
 def test_every_field_of_a_partition_is_recorded() -> None:
     p = record_story.__globals__["story"](1)[0][0].topics[0].partitions[0]
     assert len(partition_row(p)) == len(fields(PartitionInfo)) - 1  # the topic is the key
+
+
+def test_a_record_written_a_piece_at_a_time_reads_as_the_standard_encoder_would() -> None:
+    """Keyframes and deltas, with names beyond ASCII, numeric keys and lists long enough to be
+    split: json.loads reads back what the standard library's encoder would have written."""
+    snapshot = demo_snapshot()
+    rows = [[n, "réplica", None, True, 1.5] for n in range(SPLIT_LIST * 3)]
+    later = demo_snapshot(taken_at=T0 + 1000)
+    records = [{"t": T0, "k": "key", "ev": [], "s": snapshot_to_json(snapshot), "faults": []},
+               {"t": T0, "k": "snap", **snapshot_delta(snapshot, later)},
+               {"t": T0, "k": "state", "p": {"tópico": rows}, "ids": {1: "a", 2: [3, 4]}}]
+    for record in records:
+        line = b"".join(json_chunks(record))
+        assert line.endswith(b"\n") and b"\n" not in line[:-1]
+        assert json.loads(line) == json.loads(json.dumps(record))
 
 
 def test_round_trip_gives_exactly_the_recorded_snapshots(tmp_path: Path) -> None:

@@ -211,8 +211,9 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="process: JVMs in network namespaces; docker: containers (Docker SDK); "
                         "auto (default): docker when an engine answers, else process")
-    p.add_argument("--timeout", type=option(1, 3600), default=120.0,
-                   help="seconds to wait for the cluster, 1 to 3600 (default 120)")
+    p.add_argument("--timeout", type=option(1, 3600), default=None,
+                   help="seconds to wait for the cluster, 1 to 3600 (default 120, and 15 more "
+                   "for each broker past three)")
     p.add_argument("--json", action="store_true", help="print the status as JSON when up")
     p.add_argument("--sasl", choices=["plain", "scram-sha-256", "oauthbearer"],
                    help="also listen with SASL_PLAINTEXT (port + 1000) for user kinspect (PLAIN "

@@ -63,6 +63,9 @@ DONE = {FaultKind.KILL: "killed", FaultKind.STOP: "stopped", FaultKind.PAUSE: "p
         FaultKind.RESUME: "resumed"}
 
 
+START_WAIT_S, BROKER_WAIT_S = 120.0, 15.0
+
+
 class LabChanged(KinspectError):
     """The lab on disk is another backend's than this handle's: open it again."""
 
@@ -76,7 +79,7 @@ class UpOptions:
     overrides: dict[str, str] = field(default_factory=dict)
     network: Literal["auto", "netns", "loopback"] = "auto"
     base_port: int = 39090
-    timeout_s: float = 120.0
+    timeout_s: float | None = None  # None: `wait_s`
     sasl: str | None = None  # "plain" or "scram-sha-256": add a SASL_PLAINTEXT listener
     mode: str = "zookeeper"  # or "kraft"
     controllers: int | None = None  # KRaft: dedicated controllers (None: 1; 0: combined)
@@ -94,6 +97,15 @@ class UpOptions:
     @property
     def kraft(self) -> bool:
         return self.mode == "kraft"
+
+    @property
+    def wait_s(self) -> float:
+        """How long `lab up` waits for the cluster: --timeout, else 120 s and 15 s for each
+        broker past three. Brokers start side by side on the same cores: nine took ~14 s
+        each on two cores, and a fixed 120 s ran out before the ninth joined."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return START_WAIT_S + BROKER_WAIT_S * max(0, self.brokers - 3)
 
     @property
     def oauth(self) -> bool:

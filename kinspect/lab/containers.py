@@ -127,7 +127,7 @@ class DockerBackend(LabBackend):
 
     @engine_errors
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
-        deadline = time.monotonic() + options.timeout_s
+        deadline = time.monotonic() + options.wait_s
         labels = {LABEL: state.lab_id}
         subnet = f"198.19.{state.slot}.0/24"
         network = self.client.networks.create(

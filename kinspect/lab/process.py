@@ -98,7 +98,7 @@ class ProcessBackend(LabBackend):
                                base_port=options.base_port, userns_holder=holder)
 
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
-        deadline = time.monotonic() + options.timeout_s
+        deadline = time.monotonic() + options.wait_s
         if state.slot is not None:
             slot = netns.Slot(state.slot)
             progress(f"network: bridge {slot.bridge}, {slot.subnet}, one namespace per node"

@@ -17,6 +17,8 @@ from kinspect.clients.zookeeper import read_controller, zk_session
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
 
+MORE_TIME = "lab up --timeout SECONDS waits longer"
+
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
@@ -113,7 +115,7 @@ def wait_for_cluster(
                 return controller
             time.sleep(0.2)
     missing = sorted(set(broker_ids) - seen)
-    raise KinspectError(f"brokers {missing} did not register in time")
+    raise KinspectError(f"brokers {missing} did not register in time ({MORE_TIME})")
 
 
 def wait_for_kraft(state: LabState, deadline: float, dead: Callable[[], list[str]],
@@ -145,8 +147,9 @@ def wait_for_kraft(state: LabState, deadline: float, dead: Callable[[], list[str
                 return answer.leader_id
         time.sleep(0.3)
     missing = sorted(b for b in wanted - seen if b is not None)
-    raise KinspectError(f"brokers {missing} did not join the KRaft cluster in time"
-                        if missing else "the controller quorum elected no leader in time")
+    raise KinspectError(f"brokers {missing} did not join the KRaft cluster in time ({MORE_TIME})"
+                        if missing else f"the controller quorum elected no leader in time "
+                        f"({MORE_TIME})")
 
 
 def served_gaps(brokers: dict[int, str]) -> dict[int, str]:

@@ -10,7 +10,13 @@ import pytest
 
 from kinspect.errors import KinspectError
 from kinspect.lab import presets
-from kinspect.lab.backend import UpOptions, plan_nodes, status_json
+from kinspect.lab.backend import (
+    BROKER_WAIT_S,
+    START_WAIT_S,
+    UpOptions,
+    plan_nodes,
+    status_json,
+)
 from kinspect.lab.dist import KafkaDist
 from kinspect.lab.host_checks import lab_memory_mib
 from kinspect.lab.nodes import BROKER_HEAP, heap_of, java_command
@@ -70,3 +76,11 @@ def test_the_command_line_refuses_it_in_one_line(tmp_path: Path,
     assert message == "kinspect: error: --broker-heap expected a JVM size such as 768m or 2g, " \
                       "not '12x'"
     assert not (tmp_path / "lab").exists()  # nothing made
+
+
+def test_lab_up_waits_longer_for_more_brokers_unless_told() -> None:
+    """Brokers start side by side on the same cores: nine took ~14 s each on two, and the
+    fixed 120 s ran out before the ninth joined."""
+    assert UpOptions().wait_s == UpOptions(brokers=1).wait_s == START_WAIT_S
+    assert UpOptions(brokers=9).wait_s == START_WAIT_S + 6 * BROKER_WAIT_S
+    assert UpOptions(brokers=9, timeout_s=30).wait_s == 30

@@ -1,4 +1,5 @@
-"""When the TUI runs Python's cycle collector: rarely, and when nothing is happening.
+"""When the TUI runs Python's cycle collector (rarely, when nothing is happening), and how
+often its threads take turns with the GIL (`SWITCH_S`).
 
 A snapshot of 10,000 partitions is ~50,000 objects that live a second or more, so they reach
 the oldest generation, and a full collection walks all of them (~60 ms at 10,000 partitions,
@@ -7,7 +8,7 @@ snapshot during a failover: the loop's worst stalls. The snapshots have no cycle
 reference count; the cyclic garbage left is Textual's (a repainted strip keeps itself in its
 own cache), a few thousand objects a minute once panels repaint only what changed. It is
 collected here when the cluster and the user have been quiet for a while, no more often than
-keeps the collector's share of the time small.
+keeps the collector's share of the time small, and at least every `LONGEST_S`.
 
 Then the memory the process freed is handed back (glibc's malloc_trim). The observer's threads
 each allocate in a malloc arena of their own, and what they free stays with the process: at

@@ -135,12 +135,17 @@ class _Lookups:
         self.epoch_ends = broker.epoch_ends if broker else _NONE
         self.offline = broker.offline_replicas if broker else _NONE
         self.live = _live(zk, broker)
-        # ZooKeeper's topic znodes when watched, else ListPartitionReassignments' answer
         self.moving, self.moving_unknown = _reassignments(zk, broker)
         self.elr, self.elr_unknown = _eligible(broker, mode)
         self.stalled = _stalled_since(broker)
         self.dirs = {b: told for b, told in (broker.log_dirs.items() if broker else ())
                      if not isinstance(told, Unknown)}
+
+    def reassignment(self, key: Key) -> Fact[Reassignment | None]:
+        """ZooKeeper's topic znode when watched, else ListPartitionReassignments' answer."""
+        if self.moving_unknown is not None:
+            return self.moving_unknown
+        return self.moving.get(key)
 
     def eligible(self, key: Key) -> Fact[EligibleLeaders] | None:
         """KRaft's ELR (KIP-966); in ZooKeeper mode absent (None), not unknown."""
@@ -201,7 +206,7 @@ def _partitions(topic: str, look: _Lookups, config: Fact[dict[str, ConfigValue]]
     zk, broker = look.zk, look.broker
     assigned = zk.topics.get(topic, {}) if zk else {}
     min_isr = _min_isr(config)
-    live, moving, moving_unknown = look.live, look.moving, look.moving_unknown
+    live = look.live
     out = []
     for pid in sorted(broker_ids | set(assigned) if assigned else broker_ids):
         key = (topic, pid)
@@ -231,11 +236,9 @@ def _partitions(topic: str, look: _Lookups, config: Fact[dict[str, ConfigValue]]
             if ends else (),
             epoch_ends=tuple(sorted((asked, e.found, e.end_offset)
                                     for asked, e in epoch_ends.items())) if epoch_ends else (),
-            reassignment=moving_unknown if moving_unknown is not None else moving.get(key),
-            elr=look.eligible(key),
+            reassignment=look.reassignment(key), elr=look.eligible(key),
             leader_live=leader is None or live is None or leader in live,
-            stalled_ms=look.stalled.get(key),
-            disks=look.disks(key, replicas) if look.dirs else (),
+            stalled_ms=look.stalled.get(key), disks=look.disks(key, replicas),
             offline_replicas=look.offline.get(key, ())))
     return out
 

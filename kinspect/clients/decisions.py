@@ -24,22 +24,30 @@ from kinspect.model.views import PartitionStateZ
 Key = tuple[str, int]
 
 
+def shared_answers(claims: Mapping[int, Mapping[Key, BrokerClaim]]
+                   ) -> list[tuple[Mapping[Key, BrokerClaim], list[int]]]:
+    """Each distinct answer with the brokers that gave it. Brokers that answered the same bytes
+    share one decoded dict (clients/wire.py), so a healthy cluster of nine brokers is read
+    once, not nine times (at 100,000 partitions, 100,000 claims instead of 900,000)."""
+    holders: dict[int, tuple[Mapping[Key, BrokerClaim], list[int]]] = {}
+    for broker, partitions in claims.items():
+        holders.setdefault(id(partitions), (partitions, []))[1].append(broker)
+    return list(holders.values())
+
+
 def newest_claims(claims: Mapping[int, Mapping[Key, BrokerClaim]]) -> dict[Key, BrokerClaim]:
     """Per partition, the claim with the highest leader epoch any broker holds: the newest
     decision of the KRaft controller that reached a broker. At equal epochs (an ISR change
     keeps the epoch) the leader's own word, else the lowest broker id's. Claims
     without an epoch (Metadata before v7) decide nothing. Both the observer and the
     scenarios' KRaftDecisions judge by this one rule."""
-    # Brokers that answered the same bytes share one decoded dict (clients/wire.py): each
-    # distinct dict is read once, a claim ranked as the best of the brokers that hold it.
-    holders: dict[int, tuple[Mapping[Key, BrokerClaim], list[int]]] = {}
-    for broker, partitions in claims.items():
-        holders.setdefault(id(partitions), (partitions, []))[1].append(broker)
-    if len(holders) == 1:
-        only = next(iter(holders.values()))[0]
+    # Each distinct answer is read once, a claim ranked as the best of the brokers that hold it.
+    answers = shared_answers(claims)
+    if len(answers) == 1:
+        only = answers[0][0]
         return {key: claim for key, claim in only.items() if claim.leader_epoch >= 0}
     best: dict[Key, tuple[tuple[int, bool, int], BrokerClaim]] = {}
-    for partitions, brokers in holders.values():
+    for partitions, brokers in answers:
         lowest = -min(brokers)
         for key, claim in partitions.items():
             if claim.leader_epoch < 0:

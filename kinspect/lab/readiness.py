@@ -130,14 +130,18 @@ def wait_for_kraft(state: LabState, deadline: float, dead: Callable[[], list[str
     wanted = {b.broker_id for b in state.brokers}
     admin = quiet_admin(state.bootstrap, **{"socket.timeout.ms": 3000})
     seen: set[int] = set()
+    refused: str | None = "no Metadata request finished"  # None once one was answered
     while time.monotonic() < deadline:
         gone = dead()
         if gone:
             raise KinspectError(f"{', '.join(gone)} exited while starting")
         try:
             listed = set(admin.list_topics(timeout=2).brokers)
-        except KafkaException:
+            refused = None
+        except KafkaException as exc:
             listed = set()
+            if refused is not None and exc.args:
+                refused = str(exc.args[0])
         for broker in sorted(listed - seen):
             progress(f"  broker {broker} registered and unfenced")
         seen |= listed
@@ -147,6 +151,9 @@ def wait_for_kraft(state: LabState, deadline: float, dead: Callable[[], list[str
                 return answer.leader_id
         time.sleep(0.3)
     missing = sorted(b for b in wanted - seen if b is not None)
+    if refused is not None:  # not that the brokers are out: nobody said who is in
+        raise KinspectError(f"no broker answered a Metadata request in time ({refused}; "
+                            f"{MORE_TIME})")
     raise KinspectError(f"brokers {missing} did not join the KRaft cluster in time ({MORE_TIME})"
                         if missing else f"the controller quorum elected no leader in time "
                         f"({MORE_TIME})")

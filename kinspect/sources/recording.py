@@ -279,8 +279,7 @@ def event_from_json(e: Mapping[str, Any]) -> Event:
 
 # ----- the writer -----------------------------------------------------------------------
 
-SPLIT_DEPTH = 3  # a record, its snapshot, its topics: each topic is one piece
-SPLIT_LIST = 64  # a list longer than this at those depths is written an item at a time
+SPLIT_DEPTH = 3  # a record, its snapshot, its topics: each topic (each row of a delta) a piece
 CHUNK = 1 << 18  # pieces are handed to the compressor in chunks of about this many bytes
 
 
@@ -309,13 +308,13 @@ def _pieces(value: Any, depth: int) -> Iterator[bytes]:
             yield from _pieces(item, depth + 1)
             separator = b","
         yield b"}" if value else b"{}"
-    elif depth < SPLIT_DEPTH and isinstance(value, list) and len(value) > SPLIT_LIST:
+    elif depth < SPLIT_DEPTH and isinstance(value, list):
         separator = b"["
         for item in value:
             yield separator
             yield from _pieces(item, depth + 1)
             separator = b","
-        yield b"]"
+        yield b"]" if value else b"[]"
     else:
         yield orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
 

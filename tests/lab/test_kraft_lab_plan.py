@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from kinspect.lab.backend import UpOptions, plan_nodes
 from kinspect.lab.dist import kafka_version
 from kinspect.lab.faults import Scope
 from kinspect.lab.nodes import new_cluster_id, quorum_voters, render_broker
+from kinspect.lab.readiness import wait_for_kraft
 from kinspect.lab.state import LabState, NodeRecord
 from kinspect.lab.topology import blocked_pairs, isolate_groups, node_names, node_of
 from kinspect.scenarios.platform import Platform
@@ -127,3 +130,21 @@ def test_a_cluster_id_never_starts_with_a_dash() -> None:
 
     ids = [new_cluster_id() for _ in range(2000)]
     assert not any(i.startswith("-") for i in ids) and all(len(i) == 22 for i in ids)
+
+
+def test_brokers_nobody_listed_are_not_said_to_be_out() -> None:
+    """Nine JVMs starting on two cores answered no Metadata request within its 2 s: the wait
+    had said all nine "did not join", while the controller had five of them registered."""
+    with socket.socket() as closed:  # a port nobody listens on, here
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    nodes = plan_nodes(2, lambda index, name: ("127.0.0.1", port), 1, lambda index: port)
+    state = LabState(lab_id="x", backend="process", preset="demo", network="loopback",
+                     kafka_version="3.9.2", mode="kraft", nodes=nodes, created_at=0,
+                     broker_config={}, overrides={}, extra={"cluster_id": "c"})
+    with pytest.raises(KinspectError) as refused:
+        wait_for_kraft(state, time.monotonic() + 2.5, lambda: [], lambda line: None)
+    message = str(refused.value)
+    assert message.startswith("no broker answered a Metadata request in time (")
+    assert "did not join" not in message
+    assert message.endswith("lab up --timeout SECONDS waits longer)")

@@ -15,9 +15,10 @@ from kinspect.errors import KinspectError
 from kinspect.model import PartitionInfo, snapshot_to_json
 from kinspect.sources.playback import Recording, open_recording, parse_at
 from kinspect.sources.recording import (
+    CHUNK,
     POINTER_FILE,
-    SPLIT_LIST,
     Recorder,
+    _pieces,
     json_chunks,
     partition_row,
     snapshot_delta,
@@ -36,18 +37,33 @@ def test_every_field_of_a_partition_is_recorded() -> None:
 
 
 def test_a_record_written_a_piece_at_a_time_reads_as_the_standard_encoder_would() -> None:
-    """Keyframes and deltas, with names beyond ASCII, numeric keys and lists long enough to be
-    split: json.loads reads back what the standard library's encoder would have written."""
+    """Keyframes and deltas, with names beyond ASCII, numeric keys, empty lists and dicts:
+    json.loads reads back what the standard library's encoder would have written."""
     snapshot = demo_snapshot()
-    rows = [[n, "réplica", None, True, 1.5] for n in range(SPLIT_LIST * 3)]
+    rows = [[n, "réplica", None, True, 1.5] for n in range(200)]
     later = demo_snapshot(taken_at=T0 + 1000)
     records = [{"t": T0, "k": "key", "ev": [], "s": snapshot_to_json(snapshot), "faults": []},
                {"t": T0, "k": "snap", **snapshot_delta(snapshot, later)},
-               {"t": T0, "k": "state", "p": {"tópico": rows}, "ids": {1: "a", 2: [3, 4]}}]
+               {"t": T0, "k": "state", "p": {"tópico": rows}, "ids": {1: "a", 2: [3, 4]},
+                "none": [], "nothing": {}}]
     for record in records:
         line = b"".join(json_chunks(record))
         assert line.endswith(b"\n") and b"\n" not in line[:-1]
         assert json.loads(line) == json.loads(json.dumps(record))
+
+
+def test_a_big_record_is_encoded_a_topic_and_a_row_at_a_time() -> None:
+    """Each piece is one encoder call that holds the GIL: a keyframe's topics and a delta's
+    rows are pieces of their own, and the compressor gets chunks, never the whole line."""
+    keyframe = {"t": T0, "k": "key", "s": snapshot_to_json(demo_snapshot())}
+    topics = keyframe["s"]["topics"]
+    pieces = list(_pieces(keyframe, 0))
+    assert [json.loads(p) for p in pieces if p.startswith(b'{"name":')] == topics
+    rows = [[n, "x" * 100] for n in range(CHUNK // 50)]  # ~2.5 chunks of rows
+    delta = {"t": T0, "k": "state", "p": {"big": rows}}
+    assert sum(1 for p in _pieces(delta, 0) if p.startswith(b"[") and p != b"[") == len(rows)
+    chunks = list(json_chunks(delta))
+    assert len(chunks) >= 2 and all(len(c) < CHUNK + 200 for c in chunks)
 
 
 def test_round_trip_gives_exactly_the_recorded_snapshots(tmp_path: Path) -> None:

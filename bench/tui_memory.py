@@ -18,8 +18,10 @@ import asyncio
 import os
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
+from bench import memory_parts
 from bench.churn import ChurnFeed
 from bench.lab import bench_lab
 from bench.snapshot import TOPIC_SIZE, grow
@@ -36,7 +38,44 @@ def rss_mb() -> float:
     return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE / 1e6
 
 
-async def watch(feed: Feed, minutes: float) -> tuple[list[tuple[float, float]], str]:
+class Parted:
+    """With --parts: where the memory is (bench/memory_parts.py) every `every_min`, what grew
+    since the last, and with --trace the lines whose Python allocations grew most."""
+
+    def __init__(self, every_min: float, trace: bool) -> None:
+        self.every_s, self.trace = every_min * 60, trace
+        self.due = 0.0
+        self.last: memory_parts.Parts | None = None
+        self.last_trace: tracemalloc.Snapshot | None = None
+        if trace:
+            tracemalloc.start(8)
+
+    def maybe(self, elapsed: float) -> None:
+        if not self.every_s or elapsed < self.due:
+            return
+        self.due = elapsed + self.every_s
+        parts = memory_parts.sample()
+        print(f"\n[{elapsed / 60:5.1f} min] RSS {rss_mb():.0f} MB; {parts.line()}", flush=True)
+        if self.last is not None:
+            print(f"  grew: {memory_parts.grown(self.last, parts)}", flush=True)
+        self.last = parts
+        if self.trace:
+            self.traced()
+
+    def traced(self) -> None:
+        snap = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__)])
+        print(f"  traced {tracemalloc.get_traced_memory()[0] / 1e6:.1f} MB", flush=True)
+        if self.last_trace is not None:
+            for stat in snap.compare_to(self.last_trace, "traceback")[:6]:
+                print(f"  {stat.size_diff / 1e3:+.0f} kB {stat.count_diff:+} blocks:", flush=True)
+                for frame in stat.traceback.format()[-8:]:
+                    print(f"      {frame}", flush=True)
+        self.last_trace = snap
+
+
+async def watch(feed: Feed, minutes: float, parted: Parted | None = None
+                ) -> tuple[list[tuple[float, float]], str]:
     """(minutes since start, RSS MB) every SAMPLE_S while the app runs, and what was watched
     (partitions, the full collections the app ran and the last one's cost)."""
     app = KinspectApp(feed, LabConsole(), no_confirm=True)
@@ -45,6 +84,8 @@ async def watch(feed: Feed, minutes: float) -> tuple[list[tuple[float, float]], 
         started = time.monotonic()
         while (elapsed := time.monotonic() - started) < minutes * 60:
             samples.append((elapsed / 60, rss_mb()))
+            if parted is not None:
+                parted.maybe(elapsed)
             if sys.stderr.isatty():
                 print(f"\r  {elapsed / 60:5.1f} min  {samples[-1][1]:6.1f} MB", end="",
                       file=sys.stderr)
@@ -69,10 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--synthetic", type=int, default=0, metavar="PARTITIONS")
     parser.add_argument("--partitions", type=int, default=0,
                         help="grow the lab to this many partitions first")
+    parser.add_argument("--parts", type=float, default=0.0, metavar="MINUTES",
+                        help="say where the memory is every MINUTES (bench/memory_parts.py)")
+    parser.add_argument("--trace", action="store_true",
+                        help="with --parts, also tracemalloc's growth by line (slows the app)")
     args = parser.parse_args(argv)
+    parted = Parted(args.parts, args.trace) if args.parts else None
     if args.synthetic:
         label = f"synthetic stand-in, {args.synthetic:,} partitions"
-        samples, seen = asyncio.run(watch(ChurnFeed(args.synthetic), args.minutes))
+        samples, seen = asyncio.run(watch(ChurnFeed(args.synthetic), args.minutes, parted))
     else:
         with bench_lab() as lab:
             label = "the lab"
@@ -82,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 create_topics(lab["bootstrap"], {"bench-memory": args.partitions})
             feed = LiveFeed(lab["bootstrap"], lab.get("zookeeper"), lab_backed=True,
                             title="lab", record=False)
-            samples, seen = asyncio.run(watch(feed, args.minutes))
+            samples, seen = asyncio.run(watch(feed, args.minutes, parted))
     print(f"\n## TUI memory over {args.minutes:.0f} min ({label}: {seen})")
     marks = sorted({round(args.minutes * f) for f in (0.05, 0.25, 0.5, 0.75, 1.0)})
     for mark in marks:

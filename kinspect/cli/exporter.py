@@ -16,6 +16,7 @@ from kinspect.checks import option
 from kinspect.cli.common import add_cluster_arguments
 from kinspect.cli.observe import make_observer
 from kinspect.errors import KinspectError
+from kinspect.heap import limit_arenas
 
 
 def register(commands: Any) -> None:
@@ -39,6 +40,7 @@ def cmd_exporter(args: argparse.Namespace) -> int:
 
     from kinspect.sources.metrics import SnapshotMetrics
 
+    limit_arenas()  # polls in threads for days: a few malloc arenas, not sixteen
     metrics = SnapshotMetrics()
     registry = CollectorRegistry()
     registry.register(metrics)

@@ -13,15 +13,17 @@ keeps the collector's share of the time small, and at least every `LONGEST_S`.
 Then the memory the process freed is handed back (glibc's malloc_trim). The observer's threads
 each allocate in a malloc arena of their own, and what they free stays with the process: at
 10,000 partitions the Observer alone went 108 → 118 MB in 4 minutes while Python's own
-allocations (tracemalloc) stayed flat, and one trim took it back to 109 MB.
+allocations (tracemalloc) stayed flat, and one trim took it back to 109 MB. The screen also
+keeps glibc to a few arenas (kinspect/heap.py).
 """
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import time
 from collections.abc import Callable
+
+from kinspect.heap import Trim, limit_arenas, malloc_trim
 
 QUIET_S = 5.0  # no change on screen and no key for this long
 EVERY_S = 60.0  # at most one full collection a minute
@@ -35,18 +37,6 @@ NEVER = 2**31 - 1
 # answers at once: each holder kept the event loop waiting its 5 ms, one after another (loop
 # wake-ups late by 122 ms at p99); at 1 ms, 45 ms. Throughput was the same (full polls a minute).
 SWITCH_S = 0.001
-
-
-Trim = Callable[[int], object]
-
-
-def malloc_trim() -> Trim | None:
-    """glibc's malloc_trim(pad), where the C library is glibc (None elsewhere: musl, macOS)."""
-    try:
-        trim: Trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-    return trim
 
 
 GLIBC_TRIM = malloc_trim()
@@ -65,9 +55,11 @@ class QuietCollector:
 
     def start(self) -> None:
         """Objects alive at start (modules, the app) are frozen out of every collection;
-        the oldest generation is left to `maybe_collect`."""
+        the oldest generation is left to `maybe_collect`; malloc's arenas are capped before the
+        feed's threads start."""
         gc.freeze()
         gc.set_threshold(700, 10, NEVER)
+        limit_arenas()
 
     def busy(self) -> None:
         """Something changed on screen or a key was pressed: not the moment."""

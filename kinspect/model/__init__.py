@@ -26,6 +26,7 @@ from kinspect.model.snapshot import (
     ReplicaDisk,
     ReplicaLog,
     TopicInfo,
+    keep_unchanged,
 )
 from kinspect.model.views import (
     BrokerLogDirs,
@@ -95,6 +96,7 @@ __all__ = [
     "assess",
     "build_snapshot",
     "diff",
+    "keep_unchanged",
     "known",
     "quorum_from_json",
     "quorum_to_json",

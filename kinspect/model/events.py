@@ -132,7 +132,7 @@ def diff(old: ClusterSnapshot | None, new: ClusterSnapshot,
     before = {(p.topic, p.partition): p for p in old.partitions()}
     for p in new.partitions():
         previous = before.get((p.topic, p.partition))
-        if previous is not None and previous != p:
+        if previous is not None and previous is not p and previous != p:  # kept: the same
             out.extend(_partition_events(ts, previous, p, new.kraft))
     return out
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from kinspect.model.facts import Fact, Unknown
@@ -412,3 +412,35 @@ class ClusterSnapshot:
             if t.name == topic:
                 return next((p for p in t.partitions if p.partition == partition), None)
         return None
+
+
+def keep_unchanged(old: ClusterSnapshot | None, new: ClusterSnapshot) -> ClusterSnapshot:
+    """`new`, with every topic and partition equal to `old`'s replaced by `old`'s very object.
+
+    The screen holds the model it shows while the observer holds its newest and builds the
+    next: at 10,000 partitions three full models were alive at a poll, and Python's arenas
+    followed that peak up. On an idle cluster consecutive polls are equal topic for topic, so
+    they now share one model (and later comparisons, `diff`'s among them, are by identity)."""
+    if old is None:
+        return new
+    before = {t.name: t for t in old.topics}
+    topics = tuple(_kept_topic(before.get(t.name), t) for t in new.topics)
+    if all(kept is made for kept, made in zip(topics, new.topics, strict=True)):
+        return new
+    return replace(new, topics=topics)
+
+
+def _kept_topic(old: TopicInfo | None, new: TopicInfo) -> TopicInfo:
+    if old is None:
+        return new
+    if old == new:
+        return old
+    before = {p.partition: p for p in old.partitions}
+    partitions = tuple(_kept(before.get(p.partition), p) for p in new.partitions)
+    if all(kept is made for kept, made in zip(partitions, new.partitions, strict=True)):
+        return new
+    return replace(new, partitions=partitions)
+
+
+def _kept(old: PartitionInfo | None, new: PartitionInfo) -> PartitionInfo:
+    return old if old is not None and old == new else new

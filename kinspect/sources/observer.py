@@ -31,6 +31,7 @@ from kinspect.model import (
     HwStallTracker,
     build_snapshot,
     diff,
+    keep_unchanged,
 )
 from kinspect.sources.admin import AdminSource
 from kinspect.sources.claims import merge_claims
@@ -160,8 +161,8 @@ class Observer:
                 broker_view = replace(broker_view, groups=self.admin.groups.view(),
                                       groups_refused=self.admin.groups.refused())
         started = time.perf_counter()
-        snapshot = build_snapshot(zk_view, broker_view, sorted(self.expected) or None,
-                                  taken_at=now_ms())
+        snapshot = keep_unchanged(self.latest, build_snapshot(
+            zk_view, broker_view, sorted(self.expected) or None, taken_at=now_ms()))
         events = diff(self.latest, snapshot, self._controller)
         events += self._stalls.observe(snapshot)
         self.build_ms = (time.perf_counter() - started) * 1000

@@ -8,6 +8,7 @@ from kinspect.model import (
     assess,
     build_snapshot,
     diff,
+    keep_unchanged,
     snapshot_from_json,
     snapshot_to_json,
 )
@@ -134,3 +135,26 @@ def test_kraft_and_admin_down() -> None:
     blind = build_snapshot(zk, None, None, T0)
     assert blind.partitions()[0].high_watermark is None
     assert any("no AdminClient" in text for text in blind.limitations)
+
+
+def test_a_poll_equal_to_the_last_shares_its_topics() -> None:
+    """The observer keeps the older, equal objects: an idle cluster's polls hold one model."""
+    old = demo_snapshot()
+    new = demo_snapshot(taken_at=T0 + 1000)
+    kept = keep_unchanged(old, new)
+    assert kept == new and kept.taken_at == T0 + 1000
+    assert all(a is b for a, b in zip(kept.topics, old.topics, strict=True))
+    assert keep_unchanged(None, new) is new
+
+
+def test_a_poll_with_a_change_keeps_only_the_equal_partitions() -> None:
+    old = demo_snapshot()
+    new = demo_snapshot(isolated_leader=True, taken_at=T0 + 1000)
+    kept = keep_unchanged(old, new)
+    assert kept == new
+    was = {p.name: p for p in old.partitions()}
+    moved = {"test1-0", "orders-2"}
+    for p in kept.partitions():
+        assert (p is was[p.name]) == (p.name not in moved and p == was[p.name]), p.name
+    assert any(p is was[p.name] for p in kept.partitions())  # some kept
+    assert diff(old, kept) == diff(old, new)  # the same events, told from shared objects

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import pairwise
 
 from rich.text import Text
 
@@ -99,7 +100,7 @@ def test_polls_that_change_nothing_repaint_nothing_but_the_header() -> None:
     # staleness, now minus the snapshot's time, can come back to a value shown before when a
     # newer snapshot arrives while the machine is slow.)
     headers = [t.plain for t in shown["header"]]
-    assert headers and all(a != b for a, b in zip(headers, headers[1:]))
+    assert headers and all(a != b for a, b in pairwise(headers))
 
 
 class Clock:

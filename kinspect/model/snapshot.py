@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 from kinspect.model.facts import Fact, Unknown
 from kinspect.model.fast_values import fast_init
@@ -423,24 +424,26 @@ def keep_unchanged(old: ClusterSnapshot | None, new: ClusterSnapshot) -> Cluster
     they now share one model (and later comparisons, `diff`'s among them, are by identity)."""
     if old is None:
         return new
-    before = {t.name: t for t in old.topics}
-    topics = tuple(_kept_topic(before.get(t.name), t) for t in new.topics)
-    if all(kept is made for kept, made in zip(topics, new.topics, strict=True)):
-        return new
-    return replace(new, topics=topics)
+    topics = _shared(old.topics, new.topics, lambda t: t.name, _kept_topic)
+    return new if topics is None else replace(new, topics=topics)
 
 
-def _kept_topic(old: TopicInfo | None, new: TopicInfo) -> TopicInfo:
-    if old is None:
-        return new
+def _kept_topic(old: TopicInfo, new: TopicInfo) -> TopicInfo:
     if old == new:
         return old
-    before = {p.partition: p for p in old.partitions}
-    partitions = tuple(_kept(before.get(p.partition), p) for p in new.partitions)
-    if all(kept is made for kept, made in zip(partitions, new.partitions, strict=True)):
-        return new
-    return replace(new, partitions=partitions)
+    partitions = _shared(old.partitions, new.partitions, lambda p: p.partition,
+                         lambda was, now: was if was == now else now)
+    return new if partitions is None else replace(new, partitions=partitions)
 
 
-def _kept(old: PartitionInfo | None, new: PartitionInfo) -> PartitionInfo:
-    return old if old is not None and old == new else new
+Item = TypeVar("Item")
+
+
+def _shared(old: tuple[Item, ...], new: tuple[Item, ...], key: Callable[[Item], object],
+            keep: Callable[[Item, Item], Item]) -> tuple[Item, ...] | None:
+    """`new`, each item with a match in `old` (by `key`) passed through `keep`; None when
+    nothing of `old` was kept."""
+    before = {key(item): item for item in old}
+    out = tuple(keep(was, item) if (was := before.get(key(item))) is not None else item
+                for item in new)
+    return None if all(a is b for a, b in zip(out, new, strict=True)) else out

@@ -11,7 +11,6 @@ arenas with blocks flat, fragmentation.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import sys
@@ -20,26 +19,18 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.etree import ElementTree
+
+from kinspect.heap import malloc_info
 
 MB = 1e6
 
 
 def malloc_totals() -> tuple[float, float, float]:
     """glibc's (bytes in use, bytes free in its arenas, bytes mmap'd) in MB over all its arenas
-    (mallinfo2 tells only the main one's), from malloc_info's XML; zeros elsewhere."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.fopen.restype = ctypes.c_void_p
-        libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
-        libc.fclose.argtypes = [ctypes.c_void_p]
-    except (OSError, AttributeError):
+    (mallinfo2 tells only the main one's); zeros elsewhere."""
+    root = malloc_info()
+    if root is None:
         return 0.0, 0.0, 0.0
-    with tempfile.NamedTemporaryFile(suffix=".xml") as out:
-        stream = libc.fopen(out.name.encode(), b"w")
-        libc.malloc_info(0, stream)
-        libc.fclose(stream)
-        root = ElementTree.parse(out.name).getroot()
     totals = {(e.tag, e.get("type")): int(e.get("size", "0")) for e in root if e.tag != "heap"}
     free = totals.get(("total", "fast"), 0) + totals.get(("total", "rest"), 0)
     system = totals.get(("system", "current"), 0)

@@ -10,7 +10,9 @@ for threads started after it, and `malloc_trim` gives freed pages back to the sy
 from __future__ import annotations
 
 import ctypes
+import tempfile
 from collections.abc import Callable
+from xml.etree import ElementTree
 
 ARENAS = 2  # malloc arenas for all threads (glibc's default: eight per core)
 M_ARENA_MAX = -8  # mallopt's parameter for it
@@ -39,3 +41,19 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
     libc = _libc()
     mallopt = getattr(libc, "mallopt", None) if libc is not None else None
     return mallopt is not None and bool(mallopt(M_ARENA_MAX, arenas))
+
+
+def malloc_info() -> ElementTree.Element | None:
+    """glibc's own account of its arenas (malloc_info's XML: a <heap> per arena, then totals
+    over all of them); None where the C library is not glibc. For benches and tests."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "malloc_info"):
+        return None
+    libc.fopen.restype = ctypes.c_void_p
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    with tempfile.NamedTemporaryFile(suffix=".xml") as out:
+        stream = libc.fopen(out.name.encode(), b"w")
+        libc.malloc_info(0, stream)
+        libc.fclose(stream)
+        return ElementTree.parse(out.name).getroot()

@@ -29,7 +29,6 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from kinspect.errors import KinspectError, error_line
-from kinspect.heap import limit_arenas
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity
@@ -548,7 +547,6 @@ def console_for(cluster: ClusterTarget) -> Console:
 
 def run_app(cluster: ClusterTarget, no_confirm: bool = False) -> int:
     """Open the TUI: fault keys on the lab kinspect started, read-only anywhere else."""
-    limit_arenas()  # before any client's threads
     if cluster.lab is not None:
         # KINSPECT_WARM_ENGINE=0: no Spark beside the screen (m then starts its own)
         warm = os.environ.get("KINSPECT_WARM_ENGINE", "1") != "0"

@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Sequence
 
 from kinspect.errors import KinspectError
+from kinspect.heap import limit_arenas
 from kinspect.profiles import redact
 
 
@@ -80,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     quick = argv is None and getattr(args, "quick_exit", False)
     if quick:  # a one-shot process: the collector would only walk its imports and its one model
         gc.disable()
+    if getattr(args, "long_lived", False):  # hours of polls in threads: a few malloc arenas,
+        limit_arenas()  # capped before any thread (`kinspect demo` made 15 before its screen)
     code = _dispatch(args, words)
     if quick:
         quick_exit(code)

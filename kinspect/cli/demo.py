@@ -22,14 +22,14 @@ def register(commands: Any) -> None:
                            "when an engine answers")
     demo.add_argument("--no-confirm", action="store_true",
                       help="fault keys act without asking (for stage demos)")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=cmd_demo, long_lived=True)
 
     ui = commands.add_parser("ui", help="open the TUI on the running lab (the default command), "
                              "or read-only on any --profile / --bootstrap")
     add_cluster_arguments(ui)
     ui.add_argument("--no-confirm", action="store_true",
                     help="fault keys act without asking (for stage demos)")
-    ui.set_defaults(handler=cmd_ui)
+    ui.set_defaults(handler=cmd_ui, long_lived=True)
 
 
 def prepare_demo(backend: str = "auto") -> str:

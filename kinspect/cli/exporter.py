@@ -16,7 +16,6 @@ from kinspect.checks import option
 from kinspect.cli.common import add_cluster_arguments
 from kinspect.cli.observe import make_observer
 from kinspect.errors import KinspectError
-from kinspect.heap import limit_arenas
 
 
 def register(commands: Any) -> None:
@@ -32,7 +31,7 @@ def register(commands: Any) -> None:
     exporter.add_argument("--host", default="127.0.0.1",
                           help="the address to listen on (default 127.0.0.1; 0.0.0.0: all)")
     add_cluster_arguments(exporter)
-    exporter.set_defaults(handler=cmd_exporter)
+    exporter.set_defaults(handler=cmd_exporter, long_lived=True)
 
 
 def cmd_exporter(args: argparse.Namespace) -> int:
@@ -40,7 +39,6 @@ def cmd_exporter(args: argparse.Namespace) -> int:
 
     from kinspect.sources.metrics import SnapshotMetrics
 
-    limit_arenas()  # polls in threads for days: a few malloc arenas, not sixteen
     metrics = SnapshotMetrics()
     registry = CollectorRegistry()
     registry.register(metrics)

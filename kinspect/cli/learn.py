@@ -71,7 +71,7 @@ def register(commands: Any) -> None:
                       help="clear all progress (asks first unless --yes)")
     learn.add_argument("--json", action="store_true", help="--list or --summary as JSON")
     learn.add_argument("--yes", action="store_true", help="--forget without asking")
-    learn.set_defaults(handler=cmd_learn, learn_command=None)
+    learn.set_defaults(handler=cmd_learn, learn_command=None, long_lived=True)
 
 
 def cmd_learn(args: argparse.Namespace) -> int:

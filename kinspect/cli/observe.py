@@ -40,7 +40,7 @@ def register(commands: Any) -> None:
     watch.add_argument("--interval", type=option(0.2, 300), help="AdminClient poll seconds (default: the "
                        "profile's refresh_s, else 1; 0.2 to 300)")
     add_cluster_arguments(watch)
-    watch.set_defaults(handler=cmd_watch)
+    watch.set_defaults(handler=cmd_watch, long_lived=True)
 
 
 def make_observer(args: argparse.Namespace, run_dir: Path | None = None,

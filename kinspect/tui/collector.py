@@ -56,7 +56,8 @@ class QuietCollector:
     def start(self) -> None:
         """Objects alive at start (modules, the app) are frozen out of every collection;
         the oldest generation is left to `maybe_collect`; malloc's arenas are capped before the
-        feed's threads start."""
+        feed's threads start (the CLI already did for `ui`, `demo` and `learn`, earlier: this is
+        for an app started in-process, a bench's or a test's)."""
         gc.freeze()
         gc.set_threshold(700, 10, NEVER)
         limit_arenas()

@@ -186,23 +186,32 @@ def test_malloc_trim_is_glibcs_where_the_c_library_is_glibc() -> None:
 
 
 # Twelve threads alive at once, each allocating; then glibc's own account of its arenas
-# (malloc_info: one <heap> per arena). "screen": as the app mounts, before its feed's threads.
+# (malloc_info: one <heap> per arena). "screen": as the app mounts, before its feed's threads;
+# "watch": inside `kinspect watch`'s handler (a long-lived command), as the CLI runs it.
 ARENA_COUNT = """
 import sys, threading
 from kinspect.heap import malloc_info
-from kinspect.tui.collector import QuietCollector
+def count(_args=None):
+    ready = threading.Barrier(13)
+    def work():
+        kept = [bytes(4096 + i) for i in range(200)]
+        ready.wait()
+        ready.wait()
+    threads = [threading.Thread(target=work) for _ in range(12)]
+    for t in threads: t.start()
+    ready.wait()
+    print(len(malloc_info().findall("heap")))
+    ready.wait()
+    return 0
 if sys.argv[1] == "screen":
+    from kinspect.tui.collector import QuietCollector
     QuietCollector().start()
-ready = threading.Barrier(13)
-def work():
-    kept = [bytes(4096 + i) for i in range(200)]
-    ready.wait()
-    ready.wait()
-threads = [threading.Thread(target=work) for _ in range(12)]
-for t in threads: t.start()
-ready.wait()
-print(len(malloc_info().findall("heap")))
-ready.wait()
+if sys.argv[1] == "watch":
+    import kinspect.cli, kinspect.cli.observe
+    kinspect.cli.observe.cmd_watch = count
+    kinspect.cli.main(["watch", "--bootstrap", "127.0.0.1:1"])
+else:
+    count()
 """
 
 
@@ -220,6 +229,7 @@ def test_the_screens_threads_share_two_malloc_arenas() -> None:
         assert limit_arenas() is False
         return
     assert arenas_with_twelve_threads("screen") <= ARENAS
+    assert arenas_with_twelve_threads("watch") <= ARENAS  # `kinspect demo` had made 15 first
     assert arenas_with_twelve_threads("default") > ARENAS
 
 

@@ -12,14 +12,15 @@ has heard, never the word of whichever broker a client happened to ask.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kinspect.clients import zookeeper as znodes
 from kinspect.clients.quorum import NO_ANSWER, describe_quorum
 from kinspect.clients.wire import BrokerClaim, BrokerLink, ask_claims, connection_settings
 from kinspect.model.views import PartitionStateZ
+
+if TYPE_CHECKING:  # only ZooKeeper mode makes a client (clients/zookeeper.py)
+    from kazoo.client import KazooClient
 
 Key = tuple[str, int]
 

@@ -11,12 +11,13 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.model import PartitionStateZ
+
+if TYPE_CHECKING:  # kazoo is imported where a client is made: a KRaft one-shot never needs it
+    from kazoo.client import KazooClient
 
 
 def quiet_kazoo() -> None:
@@ -26,6 +27,8 @@ def quiet_kazoo() -> None:
 
 def zk_client(zookeeper: str, timeout: float, session_s: float = 5.0) -> KazooClient:
     """A started, quiet kazoo client, or a one-line KinspectError saying why there is none."""
+    from kazoo.client import KazooClient  # here: ~20 ms a KRaft one-shot command skips
+
     quiet_kazoo()
     try:
         zk = KazooClient(hosts=zookeeper, timeout=session_s)

@@ -10,6 +10,7 @@ from kinspect.model.serialize import (
     quorum_to_json,
     snapshot_from_json,
     snapshot_to_json,
+    topic_to_json,
 )
 from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
@@ -102,4 +103,5 @@ __all__ = [
     "quorum_to_json",
     "snapshot_from_json",
     "snapshot_to_json",
+    "topic_to_json",
 ]

@@ -152,10 +152,11 @@ def unchecked_to_json(u: Unchecked) -> dict[str, Any]:
             "subjects": list(u.subjects), "text": u.text}
 
 
-def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
+def snapshot_to_json(s: ClusterSnapshot, with_topics: bool = True) -> dict[str, Any]:
     """The snapshot; `mode` always, `quorum` only in KRaft (null there when it did not answer),
-    each broker's `fenced` only in KRaft."""
-    out = _snapshot_json(s)
+    each broker's `fenced` only in KRaft. Without topics, "topics" is left empty for the
+    caller to fill from `topic_to_json`."""
+    out = _snapshot_json(s, with_topics)
     out["mode"] = s.mode
     out["unchecked"] = [unchecked_to_json(u) for u in unchecked(s)]  # what assess(s) says
     if s.kraft:
@@ -165,7 +166,7 @@ def snapshot_to_json(s: ClusterSnapshot) -> dict[str, Any]:
     return out
 
 
-def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
+def _snapshot_json(s: ClusterSnapshot, with_topics: bool) -> dict[str, Any]:
     return {
         "taken_at": s.taken_at,
         "replica_logs_at": s.replica_logs_at,
@@ -183,18 +184,24 @@ def _snapshot_json(s: ClusterSnapshot) -> dict[str, Any]:
                      else fact_to_json(b.log_dirs, lambda dirs: [log_dir_to_json(d) for d in dirs])}
                     for b in s.brokers],
         "log_dirs_at": s.log_dirs_at,
-        "topics": [{
-            "name": t.name, "replication_factor": t.replication_factor,
-            "config": fact_to_json(t.config, lambda c: {k: v.value for k, v in c}),
-            "config_source": fact_to_json(t.config, lambda c: {k: v.source for k, v in c}),
-            "partitions": [_partition(p) for p in t.partitions],
-        } for t in s.topics],
+        "topics": [topic_to_json(t) for t in s.topics] if with_topics else [],
         "hidden_topics": fact_to_json(s.hidden_topics, list),
         "groups_unknown": {g: why.reason for g, why in s.groups_unknown},
         "warnings": [{"kind": w.kind, "topic": w.topic, "broker": w.broker,
                       "severity": w.severity, "message": w.message} for w in s.warnings],
         "limitations": list(s.limitations),
         "groups": [_group(g, s.taken_at) for g in s.groups],
+    }
+
+
+def topic_to_json(t: TopicInfo) -> dict[str, Any]:
+    """One topic with its partitions: the bulk of a snapshot's JSON (`snapshot_to_json` with
+    `topics=False` leaves them to the caller, who may write them elsewhere, e.g. in parallel)."""
+    return {
+        "name": t.name, "replication_factor": t.replication_factor,
+        "config": fact_to_json(t.config, lambda c: {k: v.value for k, v in c}),
+        "config_source": fact_to_json(t.config, lambda c: {k: v.source for k, v in c}),
+        "partitions": [_partition(p) for p in t.partitions],
     }
 
 

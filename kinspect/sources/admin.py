@@ -692,12 +692,7 @@ class AdminSource:
         for key, (leader, epoch) in decided.items():
             if leader is None:
                 continue
-            lead = ends.get(key, {}).get(leader)
-            current = max(epoch, lead.epoch if lead and lead.epoch is not None else -1)
-            older = {e.epoch for e in ends.get(key, {}).values()
-                     if e.epoch is not None and e.epoch < current}
-            if key in watched and current > 0:
-                older.add(current - 1)  # its end is where the current epoch starts
+            older = _older_epochs(ends.get(key, _NO_ENDS), leader, epoch, key in watched)
             if older:
                 asks.setdefault(leader, {})[key] = older
         out: dict[Key, dict[int, EpochEnd]] = {}
@@ -710,6 +705,25 @@ class AdminSource:
             except (OSError, ConnectionError, ValueError, EOFError):
                 continue
         return out
+
+
+_NO_ENDS: Mapping[int, ReplicaEnd] = {}
+
+
+def _older_epochs(ends: Mapping[int, ReplicaEnd], leader: int, epoch: int, watched: bool
+                  ) -> set[int] | None:
+    """The epochs older than the leader's current one that a replica's log ends in (and, when
+    watched, the one before it: its end is where the current epoch starts); None for a
+    partition whose replicas are all at the current epoch, as nearly all are."""
+    lead = ends.get(leader)
+    current = epoch if lead is None or lead.epoch is None else max(epoch, lead.epoch)
+    older = None
+    for end in ends.values():
+        if end.epoch is not None and end.epoch < current:
+            older = {end.epoch} if older is None else older | {end.epoch}
+    if watched and current > 0:
+        older = {current - 1} if older is None else older | {current - 1}
+    return older
 
 
 def hosted_topics(disks: Mapping[int, Fact[BrokerLogDirs]]) -> Fact[frozenset[str]]:

@@ -18,7 +18,9 @@ HEAVY = ("kinspect.lab.backend", "kinspect.tui", "kinspect.postmortem", "kinspec
          "kinspect.scenarios", "kinspect.lessons", "textual", "pyarrow", "numpy", "pyspark",
          "duckdb",
          # no lab on disk: nothing to relay or route (placement.py); OAuth's HTTP only for it
-         "kinspect.cli.container_relay", "kinspect.cli.rootless", "urllib.request")
+         "kinspect.cli.container_relay", "kinspect.cli.rootless", "urllib.request",
+         # no --zookeeper, no profiles file; of kafka-python only its connection and protocol
+         "kazoo", "tomllib", "kafka.admin", "kafka.consumer", "kafka.producer")
 
 
 def commands_of(parser: argparse.ArgumentParser) -> set[str]:

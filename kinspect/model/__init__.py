@@ -6,6 +6,7 @@ from kinspect.model.controller_moves import ControllerMove, ControllerMoves, Con
 from kinspect.model.events import Event, EventKind, HwStallTracker, diff
 from kinspect.model.facts import Fact, Unknown, known
 from kinspect.model.serialize import (
+    partitions_to_json,
     quorum_from_json,
     quorum_to_json,
     snapshot_from_json,
@@ -99,6 +100,7 @@ __all__ = [
     "diff",
     "keep_unchanged",
     "known",
+    "partitions_to_json",
     "quorum_from_json",
     "quorum_to_json",
     "snapshot_from_json",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from kinspect.model.assessment import Unchecked, unchecked
@@ -194,15 +194,19 @@ def _snapshot_json(s: ClusterSnapshot, with_topics: bool) -> dict[str, Any]:
     }
 
 
-def topic_to_json(t: TopicInfo) -> dict[str, Any]:
-    """One topic with its partitions: the bulk of a snapshot's JSON (`snapshot_to_json` with
-    `topics=False` leaves them to the caller, who may write them elsewhere, e.g. in parallel)."""
+def topic_to_json(t: TopicInfo, partitions: Any = None) -> dict[str, Any]:
+    """One topic with its partitions, or with `partitions` in their place (the bulk of a
+    snapshot's JSON, which a caller may encode elsewhere: `partitions_to_json`)."""
     return {
         "name": t.name, "replication_factor": t.replication_factor,
         "config": fact_to_json(t.config, lambda c: {k: v.value for k, v in c}),
         "config_source": fact_to_json(t.config, lambda c: {k: v.source for k, v in c}),
-        "partitions": [_partition(p) for p in t.partitions],
+        "partitions": partitions_to_json(t.partitions) if partitions is None else partitions,
     }
+
+
+def partitions_to_json(partitions: Iterable[PartitionInfo]) -> list[dict[str, Any]]:
+    return [_partition(p) for p in partitions]
 
 
 def seconds(ms: int | None) -> float | None:

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from kinspect.cli.snapshot_json import FORK_FROM, OPTIONS, snapshot_json
-from kinspect.model import ClusterSnapshot, TopicInfo, snapshot_to_json, topic_to_json
+from kinspect.cli.snapshot_json import CHILD_SHARE, FORK_FROM, OPTIONS, snapshot_json
+from kinspect.model import ClusterSnapshot, PartitionInfo, TopicInfo, partitions_to_json, snapshot_to_json
 from tests.helpers.model_fixtures import demo_snapshot
 
 
-def big_snapshot(partitions: int) -> ClusterSnapshot:
-    """The demo snapshot's topics copied under new names until it holds `partitions`."""
+def big_snapshot(partitions: int, sizes: Sequence[int] = ()) -> ClusterSnapshot:
+    """The demo snapshot's topics copied under new names until it holds `partitions`; with
+    `sizes`, topics of those sizes (copies of the demo's first topic's partitions)."""
     base = demo_snapshot()
     topics: list[TopicInfo] = []
+    for size in sizes:
+        template = base.topics[0]
+        name = f"sized-{len(topics)}"
+        topics.append(replace(template, name=name, partitions=tuple(
+            replace(template.partitions[i % len(template.partitions)], topic=name, partition=i)
+            for i in range(size))))
     while sum(len(t.partitions) for t in topics) < partitions:
         for topic in base.topics:
             name = f"{topic.name}-{len(topics)}"
@@ -31,24 +39,29 @@ def one_encoder(snapshot: ClusterSnapshot) -> bytes:
 
 
 def noting_pids(where: Path, fail_in_child: bool = False) -> Any:
-    """topic_to_json that notes which process encoded each topic (and fails in the child)."""
+    """partitions_to_json that notes which process encoded each partition (and fails in
+    the child)."""
     parent = os.getpid()
 
-    def encode(topic: TopicInfo) -> dict[str, Any]:
+    def encode(partitions: Sequence[PartitionInfo]) -> list[dict[str, Any]]:
         with where.open("a") as out:
-            out.write(f"{os.getpid()} {topic.name}\n")
+            out.writelines(f"{os.getpid()} {p.topic} {p.partition}\n" for p in partitions)
         if fail_in_child and os.getpid() != parent:
             raise RuntimeError("the child fails")
-        return topic_to_json(topic)
+        return partitions_to_json(partitions)
     return encode
 
 
-def encoders(where: Path) -> dict[int, list[str]]:
-    seen: dict[int, list[str]] = {}
+def encoders(where: Path) -> dict[int, list[tuple[str, int]]]:
+    seen: dict[int, list[tuple[str, int]]] = {}
     for line in where.read_text().splitlines():
-        pid, name = line.split()
-        seen.setdefault(int(pid), []).append(name)
+        pid, topic, partition = line.split()
+        seen.setdefault(int(pid), []).append((topic, int(partition)))
     return seen
+
+
+def every_partition(snapshot: ClusterSnapshot) -> list[tuple[str, int]]:
+    return [(p.topic, p.partition) for t in snapshot.topics for p in t.partitions]
 
 
 def test_a_big_snapshot_is_encoded_in_two_processes_into_the_same_bytes(tmp_path: Path) -> None:
@@ -58,8 +71,21 @@ def test_a_big_snapshot_is_encoded_in_two_processes_into_the_same_bytes(tmp_path
     assert encoded == one_encoder(snapshot)
     by_pid = encoders(notes)
     assert len(by_pid) == 2 and os.getpid() in by_pid
-    names = [t.name for t in snapshot.topics]
-    assert by_pid.pop(os.getpid()) + next(iter(by_pid.values())) == names  # in order, once each
+    ours = by_pid.pop(os.getpid())
+    theirs = next(iter(by_pid.values()))
+    assert ours + theirs == every_partition(snapshot)  # in order, each once
+    assert len(theirs) == int(len(ours + theirs) * CHILD_SHARE)
+
+
+def test_one_topic_of_nearly_all_partitions_is_cut_in_two(tmp_path: Path) -> None:
+    snapshot = big_snapshot(0, sizes=(FORK_FROM * 2, 3))  # a skewed cluster
+    notes = tmp_path / "pids"
+    assert snapshot_json(snapshot, snapshot.topics, noting_pids(notes)) == one_encoder(snapshot)
+    by_pid = encoders(notes)
+    ours = by_pid.pop(os.getpid())
+    (theirs,) = by_pid.values()
+    assert ours[0] == ("sized-0", 0) and theirs[0][0] == "sized-0"
+    assert theirs[-1] == ("sized-1", 2)
 
 
 def test_a_failed_child_loses_nothing(tmp_path: Path) -> None:
@@ -67,7 +93,7 @@ def test_a_failed_child_loses_nothing(tmp_path: Path) -> None:
     notes = tmp_path / "pids"
     encoded = snapshot_json(snapshot, snapshot.topics, noting_pids(notes, fail_in_child=True))
     assert encoded == one_encoder(snapshot)
-    assert set(encoders(notes)[os.getpid()]) == {t.name for t in snapshot.topics}
+    assert sorted(encoders(notes)[os.getpid()]) == sorted(every_partition(snapshot))
 
 
 def test_a_small_snapshot_or_some_topics_stay_in_one_process(tmp_path: Path) -> None:

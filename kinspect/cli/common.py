@@ -101,7 +101,7 @@ def _lab_cluster(args: argparse.Namespace, kafka: dict[str, str]) -> ClusterTarg
 def _admin(bootstrap: str, kafka: dict[str, str]) -> WatchedAdmin:
     from kinspect.clients.kafka import admin_client
 
-    return admin_client(bootstrap, config=kafka, ask_ahead=True)
+    return admin_client(bootstrap, config=kafka)
 
 
 def _openable_lab() -> LabState | None:

@@ -91,7 +91,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if args.json:
         write_bytes(snapshot_json(snapshot, topics))
         return 0
-    data = snapshot_to_json(snapshot)
+    data = snapshot_to_json(snapshot, with_topics=False)
     data["topics"] = [topic_to_json(t) for t in topics]
     print(render_snapshot(data))
     return 0

@@ -252,38 +252,17 @@ class WatchedAdmin:
 
     client: AdminClient
     auth: AuthWatch
-    # (ms since the epoch it was asked at, the answer): the whole metadata asked ahead
-    ahead: Future[tuple[int, Any]] | None = None
 
 
 def admin_client(bootstrap: str, timeout_s: float = ADMIN_TIMEOUT_S,
-                 config: Mapping[str, str] | None = None, ask_ahead: bool = False
-                 ) -> WatchedAdmin:
+                 config: Mapping[str, str] | None = None) -> WatchedAdmin:
     """The AdminClient a source polls with. A one-shot command makes it first
     (cli/common.resolve_with_admin): librdkafka connects on threads of its own while the
-    command imports the rest, and the first metadata answer comes ~50 ms sooner. With
-    `ask_ahead`, the whole metadata is asked at once too, on a thread, for the source's first
-    poll (at 10,000 partitions ~80 ms of a first answer that then runs beside the imports)."""
+    command imports the rest, and the first metadata answer comes ~50 ms sooner."""
     settings, watch = client_config({"bootstrap.servers": bootstrap,
                                      "socket.timeout.ms": int(timeout_s * 1000),
                                      **(config or {})})
-    client = AdminClient(settings)
-    return WatchedAdmin(client, watch, _metadata_ahead(client, timeout_s) if ask_ahead else None)
-
-
-def _metadata_ahead(client: AdminClient, timeout_s: float) -> Future[tuple[int, Any]]:
-    """list_topics() on a thread of its own: its answer, or its error, in the future."""
-    future: Future[tuple[int, Any]] = Future()
-
-    def ask() -> None:
-        asked_at = time.time_ns() // 1_000_000
-        try:
-            future.set_result((asked_at, client.list_topics(timeout=timeout_s)))
-        except Exception as exc:  # the poll that takes it raises it, as list_topics would
-            future.set_exception(exc)
-
-    threading.Thread(target=ask, name="kinspect-metadata-ahead", daemon=True).start()
-    return future
+    return WatchedAdmin(AdminClient(settings), watch)
 
 
 def answer_of(admin: WatchedAdmin, future: Future[T], timeout_s: float) -> T:

@@ -204,7 +204,7 @@ class AdminSource:
         self.probe_brokers = probe_brokers
         self._on_change = on_change
         made = client or admin_client(bootstrap, timeout_s, config)
-        self._admin, self._auth, self._ahead = made.client, made.auth, made.ahead
+        self._admin, self._auth = made.client, made.auth
         self._lock = threading.Lock()
         self._view = BrokerView(state="unknown", error=None, brokers={}, controller_id=None,
                                 partitions={}, configs={}, offsets={})
@@ -427,7 +427,8 @@ class AdminSource:
     def _poll(self) -> tuple[BrokerView, Claims]:
         """One metadata request (it names the controller too), then configs, offsets and the
         brokers' own answers at once: they do not depend on each other."""
-        polled_at, metadata = self._metadata()
+        polled_at = time.time_ns() // 1_000_000
+        metadata = self._admin.list_topics(timeout=self.budget(self.timeout_s))
         brokers = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
         controller = metadata.controller_id if metadata.controller_id >= 0 else None
         partitions: dict[tuple[str, int], PartitionMeta] = {}
@@ -485,16 +486,6 @@ class AdminSource:
                           probes_off=self.probe_problem,
                           stalled_since=self._stalls(reassignments, ends, polled_at))
         return view, claims
-
-    def _metadata(self) -> tuple[int, Any]:
-        """(ms since the epoch it was asked at, the whole metadata): at the first poll the
-        answer its client asked ahead, if it did (clients/kafka.admin_client), else asked now;
-        a failure raises as list_topics does, within this poll's own time limit."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            return ahead.result(timeout=self.budget(self.timeout_s))
-        polled_at = time.time_ns() // 1_000_000
-        return polled_at, self._admin.list_topics(timeout=self.budget(self.timeout_s))
 
     def _links_to(self, brokers: Mapping[int, str]) -> list[BrokerLink]:
         return [self._link(b, address) for b, address in sorted(brokers.items())]

@@ -61,12 +61,17 @@ def merge_claims(view: BrokerView, claims: Claims, zk: ZkView | None) -> BrokerV
             against = sorted(b for b in claimants if b != _decided_leader(key, view, zk))
             chosen = against[0] if against else next(iter(claimants))
             claim = claimants[chosen]
-        base, decision = told.get(key), decided.get(key)
+        base = told.get(key)
+        if base is not None and base.leader == chosen and base.isr == claim.isr:
+            continue  # the AdminClient saw it so too (a healthy cluster: all but a few)
+        decision = decided.get(key)
         replicas = base.replicas if base else decision.replicas if decision else claim.replicas
         partitions[key] = PartitionMeta(chosen, replicas, claim.isr)
     for key, decision in decided.items():
         if key not in leaders:
             base = told.get(key)
+            if base is not None and base.leader == decision.leader and base.isr == decision.isr:
+                continue
             partitions[key] = PartitionMeta(decision.leader,
                                             base.replicas if base else decision.replicas,
                                             decision.isr)

@@ -66,6 +66,20 @@ def test_rogue_self_claim_wins_the_broker_view() -> None:
     assert merge_claims(view, {}, zk) is view
 
 
+def test_a_claim_the_admin_client_saw_alike_keeps_its_partition() -> None:
+    """Where the AdminClient's metadata already says what the self-claim says, its own value is
+    kept (no copy per partition of a healthy cluster); where they differ, the claim is shown."""
+    zk = zk_view(states={("test1", 0): PartitionStateZ(1, 3, (1, 2), 3, T0 - 5000)})
+    view = broker_view(zk)
+    told = view.partitions[("test1", 0)]
+    alike = {told.leader: {("test1", 0): BrokerClaim(told.leader, told.replicas, told.isr)}}
+    assert merge_claims(view, alike, zk).partitions[("test1", 0)] is told
+    shrunk = {told.leader: {("test1", 0): BrokerClaim(told.leader, told.replicas,
+                                                      told.isr[:1])}}
+    shown = merge_claims(view, shrunk, zk).partitions[("test1", 0)]
+    assert shown is not told and (shown.leader, shown.replicas, shown.isr) == (1, (3, 1, 2), (1,))
+
+
 def test_brokers_sharing_one_answer_claim_as_if_each_had_its_own() -> None:
     """Brokers that answered the same bytes share one decoded dict: read once, the same claims."""
     answer = {("t", 0): BrokerClaim(1, (1, 2), (1, 2)), ("t", 1): BrokerClaim(2, (2, 1), (2,)),

@@ -12,6 +12,7 @@ broker's log really held, at the epoch kinspect names. One lab at a time.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -79,9 +80,13 @@ def run_backend(backend: str, rounds: int, spark: Any) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(argv if argv is not None else sys.argv[1:])
-    rounds = int(args.pop(0)) if args and args[0].isdigit() else ROUNDS
-    backends = args or ["process", "docker"]
+    parser = argparse.ArgumentParser(prog="python -m bench.attribution", description=__doc__)
+    parser.add_argument("rounds", nargs="?", type=int, default=ROUNDS,
+                        help=f"rounds per backend (default {ROUNDS})")
+    parser.add_argument("backends", nargs="*", default=["process", "docker"],
+                        choices=["process", "docker"], help="lab backends (default both)")
+    args = parser.parse_args(argv)
+    rounds, backends = args.rounds, args.backends
     from kinspect.postmortem.spark.job import start_spark
 
     spark = start_spark("local[2]")

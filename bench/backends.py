@@ -8,6 +8,7 @@ and waiting for a full ISR; then `lab down`. One lab at a time.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import sys
@@ -83,7 +84,8 @@ def measure(backend: str) -> dict[str, Any]:
     return result
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="python -m bench.backends", description=__doc__).parse_args(argv)
     results = [measure(backend) for backend in ("process", "docker")]
     out = Path("bench/out/backends.json")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -100,4 +102,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

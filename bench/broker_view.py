@@ -14,6 +14,7 @@ is in bench/README.md's log-dirs figures.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import time
@@ -81,9 +82,10 @@ def row(label: str, values: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    partitions = int(args[args.index("--partitions") + 1]) if "--partitions" in args \
-        else PARTITIONS
+    parser = argparse.ArgumentParser(prog="python -m bench.broker_view", description=__doc__)
+    parser.add_argument("--partitions", type=int, default=PARTITIONS,
+                        help=f"partitions on the broker (default {PARTITIONS:,})")
+    partitions = parser.parse_args(argv).partitions
     model = model_ms(partitions)
     screen = asyncio.run(on_screen(partitions))
     print(f"\n## The broker view, {partitions:,} partitions on the broker (synthetic stand-in, ms)")

@@ -9,6 +9,7 @@ time), which is the least a script polling it waits.
 
 from __future__ import annotations
 
+import argparse
 import random
 import subprocess
 import sys
@@ -80,6 +81,7 @@ def peer_latency(bootstrap: str, runs: int = 5) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="python -m bench.lag", description=__doc__).parse_args(argv)
     with bench_lab() as lab:
         create_topics(lab["bootstrap"], {TOPIC: 1})
         _fill(lab["bootstrap"])

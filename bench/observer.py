@@ -7,6 +7,7 @@ every 1 s, the way web UIs do); `python -m bench.change_latency` runs it on both
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -79,6 +80,7 @@ def delete_topics(bootstrap: str, topics: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="python -m bench.observer", description=__doc__).parse_args(argv)
     from bench.change_latency import TOPIC, change_latency, create
 
     with bench_lab() as lab:

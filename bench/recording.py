@@ -4,6 +4,7 @@ recorded. Run under the lab lock: `flock /tmp/kinspect-lab.lock python -m bench.
 
 from __future__ import annotations
 
+import argparse
 import random
 import sys
 import tempfile
@@ -21,7 +22,11 @@ def size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.glob("seg-*"))
 
 
-def main(window_s: float = 60.0) -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.recording", description=__doc__)
+    parser.add_argument("window_s", nargs="?", type=float, default=60.0,
+                        help="seconds of each phase, idle and after the kill (default 60)")
+    window_s = parser.parse_args(argv).window_s
     with bench_lab() as lab, tempfile.TemporaryDirectory() as tmp:
         _create_big_topic(lab["bootstrap"])
         expected = {n["broker_id"]: n["address"] for n in lab["nodes"] if n.get("broker_id")}
@@ -60,4 +65,4 @@ def main(window_s: float = 60.0) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(float(sys.argv[1]) if len(sys.argv) > 1 else 60.0))
+    sys.exit(main())

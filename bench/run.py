@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
@@ -10,7 +11,10 @@ SUITES = ("bench.observer", "bench.producer", "bench.tui", "bench.lag", "bench.p
 
 
 def main(argv: list[str] | None = None) -> int:
-    chosen = list(argv if argv is not None else sys.argv[1:]) or list(SUITES)
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("suites", nargs="*", default=list(SUITES),
+                        help=f"which (default all: {', '.join(s[6:] for s in SUITES)})")
+    chosen = parser.parse_args(argv).suites
     failed = []
     for name in chosen:
         module_name = name if name.startswith("bench.") else f"bench.{name}"

@@ -12,6 +12,7 @@ lab by default (bench/snapshot.py's topics past that), a broker killed, Pilot's 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import resource
 import subprocess
@@ -297,11 +298,17 @@ def synthetic_main(partitions: int = SYNTHETIC_PARTITIONS) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    asked = int(args[args.index("--partitions") + 1]) if "--partitions" in args else None
-    if "--lab" in args:
-        return lab_main(asked or BIG_PARTITIONS)
-    return synthetic_main(asked or SYNTHETIC_PARTITIONS)
+    parser = argparse.ArgumentParser(prog="python -m bench.tui", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lab", action="store_true", help="measure on the running lab (or one "
+                        "started for the run) instead of the synthetic stand-in")
+    parser.add_argument("--partitions", type=int, default=None,
+                        help=f"partitions (default {SYNTHETIC_PARTITIONS:,} synthetic, "
+                        f"{BIG_PARTITIONS:,} on a lab)")
+    args = parser.parse_args(argv)
+    if args.lab:
+        return lab_main(args.partitions or BIG_PARTITIONS)
+    return synthetic_main(args.partitions or SYNTHETIC_PARTITIONS)
 
 
 if __name__ == "__main__":

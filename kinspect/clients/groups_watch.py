@@ -115,8 +115,11 @@ class GroupsWatch:
             # A listed group whose coordinator did not answer in time keeps its last view: lag
             # is reported as last known rather than dropped mid-failover; a group no longer
             # listed is gone.
-            self._groups = {gid: views[gid] if gid in views else self._groups[gid]
-                            for gid in listed if gid in views or gid in self._groups}
-            self._refused = refused
+            groups = {gid: views[gid] if gid in views else self._groups[gid]
+                      for gid in listed if gid in views or gid in self._groups}
+            changed = groups != self._groups or refused != self._refused
+            self._groups, self._refused = groups, refused
+        first = not self.answered.is_set()
         self.answered.set()
-        self._on_change()
+        if changed or first:  # the same answer again (every second) is no news to rebuild for
+            self._on_change()

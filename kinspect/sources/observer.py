@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -38,9 +38,37 @@ from kinspect.sources.claims import merge_claims
 
 if TYPE_CHECKING:
     from kinspect.clients.kafka import WatchedAdmin
+    from kinspect.model import BrokerView, GroupView, ZkView
+    from kinspect.sources.claims import Claims
     from kinspect.sources.zk_watch import ZooKeeperSource
 
 Subscriber = Callable[[ClusterSnapshot, list[Event]], None]
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """The sources' views a snapshot was built from. The views are immutable and replaced
+    whole by each poll or watch, so the same objects mean nothing was told since."""
+
+    zk: ZkView | None
+    admin: BrokerView | None
+    claims: Claims | None
+    groups: tuple[dict[str, GroupView], dict[str, str]] | None  # copies: compared by value
+    expected: tuple[int, ...]
+
+
+def _same_inputs(now: BuildInputs, then: BuildInputs) -> bool:
+    return (now.zk is then.zk and now.admin is then.admin
+            and _same_claims(now.claims, then.claims)
+            and now.groups == then.groups and now.expected == then.expected)
+
+
+def _same_claims(now: Claims | None, then: Claims | None) -> bool:
+    """The same brokers' answers: each is one decoded dict per distinct answer, kept while a
+    broker answers the same bytes (clients/wire.py), so identity says it."""
+    if now is None or then is None:
+        return now is then
+    return now.keys() == then.keys() and all(now[b] is then[b] for b in now)
 
 
 def now_ms() -> int:
@@ -97,6 +125,7 @@ class Observer:
             self._timeline = open(run_dir / "timeline.jsonl", "a")  # noqa: SIM115
         self._thread: threading.Thread | None = None
         self.build_ms = 0.0
+        self._built_from: BuildInputs | None = None
         self.last_error: str | None = None
         self.subscriber_error: str | None = None  # the last subscriber that raised, and why
         self._build_lock = threading.Lock()
@@ -153,21 +182,41 @@ class Observer:
             return self._build()
 
     def _build(self) -> tuple[ClusterSnapshot, list[Event]]:
-        zk_view = self.zk.view() if self.zk else None
-        broker_view = None
-        if self.admin:
-            broker_view = merge_claims(self.admin.view(), self.admin.claims(), zk_view)
-            if self.admin.groups is not None:  # the groups' own process answers on its own
-                broker_view = replace(broker_view, groups=self.admin.groups.view(),
-                                      groups_refused=self.admin.groups.refused())
+        inputs = self._inputs()
         started = time.perf_counter()
-        snapshot = keep_unchanged(self.latest, build_snapshot(
-            zk_view, broker_view, sorted(self.expected) or None, taken_at=now_ms()))
+        if self.latest is not None and self._built_from is not None \
+                and _same_inputs(inputs, self._built_from):
+            # Woken with nothing new (the once-a-second rebuild, a source telling the same):
+            # the same snapshot, taken now. A 10,000-partition build is ~0.1 s of CPU.
+            snapshot = replace(self.latest, taken_at=now_ms())
+        else:
+            snapshot = keep_unchanged(self.latest, self._snapshot_of(inputs))
+        self._built_from = inputs
         events = diff(self.latest, snapshot, self._controller)
         events += self._stalls.observe(snapshot)
         self.build_ms = (time.perf_counter() - started) * 1000
         self.latest = snapshot
         return snapshot, events
+
+    def _inputs(self) -> BuildInputs:
+        """What a snapshot is built from, as the sources hold it now."""
+        groups = self.admin.groups if self.admin else None
+        return BuildInputs(
+            zk=self.zk.view() if self.zk else None,
+            admin=self.admin.view() if self.admin else None,
+            claims=self.admin.claims() if self.admin else None,
+            groups=(groups.view(), groups.refused()) if groups is not None else None,
+            expected=tuple(sorted(self.expected)))
+
+    def _snapshot_of(self, inputs: BuildInputs) -> ClusterSnapshot:
+        broker_view = None
+        if inputs.admin is not None and inputs.claims is not None:
+            broker_view = merge_claims(inputs.admin, inputs.claims, inputs.zk)
+            if inputs.groups is not None:  # the groups' own process answers on its own
+                broker_view = replace(broker_view, groups=inputs.groups[0],
+                                      groups_refused=inputs.groups[1])
+        return build_snapshot(inputs.zk, broker_view, list(inputs.expected) or None,
+                              taken_at=now_ms())
 
     def _run(self) -> None:
         last_flush = 0.0

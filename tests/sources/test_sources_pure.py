@@ -148,6 +148,17 @@ def test_a_subscriber_that_raises_is_said_and_the_others_still_get_snapshots() -
     assert seen == ["first", "second"] and observer.problems() == []
 
 
+class NewsEachTime:
+    """Stands in for the ZooKeeper source (no ZooKeeper here): every view is a new one, as
+    after a watch fired, so the observer builds each time."""
+
+    def view(self) -> object:
+        return object()
+
+    def stop(self) -> None:
+        pass
+
+
 def test_the_observer_tells_a_controller_move_seen_in_steps_once(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """The observer keeps one ControllerMoves across its builds: the three snapshots of one
@@ -168,6 +179,7 @@ def test_the_observer_tells_a_controller_move_seen_in_steps_once(
     monkeypatch.setattr(observing, "build_snapshot", scripted)
     observer = observing.Observer("127.0.0.1:1", None, run_dir=tmp_path)  # never started
     observer.admin = None
+    observer.zk = NewsEachTime()  # type: ignore[assignment]
     told = []
     for _ in range(4):
         _snapshot, events = observer.build()

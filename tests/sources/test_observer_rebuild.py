@@ -7,10 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from kinspect.clients.groups_watch import GroupsWatch
-from kinspect.model import GroupView, Offsets
+from kinspect.model import GroupView, Offsets, PartitionStateZ, ZkView
+from kinspect.sources import observer as observing
 from kinspect.sources.observer import Observer
 from tests.helpers.kraft_fixtures import CLAIMS, KEY, kraft_view
+from tests.helpers.model_fixtures import T0, zk_view
 
 
 class StandInAdmin:
@@ -35,14 +39,41 @@ def observer_with(stand_in: StandInAdmin) -> Observer:
     return observer
 
 
-def test_nothing_new_is_the_same_snapshot_taken_later() -> None:
+def test_nothing_new_is_the_same_snapshot_taken_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = iter(range(1_000, 100_000, 1_000))
+    monkeypatch.setattr(observing, "now_ms", lambda: next(clock))
     stand_in = StandInAdmin()
     observer = observer_with(stand_in)
     first, _ = observer.build()
     again, events = observer.build()
     assert again.topics is first.topics and again.brokers is first.brokers
-    assert again.taken_at >= first.taken_at and events == []
+    assert (first.taken_at, again.taken_at) == (1_000, 2_000) and events == []
     assert replace(again, taken_at=first.taken_at) == first
+    rebuilt, _ = observer.build(anew=True)  # asked anew: the model is built again
+    assert rebuilt.brokers is not first.brokers and rebuilt.taken_at == 3_000
+    assert replace(rebuilt, taken_at=first.taken_at) == first
+
+
+class ZooKeeperReads:
+    """Stands in for the ZooKeeper source (no ZooKeeper here): like it, every read makes a new
+    view from its tables; `states` is what its watches last told."""
+
+    def __init__(self) -> None:
+        self.states = {KEY: PartitionStateZ(2, 5, (2, 3), 3, T0 - 5000)}
+
+    def view(self) -> ZkView:
+        return zk_view(states=dict(self.states))
+
+
+def test_zookeeper_views_read_anew_but_equal_are_nothing_new() -> None:
+    observer = Observer(None, None, expected_brokers={1: "a", 2: "b", 3: "c"})
+    zookeeper = observer.zk = ZooKeeperReads()  # type: ignore[assignment]
+    first, _ = observer.build()
+    again, _ = observer.build()
+    assert again.topics is first.topics and again.brokers is first.brokers
+    zookeeper.states = {KEY: PartitionStateZ(3, 6, (3,), 3, T0)}  # a watch told of an election
+    elected, _ = observer.build()
+    assert elected.partition(*KEY).leader == 3 and elected.partition(*KEY).isr == (3,)  # type: ignore[union-attr]
 
 
 def test_a_new_poll_or_a_new_claim_is_built_again() -> None:

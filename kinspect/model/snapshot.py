@@ -280,7 +280,7 @@ class PartitionInfo:
         return tuple(r for r in self.replica_logs if r.diverged > 0)
 
     @property
-    def severity(self) -> PartitionState:
+    def state(self) -> PartitionState:
         """How bad this partition is (PartitionState), to sort and colour it by."""
         if self.offline:
             return "offline"

@@ -83,7 +83,7 @@ def topic_rank(name: str, pinned: Collection[str]) -> tuple[bool, bool, str]:
 
 def unhealthy(p: PartitionInfo) -> bool:
     """What the `u` filter keeps: anything but ok (an unknown flag included) or moving."""
-    return (p.severity not in ("ok", "moving") or p.views_disagree
+    return (p.state not in ("ok", "moving") or p.views_disagree
             or bool(p.replica_logs and p.diverged))
 
 
@@ -93,7 +93,7 @@ def matches(needle: str) -> Callable[[PartitionInfo], bool]:
 
 
 @dataclass
-class Model:
+class PartitionTable:
     """What one snapshot gives the view: topics in display order, each sorted and summed.
 
     No per-partition dict: building 10,000 keys cost more than the rest of a snapshot."""
@@ -101,7 +101,7 @@ class Model:
     topics: list[tuple[TopicSummary, Sequence[PartitionInfo]]]
 
     @classmethod
-    def of(cls, snapshot: ClusterSnapshot, pinned: Collection[str] = ()) -> Model:
+    def of(cls, snapshot: ClusterSnapshot, pinned: Collection[str] = ()) -> PartitionTable:
         topics = sorted(snapshot.topics, key=lambda t: topic_rank(t.name, pinned))
         out: list[tuple[TopicSummary, Sequence[PartitionInfo]]] = []
         for topic in topics:
@@ -119,13 +119,13 @@ class Model:
                 return next((p for p in parts if p.partition == partition), None)
         return None
 
-    def same_topics(self, other: Model) -> bool:
+    def same_topics(self, other: PartitionTable) -> bool:
         """The same topics in the same order with the same partition counts (summaries equal):
         with no partition changed, the same rows."""
         return (len(self.topics) == len(other.topics)
                 and all(a == b for (a, _), (b, _) in zip(self.topics, other.topics, strict=True)))
 
-    def changed(self, old: Model, limit: int) -> list[tuple[PartitionInfo, PartitionInfo]]:
+    def changed(self, old: PartitionTable, limit: int) -> list[tuple[PartitionInfo, PartitionInfo]]:
         """(was, now) for partitions that differ, topic by topic in step; stops past limit."""
         before = {s.topic: parts for s, parts in old.topics}
         out: list[tuple[PartitionInfo, PartitionInfo]] = []
@@ -184,7 +184,7 @@ class Prepared:
     at 100,000 partitions the model, the comparison with the last one and the brokers' counts
     took ~0.9 s of the event loop per snapshot, every second, keys waiting."""
 
-    model: Model
+    model: PartitionTable
     pinned: tuple[str, ...]  # the topics shown first that the model was sorted with
     changes: tuple[Change, ...]  # since the last one prepared; past MARK_LIMIT: a failover
     counts: BrokerCounts  # partitions each broker leads, ISRs each is missing from
@@ -201,11 +201,11 @@ class Preparer:
 
     def __init__(self) -> None:
         self.pinned: tuple[str, ...] = ()
-        self._last: Model | None = None
+        self._last: PartitionTable | None = None
 
     def prepare(self, snapshot: ClusterSnapshot) -> Prepared:
         pinned = self.pinned
-        model, last = Model.of(snapshot, pinned), self._last
+        model, last = PartitionTable.of(snapshot, pinned), self._last
         changes = tuple(model.changed(last, MARK_LIMIT)) if last else ()
         if last is not None and not changes and model.same_topics(last):
             model = last  # the very model drawn last: the view sees by identity it has nothing to do

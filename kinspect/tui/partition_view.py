@@ -2,7 +2,7 @@
 
 A DataTable holds a row object per partition, drops its whole render cache on any change and
 removes rows in O(n): a 2,000-partition failover stalled the event loop for 1.3 s. This view
-keeps the snapshot's rows as a plain list (partition_rows.Model) and turns into Strips only
+keeps the snapshot's rows as a plain list (partition_rows.PartitionTable) and turns into Strips only
 the rows on screen, when Textual asks for them (the Line API), caching those until the next
 snapshot. A new snapshot is one pass over its partitions, whatever their number.
 """
@@ -26,7 +26,7 @@ from kinspect.model import ClusterSnapshot, PartitionInfo
 from kinspect.tui.partition_rows import (
     MARK_LIMIT,
     Change,
-    Model,
+    PartitionTable,
     Prepared,
     Row,
     RowKey,
@@ -93,7 +93,7 @@ class PartitionView(ScrollView, can_focus=True):
         self.pinned: tuple[str, ...] = ()
         self.cursor = 0
         self._snapshot: ClusterSnapshot | None = None
-        self._model: Model | None = None
+        self._model: PartitionTable | None = None
         self._rows: list[Row] = []
         self._opened: dict[str, bool] = {}  # topics the user opened or closed
         self._widths = {c: len(c) for c in PARTITION_COLUMNS}
@@ -115,7 +115,7 @@ class PartitionView(ScrollView, can_focus=True):
         if prepared is not None and prepared.pinned == self.pinned:
             model, changes = prepared.model, prepared.changes
         else:
-            model = Model.of(snapshot, self.pinned)
+            model = PartitionTable.of(snapshot, self.pinned)
             changes = tuple(model.changed(self._model, MARK_LIMIT)) if self._model else ()
         changed = self._mark(changes) if mark and self._model else 0
         unchanged = model is self._model  # an idle cluster's poll: no repaint (and no garbage)

@@ -381,14 +381,14 @@ def partition_cells(p: PartitionInfo, kraft: bool = False) -> dict[str, Text]:
     leader = Text(str(p.leader), "bold") if p.leader is not None else Text("none", "bold red")
     hw = "?" if p.high_watermark is None else f"{p.high_watermark:,}"
     epoch = "?" if p.leader_epoch is None else str(p.leader_epoch)
-    return {"topic": Text(p.topic, SEVERITY_STYLE[p.severity]), "part": Text(str(p.partition)),
+    return {"topic": Text(p.topic, SEVERITY_STYLE[p.state]), "part": Text(str(p.partition)),
             "leader": leader, "epoch": Text(epoch), "replicas": Text(_ids(p.replicas)),
             "isr": isr_text(p), "replica logs": replica_logs_text(p),
             "hw": Text(hw, justify="right"), "flags": partition_flags(p, kraft)}
 
 
 def healthy(p: PartitionInfo) -> bool:
-    return p.severity == "ok" and not p.views_disagree
+    return p.state == "ok" and not p.views_disagree
 
 
 def event_line(event: Event) -> Text:

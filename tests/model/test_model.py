@@ -24,18 +24,18 @@ def one(isr: tuple[int, ...], leader: int | None = 3, min_isr: str = "2", epoch:
 def test_healthy_partition_has_no_flags() -> None:
     snap, p = one((3, 1, 2))
     assert (p.offline, p.under_replicated, p.under_min_isr, p.at_min_isr) == (False,) * 4
-    assert p.preferred_leader and p.severity == "ok" and not p.views_disagree
+    assert p.preferred_leader and p.state == "ok" and not p.views_disagree
     assert assess(snap).verdict == "healthy"
 
 
 def test_isr_levels() -> None:
     _, p = one((3, 1))
-    assert p.under_replicated and p.at_min_isr and not p.under_min_isr and p.severity == "warn"
+    assert p.under_replicated and p.at_min_isr and not p.under_min_isr and p.state == "warn"
     snap, p = one((3,))
-    assert p.under_min_isr and p.severity == "under_min_isr"
+    assert p.under_min_isr and p.state == "under_min_isr"
     assert assess(snap).verdict == "critical"
     snap, p = one((), leader=None)
-    assert p.offline and p.leader is None and p.severity == "offline"
+    assert p.offline and p.leader is None and p.state == "offline"
     assert assess(snap).offline == ("test1-0",)
 
 

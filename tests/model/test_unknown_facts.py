@@ -47,7 +47,7 @@ def test_refused_configs_make_min_isr_unknown_never_the_default() -> None:
     assert p_oncall.min_isr == REFUSED and p_oncall.under_min_isr == REFUSED
     assert p_oncall.at_min_isr == REFUSED
     assert p_oncall.under_replicated is True  # the ISR and replicas were told
-    assert p_oncall.severity == "unknown" and p_admin.severity == "under_min_isr"
+    assert p_oncall.state == "unknown" and p_admin.state == "under_min_isr"
     with pytest.raises(TypeError):  # an unknown is never silently taken as true or false
         bool(p_oncall.under_min_isr)
 
@@ -99,7 +99,7 @@ def test_a_dead_leader_is_unavailable_and_a_replica_being_added_is_not_urp() -> 
     snap = build_snapshot(zk, broker_view(zk), [1, 2, 3], T0)
     p = snap.partition("moved", 0)
     assert p is not None and p.moving and p.replication_factor == 3
-    assert p.under_replicated is False and p.severity == "moving"
+    assert p.under_replicated is False and p.state == "moving"
     assert assess(snap).reassigning == ("moved-0",) and assess(snap).verdict == "healthy"
     assert "moving +4 -3" in partition_flags(p).plain
     # the leader's broker left the cluster's list of live brokers: Kafka's "unavailable"

@@ -49,14 +49,14 @@ def test_the_panels_passes_are_prepared_in_the_feeds_thread_and_add_up_in_a_burs
     """The model, the changes since the last snapshot and the brokers' counts come with the
     arrival (made where Arrival.assessed runs); a burst drawn as one keeps every change, and
     the view draws the prepared model as it is."""
-    from kinspect.tui.partition_rows import Model, Preparer, broker_counts
+    from kinspect.tui.partition_rows import PartitionTable, Preparer, broker_counts
     from kinspect.tui.partition_view import PartitionView
 
     preparer, box = Preparer(), Mailbox()
     calm, worse = demo_snapshot(), demo_snapshot(isolated_leader=True, taken_at=T0 + 1)
     first = Arrival.assessed(calm, (), preparer)
     assert first.prepared is not None and first.prepared.changes == ()
-    assert first.prepared.model == Model.of(calm) and first.prepared.counts == broker_counts(calm)
+    assert first.prepared.model == PartitionTable.of(calm) and first.prepared.counts == broker_counts(calm)
     box.put(Arrival.assessed(worse, (), preparer))
     box.put(Arrival.assessed(calm, (), preparer))  # and back: both moves are kept
     latest = box.take()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kinspect.model import ClusterSnapshot, PartitionInfo, ReplicaLog
-from kinspect.tui.partition_rows import Model, TopicSummary, row_key
+from kinspect.tui.partition_rows import PartitionTable, TopicSummary, row_key
 from kinspect.tui.render import header_text, partition_cells, replica_logs_text
 from tests.helpers.model_fixtures import demo_snapshot
 
@@ -14,27 +14,27 @@ def _default_open(summary: TopicSummary, filtered: bool) -> bool:
     return filtered or not summary.internal
 
 
-def _keys(model: Model, **kwargs: object) -> list[tuple[str, int]]:
+def _keys(model: PartitionTable, **kwargs: object) -> list[tuple[str, int]]:
     return [row_key(r) for r in model.rows(_default_open, **kwargs)]  # type: ignore[arg-type]
 
 
 def test_user_topics_first_internal_closed_pinned_first() -> None:
     snapshot = demo_snapshot(isolated_leader=True)
-    keys = _keys(Model.of(snapshot))
+    keys = _keys(PartitionTable.of(snapshot))
     assert keys[0] == ("orders", -1) and keys[7] == ("test1", -1)
     assert keys[-1] == ("__consumer_offsets", -1)  # closed: its summary only
-    assert _keys(Model.of(snapshot, pinned=("test1",)))[:2] == [("test1", -1), ("test1", 0)]
+    assert _keys(PartitionTable.of(snapshot, pinned=("test1",)))[:2] == [("test1", -1), ("test1", 0)]
 
 
 def test_summary_counts_what_is_wrong() -> None:
-    model = Model.of(demo_snapshot(isolated_leader=True))
+    model = PartitionTable.of(demo_snapshot(isolated_leader=True))
     orders = next(s for s, _ in model.topics if s.topic == "orders")
     assert (orders.partitions, orders.under_replicated, orders.offline) == (6, 1, 0)
     assert orders.high_watermark == 600
 
 
 def test_filters_keep_matching_topics_open() -> None:
-    model = Model.of(demo_snapshot(isolated_leader=True))
+    model = PartitionTable.of(demo_snapshot(isolated_leader=True))
     assert _keys(model, needle="orders-2") == [("orders", -1), ("orders", 2)]
     unhealthy = _keys(model, unhealthy_only=True)
     assert ("orders", 2) in unhealthy and ("test1", 0) in unhealthy
@@ -43,7 +43,8 @@ def test_filters_keep_matching_topics_open() -> None:
 
 def test_changed_finds_the_partitions_that_moved() -> None:
     before, after = demo_snapshot(), demo_snapshot(isolated_leader=True)
-    moved = {(p.topic, p.partition) for _, p in Model.of(after).changed(Model.of(before), 300)}
+    changed = PartitionTable.of(after).changed(PartitionTable.of(before), 300)
+    moved = {(p.topic, p.partition) for _, p in changed}
     assert moved == {("test1", 0), ("orders", 2)}
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +27,7 @@ from kafka.protocol.api import Request, Response
 from kafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
 from kinspect.clients.wire import BrokerLink, connection_settings
-from kinspect.errors import KinspectError
+from kinspect.errors import KinspectError, said
 from kinspect.model.views import ControllerAnswer, Mode, QuorumAnswer, QuorumReplica
 
 __all__ = ["DescribeQuorumRequest", "DescribeQuorumResponse", "NotKRaft", "QuorumAnswer",
@@ -207,16 +207,25 @@ def quorum_request(version: int) -> Any:
         topics=[(METADATA_TOPIC, [(METADATA_PARTITION, {})], {})], tags={})
 
 
-def _time(value: int) -> int | None:
-    return value if value >= 0 else None
+def _known(value: int) -> int | None:
+    """A leader id or a time the wire gives as -1 when there is none."""
+    if value < 0:
+        return None
+    return value
 
 
 def _replica(row: Any) -> QuorumReplica:
     if len(row) > 5:  # v2: the directory id after the id
-        return QuorumReplica(row[0], row[2], _time(row[3]), _time(row[4]))
+        return QuorumReplica(row[0], row[2], _known(row[3]), _known(row[4]))
     if len(row) > 3:  # v1
-        return QuorumReplica(row[0], row[1], _time(row[2]), _time(row[3]))
+        return QuorumReplica(row[0], row[1], _known(row[2]), _known(row[3]))
     return QuorumReplica(row[0], row[1], None, None)
+
+
+def _replicas(rows: Any) -> tuple[QuorumReplica, ...]:
+    if not rows:
+        return ()
+    return tuple(_replica(row) for row in rows)
 
 
 def voter_addresses(answer: QuorumAnswer) -> dict[int, str]:
@@ -229,8 +238,11 @@ def voter_addresses(answer: QuorumAnswer) -> dict[int, str]:
 def _endpoints(response: Any) -> dict[int, tuple[str, ...]]:
     """v2's nodes: each voter's listeners as NAME://host:port (what kafka-metadata-quorum
     describe --status prints as its endpoints); empty before v2."""
+    nodes = getattr(response, "nodes", None)
+    if not nodes:
+        return {}
     return {node_id: tuple(f"{name}://{host}:{port}" for name, host, port, _tags in listeners)
-            for node_id, listeners, _tags in getattr(response, "nodes", None) or ()}
+            for node_id, listeners, _tags in nodes}
 
 
 def _error(code: int, address: str) -> QuorumError:
@@ -238,24 +250,31 @@ def _error(code: int, address: str) -> QuorumError:
     return QuorumError(f"{address}: DescribeQuorum answered {name} ({code})", code)
 
 
-def quorum_from(response: Any, asked: str) -> QuorumAnswer:
-    """A DescribeQuorumResponse (v0 or v1) as a QuorumAnswer; QuorumError for an error."""
-    if response.error_code:
-        raise _error(response.error_code, asked)
+def _partition_rows(response: Any) -> Iterator[tuple[str, Any]]:
+    """Each topic's partitions as (topic, row), every version's row laid out as v0's (v2
+    carries the partition's error message after its code: left out here)."""
     for topic, partitions, _tags in response.topics or ():
         for raw in partitions or ():
-            # v2: the partition's error message after its code
-            row = (*raw[:2], *raw[3:]) if response.API_VERSION >= 2 else raw
-            index, code, leader, epoch, high_watermark, voters, observers = row[:7]
-            if topic != METADATA_TOPIC or index != METADATA_PARTITION:
-                continue
-            if code:
-                raise _error(code, asked)
-            return QuorumAnswer(leader_id=leader if leader >= 0 else None, leader_epoch=epoch,
-                                high_watermark=high_watermark,
-                                voters=tuple(_replica(r) for r in voters or ()),
-                                observers=tuple(_replica(r) for r in observers or ()),
-                                asked=asked, endpoints=_endpoints(response))
+            if response.API_VERSION >= 2:
+                yield topic, (*raw[:2], *raw[3:])
+            else:
+                yield topic, raw
+
+
+def quorum_from(response: Any, asked: str) -> QuorumAnswer:
+    """A DescribeQuorumResponse (v0 to v2) as a QuorumAnswer; QuorumError for an error."""
+    if response.error_code:
+        raise _error(response.error_code, asked)
+    for topic, row in _partition_rows(response):
+        index, code, leader, epoch, high_watermark, voters, observers = row[:7]
+        if topic != METADATA_TOPIC or index != METADATA_PARTITION:
+            continue
+        if code:
+            raise _error(code, asked)
+        return QuorumAnswer(leader_id=_known(leader), leader_epoch=epoch,
+                            high_watermark=high_watermark, voters=_replicas(voters),
+                            observers=_replicas(observers), asked=asked,
+                            endpoints=_endpoints(response))
     raise QuorumError(f"{asked}: DescribeQuorum answered without {METADATA_TOPIC}-0", -1)
 
 
@@ -273,6 +292,23 @@ def ask_quorum(link: BrokerLink, timeout_s: float = 1.0) -> QuorumAnswer:
     if low > NEWEST:
         raise KinspectError(f"{link.address} takes DescribeQuorum v{low}+ only")
     return quorum_from(link.ask(quorum_request(min(high, NEWEST)), timeout_s), link.address)
+
+
+def _mode(versions: Mapping[int, Any]) -> Mode:
+    """A broker that takes DescribeQuorum is a KRaft cluster's."""
+    if DESCRIBE_QUORUM in versions:
+        return "kraft"
+    return "zookeeper"
+
+
+def _why_unanswered(error: str | None, states: tuple[ControllerAnswer, ...]) -> str:
+    """The brokers' error, else the first controller's, else "no answer"."""
+    if error:
+        return error
+    for state in states:
+        if state.error:
+            return state.error
+    return "no answer"
 
 
 # What a broker or controller that does not answer may raise (a decoding error included).
@@ -331,31 +367,56 @@ class QuorumProbe:
         """`controllers`: the profile's; when it gives none, those the quorum named (v2) are
         asked, the first time right after the answer that named them."""
         given = bool(controllers)
-        controllers = controllers or self.learned
+        if not given:
+            controllers = self.learned
         with ThreadPoolExecutor(max_workers=max(1, len(controllers)),
                                 thread_name_prefix="kinspect-quorum") as pool:
             direct = [pool.submit(self._ask_controller, node, address, timeout_s)
                       for node, address in sorted(controllers.items())]
             mode, forwarded, error = self._ask_brokers(brokers, timeout_s)
             asked = [future.result() for future in direct]
-        if not given and forwarded is not None and forwarded.endpoints:
-            first = not self.learned
-            self.learned = voter_addresses(forwarded)
-            if first:
-                asked += self._ask_all(self.learned, timeout_s)
+        if not given:
+            asked += self._learn(forwarded, timeout_s)
         states = tuple(state for state, _answer in asked)
-        answers = [a for _state, a in asked if a is not None] + ([forwarded] if forwarded else [])
         if any(state.state in ("leader", "follower") for state in states):
             mode = "kraft"
+        answers = [answer for _state, answer in asked if answer is not None]
+        if forwarded is not None:
+            answers.append(forwarded)
+        return self._outcome(mode, answers, _why_unanswered(error, states), states)
+
+    def _learn(self, forwarded: QuorumAnswer | None, timeout_s: float
+               ) -> list[tuple[ControllerAnswer, QuorumAnswer | None]]:
+        """Keeps the voters' addresses a v2 answer named; asks them right away the first
+        time (what they say then belongs to this poll)."""
+        if forwarded is None:
+            return []
+        if not forwarded.endpoints:
+            return []
+        first = not self.learned
+        self.learned = voter_addresses(forwarded)
+        if not first:
+            return []
+        return self._ask_all(self.learned, timeout_s)
+
+    def _outcome(self, mode: Mode | None, answers: list[QuorumAnswer], error: str,
+                 states: tuple[ControllerAnswer, ...]) -> QuorumPoll:
+        """The newest answer of this poll; without one, the last while it is recent."""
         now = time.monotonic()
         if answers:
             best = max(answers, key=lambda a: (a.leader_epoch, a.high_watermark))
             self._last = (best, now)
             return QuorumPoll(mode, best, None, states)
-        error = error or next((s.error for s in states if s.error), None) or "no answer"
-        if self._last is not None and now - self._last[1] <= self.keep_s:
-            return QuorumPoll(mode, self._last[0], error, states)
-        return QuorumPoll(mode, None, error, states)
+        return QuorumPoll(mode, self._recent(now), error, states)
+
+    def _recent(self, now: float) -> QuorumAnswer | None:
+        """The last answer, while it is no older than keep_s."""
+        if self._last is None:
+            return None
+        answer, when = self._last
+        if now - when > self.keep_s:
+            return None
+        return answer
 
     def _ask_all(self, controllers: Mapping[int, str], timeout_s: float
                  ) -> list[tuple[ControllerAnswer, QuorumAnswer | None]]:
@@ -389,12 +450,12 @@ class QuorumProbe:
                 break
             link = self._link(address)
             try:
-                mode = "kraft" if DESCRIBE_QUORUM in link.api_versions(left) else "zookeeper"
+                mode = _mode(link.api_versions(left))
                 answer = ask_quorum(link, max(0.05, deadline - time.monotonic()))
             except NotKRaft as exc:
                 return "zookeeper", None, str(exc)
             except (*NO_ANSWER, KinspectError) as exc:
-                error = str(exc) or type(exc).__name__
+                error = said(exc)
                 self._order.remove(address)
                 self._order.append(address)
                 continue
@@ -412,8 +473,7 @@ class QuorumProbe:
                 return ControllerAnswer(node, address, "follower"), None
             return ControllerAnswer(node, address, "error", error=str(exc)), None
         except (*NO_ANSWER, KinspectError) as exc:
-            return ControllerAnswer(node, address, "unreachable",
-                                    error=str(exc) or type(exc).__name__), None
+            return ControllerAnswer(node, address, "unreachable", error=said(exc)), None
         if answer.leader_id != node:  # it answered for another: it does not lead
             return ControllerAnswer(node, address, "follower"), answer
         return ControllerAnswer(node, address, "leader", answer.leader_epoch), answer

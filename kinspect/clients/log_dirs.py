@@ -35,6 +35,7 @@ from kafka.protocol.types import (
 from kinspect.clients.quorum import NO_ANSWER
 from kinspect.clients.reassignments import broker_name, error_name
 from kinspect.clients.wire import AsBytes, BrokerLink
+from kinspect.errors import said
 from kinspect.model.facts import NOT_ANSWERED, Unknown
 from kinspect.model.views import BrokerLogDirs, LogDir, LogDirReplica
 
@@ -137,23 +138,60 @@ def log_dirs_told(code: int, results: Any, broker: int, asked: str) -> BrokerLog
     its dirs has its current log in `replicas` and the copy being made in `future`. An offline
     dir (a failed or full disk) is kept with its error: the broker answers for its other dirs,
     and what the offline one held is not told."""
-    if code == CLUSTER_AUTHORIZATION_FAILED or (not code and not results):
-        return Unknown(REFUSED)
-    if code:
-        return Unknown(f"{asked} answered DescribeLogDirs with {error_name(code)}")
+    refusal = _refusal(code, results, asked)
+    if refusal is not None:
+        return refusal
     dirs: list[LogDir] = []
     replicas: dict[tuple[str, int], LogDirReplica] = {}
     future: dict[tuple[str, int], LogDirReplica] = {}
     for row in results:
-        error, log_dir, topics = row[0], row[1], row[2]
-        total, usable = (row[3], row[4]) if len(row) > 4 else (-1, -1)
-        dirs.append(LogDir(log_dir, error_name(error) if error else None,
-                           total if total >= 0 else None, usable if usable >= 0 else None))
-        for topic_row in topics or ():
-            for index, size, lag, is_future, *_tags in topic_row[1] or ():
-                into = future if is_future else replicas
-                into[(topic_row[0], index)] = LogDirReplica(broker, log_dir, size, lag, is_future)
+        dirs.append(_log_dir(row))
+        for topic_row in row[2] or ():
+            _file_replicas(topic_row, broker, row[1], replicas, future)
     return BrokerLogDirs(broker, tuple(sorted(dirs, key=lambda d: d.path)), replicas, future)
+
+
+def _refusal(code: int, results: Any, asked: str) -> Unknown | None:
+    """What an answer that tells no log dir says instead; None for one that tells them. Below
+    v3 a refusal is an answer with no dir at all, which a broker never has otherwise."""
+    if code == CLUSTER_AUTHORIZATION_FAILED:
+        return Unknown(REFUSED)
+    if code:
+        return Unknown(f"{asked} answered DescribeLogDirs with {error_name(code)}")
+    if not results:
+        return Unknown(REFUSED)
+    return None
+
+
+def _size(value: int) -> int | None:
+    """A volume's size in bytes; -1 when the broker does not tell it."""
+    if value < 0:
+        return None
+    return value
+
+
+def _log_dir(row: tuple[Any, ...]) -> LogDir:
+    """A dir's row: an offline one says its error; v4 tells the volume's sizes."""
+    error = None
+    if row[0]:
+        error = error_name(row[0])
+    total = usable = None
+    if len(row) > 4:
+        total, usable = _size(row[3]), _size(row[4])
+    return LogDir(row[1], error, total, usable)
+
+
+def _file_replicas(topic_row: tuple[str, Rows], broker: int, log_dir: str,
+                   replicas: dict[tuple[str, int], LogDirReplica],
+                   future: dict[tuple[str, int], LogDirReplica]) -> None:
+    """A topic's replicas in this dir, each under `future` when it is the copy being made
+    (the hot loop: one row per replica the broker holds)."""
+    topic = topic_row[0]
+    for index, size, lag, is_future, *_tags in topic_row[1] or ():
+        if is_future:
+            future[(topic, index)] = LogDirReplica(broker, log_dir, size, lag, is_future)
+        else:
+            replicas[(topic, index)] = LogDirReplica(broker, log_dir, size, lag, is_future)
 
 
 _PARTITION = struct.Struct(">iqq?")  # index, size, offset lag, is future
@@ -173,7 +211,9 @@ class _Reader:
     def answer(self) -> tuple[int, Rows]:
         """(the top-level error code, each dir's row as kafka-python's decode gives it)."""
         self.at = 4  # past the throttle time
-        code = self._int16() if self.flexible else 0
+        code = 0  # v1 says a refusal by telling no dir
+        if self.flexible:
+            code = self._int16()
         results = [self._dir() for _ in range(self._count())]
         self._tags()
         if self.at != len(self.raw):
@@ -230,8 +270,14 @@ class _Reader:
         self.at += 4
         return max(int(value), 0)
 
+    def _string_length(self) -> int:
+        """A string's length in bytes; below 0 for null."""
+        if self.flexible:
+            return self._uvarint() - 1
+        return self._int16()
+
     def _string(self) -> str:
-        length = self._uvarint() - 1 if self.flexible else self._int16()
+        length = self._string_length()
         if length < 0:
             return ""
         text = self.raw[self.at:self.at + length]
@@ -281,10 +327,12 @@ def ask_log_dirs(link: BrokerLink, timeout_s: float) -> BrokerLogDirs | Unknown:
         return Unknown(f"{asked}: its broker id is not known, so its log dirs are not asked")
     try:
         low, high = link.api_versions(timeout_s).get(DESCRIBE_LOG_DIRS, (0, -1))
-        version = 4 if high >= 4 else 1
+        version = 1
+        if high >= 4:
+            version = 4
         if not low <= version <= high:
             return Unknown(f"{asked} takes no DescribeLogDirs version kinspect speaks")
         raw = link.ask(_every_partition(version), timeout_s)
         return log_dirs_of(raw, version, link.broker_id, asked)
     except NO_ANSWER as exc:
-        return Unknown(f"{asked} {NOT_ANSWERED} DescribeLogDirs: {str(exc) or type(exc).__name__}")
+        return Unknown(f"{asked} {NOT_ANSWERED} DescribeLogDirs: {said(exc)}")

@@ -36,9 +36,11 @@ def _modules_for(argv: Sequence[str] | None) -> list[str]:
     """The command's own module when argv starts with one (the only top-level options, --help
     and --version, end the run), else all: `kinspect --help` and a mistyped command list
     every command."""
-    if argv is not None and not argv:  # plain `kinspect` opens the TUI
+    if argv is None:
+        return list(dict.fromkeys(COMMANDS.values()))
+    if not argv:  # plain `kinspect` opens the TUI
         return [COMMANDS["ui"]]
-    if argv and argv[0] in COMMANDS:
+    if argv[0] in COMMANDS:
         return [COMMANDS[argv[0]]]
     return list(dict.fromkeys(COMMANDS.values()))
 
@@ -73,12 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # kazoo warns on stderr of a chroot that does not exist; the ZooKeeper source says it in
     # one line of its own ("holds no Kafka cluster ... under the chroot").
     warnings.filterwarnings("ignore", message="No chroot path exists")
-    words = list(sys.argv[1:] if argv is None else argv)
+    words = _words(argv)
     parser = build_parser(words)
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:  # plain `kinspect` opens the TUI
         args = parser.parse_args(["ui"])
-    quick = argv is None and getattr(args, "quick_exit", False)
+    quick = _quick(argv, args)
     if quick:  # a one-shot process: the collector would only walk its imports and its one model
         gc.disable()
     if getattr(args, "long_lived", False):  # hours of polls in threads: a few malloc arenas,
@@ -87,6 +89,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if quick:
         quick_exit(code)
     return code
+
+
+def _words(argv: Sequence[str] | None) -> list[str]:
+    """The words to parse: the process's own when none are given."""
+    if argv is None:
+        return sys.argv[1:]
+    return list(argv)
+
+
+def _quick(argv: Sequence[str] | None, args: argparse.Namespace) -> bool:
+    """A one-shot command run as its own process (not called in-process by a test)."""
+    if argv is not None:
+        return False
+    return bool(getattr(args, "quick_exit", False))
 
 
 def quick_exit(code: int) -> None:
@@ -105,10 +121,7 @@ def quick_exit(code: int) -> None:
 def _dispatch(args: argparse.Namespace, words: list[str]) -> int:
     """Run the command; a KinspectError (and a few others) is one line and its exit code."""
     try:
-        from kinspect.cli.placement import run_elsewhere
-
-        elsewhere = run_elsewhere(args, words)
-        return elsewhere if elsewhere is not None else int(args.handler(args) or 0)
+        return _run(args, words)
     except KinspectError as exc:
         print(f"kinspect: error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
@@ -119,18 +132,47 @@ def _dispatch(args: argparse.Namespace, words: list[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 0
     except ModuleNotFoundError as exc:  # the light install: name the extra this command needs
-        from kinspect.extras import command_words, missing_extra
-
-        if (line := missing_extra(exc, command_words(args))) is None:
+        if not _missing_extra(exc, args):
             raise
-        print(f"kinspect: error: {line}", file=sys.stderr)
         return 2
     except Exception as exc:
-        from confluent_kafka import KafkaError, KafkaException
+        if not _refused_property(exc):
+            raise
+        return 2
 
-        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-        if isinstance(error, KafkaError) and error.code() == KafkaError._INVALID_ARG:
-            # librdkafka refusing a property from -X or a profile's [kafka] table
-            print(f"kinspect: error: {redact(error.str())}", file=sys.stderr)
-            return 2
-        raise
+
+def _run(args: argparse.Namespace, words: list[str]) -> int:
+    """The command, here or (placement) in the lab's own container."""
+    from kinspect.cli.placement import run_elsewhere
+
+    elsewhere = run_elsewhere(args, words)
+    if elsewhere is not None:
+        return elsewhere
+    code = args.handler(args)
+    if code is None:
+        return 0
+    return int(code)
+
+
+def _missing_extra(exc: ModuleNotFoundError, args: argparse.Namespace) -> bool:
+    """Whether the module missing belongs to an extra this install lacks (then said)."""
+    from kinspect.extras import command_words, missing_extra
+
+    line = missing_extra(exc, command_words(args))
+    if line is None:
+        return False
+    print(f"kinspect: error: {line}", file=sys.stderr)
+    return True
+
+
+def _refused_property(exc: Exception) -> bool:
+    """Whether librdkafka refused a property from -X or a profile's [kafka] table (then said)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    if not isinstance(exc, KafkaException) or not exc.args:
+        return False
+    error = exc.args[0]
+    if not isinstance(error, KafkaError) or error.code() != KafkaError._INVALID_ARG:
+        return False
+    print(f"kinspect: error: {redact(error.str())}", file=sys.stderr)
+    return True

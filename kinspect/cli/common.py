@@ -65,24 +65,63 @@ def resolve_with_admin(args: argparse.Namespace) -> tuple[ClusterTarget, Watched
 
 def _resolve(args: argparse.Namespace, early: bool
              ) -> tuple[ClusterTarget, WatchedAdmin | None]:
-    for name in ("bootstrap", "zookeeper"):
-        if getattr(args, name, None) is not None:
-            host_ports(getattr(args, name), f"--{name}", chroot_allowed=name == "zookeeper")
-    profile_name = getattr(args, "profile", None)
-    profile = load_profile(profile_name, getattr(args, "config", None)) if profile_name else None
-    explicit = getattr(args, "bootstrap", None)
-    kafka = {**(profile.kafka if profile else {}), **librdkafka_properties(args)}
-    if explicit or profile:
-        bootstrap = explicit or (profile.bootstrap if profile else "")
-        named = Profile(profile.name if profile else bootstrap, bootstrap,
-                        getattr(args, "zookeeper", None) or (profile.zookeeper if profile
-                                                             else None),
-                        kafka, profile.zookeeper_auth if profile else (),
-                        profile.refresh_s if profile else 1.0)
-        admin = _admin(bootstrap, kafka) if early else None
-        return profile_target(named, _openable_lab(), admin), admin
-    target = _lab_cluster(args, kafka)
-    return target, _admin(target.bootstrap, target.kafka) if early else None
+    _check_addresses(args)
+    profile = _profile(args)
+    kafka = _profile_kafka(profile)
+    kafka.update(librdkafka_properties(args))
+    bootstrap = getattr(args, "bootstrap", None)
+    if bootstrap is None and profile is None:
+        target = _lab_cluster(args, kafka)
+        return target, _early_admin(early, target.bootstrap, target.kafka)
+    named = _named_cluster(args, bootstrap, profile, kafka)
+    admin = _early_admin(early, named.bootstrap, kafka)
+    return profile_target(named, _openable_lab(), admin), admin
+
+
+def _check_addresses(args: argparse.Namespace) -> None:
+    """Every address given is checked before anything connects (an empty one is refused)."""
+    bootstrap = getattr(args, "bootstrap", None)
+    if bootstrap is not None:
+        host_ports(bootstrap, "--bootstrap")
+    zookeeper = getattr(args, "zookeeper", None)
+    if zookeeper is not None:
+        host_ports(zookeeper, "--zookeeper", chroot_allowed=True)
+
+
+def _profile(args: argparse.Namespace) -> Profile | None:
+    name = getattr(args, "profile", None)
+    if not name:
+        return None
+    return load_profile(name, getattr(args, "config", None))
+
+
+def _profile_kafka(profile: Profile | None) -> dict[str, str]:
+    """A copy of the profile's librdkafka properties, for -X to override."""
+    if profile is None:
+        return {}
+    return dict(profile.kafka)
+
+
+def _named_cluster(args: argparse.Namespace, bootstrap: str | None, profile: Profile | None,
+                   kafka: dict[str, str]) -> Profile:
+    """The cluster as a profile: the options given win over the profile's own (an address
+    given is never empty here: _check_addresses refused that)."""
+    zookeeper = getattr(args, "zookeeper", None)
+    if profile is None:
+        assert bootstrap is not None  # no profile: _resolve came here for --bootstrap
+        return Profile(bootstrap, bootstrap, zookeeper, kafka)
+    if bootstrap is None:
+        bootstrap = profile.bootstrap
+    if zookeeper is None:
+        zookeeper = profile.zookeeper
+    return Profile(profile.name, bootstrap, zookeeper, kafka, profile.zookeeper_auth,
+                   profile.refresh_s)
+
+
+def _early_admin(early: bool, bootstrap: str, kafka: dict[str, str]) -> WatchedAdmin | None:
+    if not early:
+        return None
+    return _admin(bootstrap, kafka)
 
 
 def _lab_cluster(args: argparse.Namespace, kafka: dict[str, str]) -> ClusterTarget:
@@ -91,11 +130,11 @@ def _lab_cluster(args: argparse.Namespace, kafka: dict[str, str]) -> ClusterTarg
         raise KinspectError("no lab is running and no --bootstrap or --profile given "
                             "(start one with: kinspect lab up)")
     zookeeper = getattr(args, "zookeeper", None)
-    if zookeeper and not is_lab_cluster(zookeeper, lab):  # another cluster's ZooKeeper: read-only
+    if zookeeper is None:
+        return lab_target(lab, kafka)
+    if not is_lab_cluster(zookeeper, lab):  # another cluster's ZooKeeper: read-only
         return ClusterTarget(lab.bootstrap, zookeeper, kafka, (), None, 1.0, lab.bootstrap)
-    if zookeeper:
-        return replace(lab_target(lab, kafka), zookeeper=zookeeper)
-    return lab_target(lab, kafka)
+    return replace(lab_target(lab, kafka), zookeeper=zookeeper)
 
 
 def _admin(bootstrap: str, kafka: dict[str, str]) -> WatchedAdmin:
@@ -118,7 +157,10 @@ def _openable_lab() -> LabState | None:
 
 def librdkafka_properties(args: argparse.Namespace) -> dict[str, str]:
     out: dict[str, str] = {}
-    for pair in getattr(args, "X", []) or []:
+    pairs = getattr(args, "X", None)
+    if pairs is None:
+        return out
+    for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise KinspectError(f"-X expects key=value, got {pair!r}")
@@ -162,4 +204,6 @@ def early_groups(cluster: ClusterTarget) -> GroupsWatch | None:
     imported: its own start (~0.15 s) then runs beside the imports, not after them."""
     from kinspect.clients.groups_watch import started
 
-    return started(cluster.bootstrap, dict(cluster.kafka)) if cluster.bootstrap else None
+    if not cluster.bootstrap:
+        return None
+    return started(cluster.bootstrap, dict(cluster.kafka))

@@ -20,15 +20,19 @@ from typing import TYPE_CHECKING, Any
 from kinspect.lab.dist import Tick
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, Task
+    from rich.progress import Progress, Task, TaskID
+    from rich.text import Text
 
 STAGE = "stage"
 
 
 def bars_wanted() -> bool:
     """Bars only on a real terminal (not TERM=dumb, not KINSPECT_NO_BARS=1)."""
-    return (sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
-            and not os.environ.get("KINSPECT_NO_BARS"))
+    if not sys.stderr.isatty():
+        return False
+    if os.environ.get("TERM") == "dumb":
+        return False
+    return not os.environ.get("KINSPECT_NO_BARS")
 
 
 def plain(line: str) -> None:
@@ -41,7 +45,9 @@ def _summary(key: str, done: int, unit: str, elapsed: float) -> str:
     """`✓ reading orders: 1,000,000 records in 6.2 s, 161,290/s` (a time-driven bar: no count)."""
     if unit in ("", "s") or not done:
         return f"✓ {key} in {elapsed:.1f} s"
-    rate = f", {done / elapsed:,.0f}/s" if elapsed > 0.5 else ""
+    rate = ""
+    if elapsed > 0.5:
+        rate = f", {done / elapsed:,.0f}/s"
     return f"✓ {key}: {done:,} {unit} in {elapsed:.1f} s{rate}"
 
 
@@ -50,14 +56,83 @@ def _speed(task: Task) -> float | None:
     runs, are too slow for a recent rate)."""
     if task.speed:
         return task.speed
-    elapsed = task.elapsed or 0.0
-    return task.completed / elapsed if elapsed > 1.0 and task.completed else None
+    elapsed = task.elapsed
+    if elapsed is None or elapsed <= 1.0:
+        return None
+    if not task.completed:
+        return None
+    return task.completed / elapsed
 
 
 def _clock(seconds: float) -> str:
     seconds = int(seconds)
-    return (f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600
-            else f"{seconds // 60}:{seconds % 60:02d}")
+    if seconds < 3600:
+        return f"{seconds // 60}:{seconds % 60:02d}"
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _per_second(speed: float) -> str:
+    """`1,234/s`, or `0.42/s` for the slow steps."""
+    if speed >= 10:
+        return f"{speed:,.0f}/s"
+    return f"{speed:.2f}/s"
+
+
+def _is_stage(task: Task) -> bool:
+    return bool(task.fields.get("kind") == STAGE)
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    if not lines:
+        return ""
+    return lines[0]
+
+
+def _label(key: str, note: str) -> str:
+    """A bar's description: its key, and its note when it has one."""
+    if not note:
+        return key
+    return f"{key}  {note}"[:70].rstrip()
+
+
+def _count(task: Task) -> str:
+    """`12,345/100,000 records`, or `12,345 records` when the total is not known."""
+    if _is_stage(task):
+        return ""
+    unit = task.fields.get("unit", "")
+    text = f"{int(task.completed):,}"
+    if task.total is not None:
+        text = f"{text}/{int(task.total):,}"
+    return f"{text} {unit}".rstrip()
+
+
+def _rate(task: Task) -> str:
+    if _is_stage(task) or task.fields.get("unit") == "s":
+        return ""
+    speed = _speed(task)
+    if not speed:
+        return ""
+    return _per_second(speed)
+
+
+def _eta(task: Task) -> str:
+    if _is_stage(task) or task.total is None:
+        return ""
+    speed = _speed(task)
+    if not speed:
+        return ""
+    remaining = max(0.0, task.total - task.completed) / speed
+    return f"ETA {_clock(remaining)}"
+
+
+def _styled(text: str, style: str) -> Text:
+    """A column's cell: nothing at all when there is nothing to say."""
+    from rich.text import Text
+
+    if not text:
+        return Text("")
+    return Text(text, style=style)
 
 
 def _progress() -> Progress:
@@ -76,34 +151,21 @@ def _progress() -> Progress:
 
     class _Bar(BarColumn):
         def render(self, task: Task) -> Any:
-            return Text("") if task.fields.get("kind") == STAGE else super().render(task)
+            if _is_stage(task):
+                return Text("")
+            return super().render(task)
 
     class _Count(ProgressColumn):
-        """`12,345/100,000 records`, or `12,345 records` when the total is not known."""
-
         def render(self, task: Task) -> Text:
-            if task.fields.get("kind") == STAGE:
-                return Text("")
-            unit = task.fields.get("unit", "")
-            done = f"{int(task.completed):,}"
-            text = f"{done}/{int(task.total):,}" if task.total is not None else done
-            return Text(f"{text} {unit}".rstrip(), style="progress.download")
+            return _styled(_count(task), "progress.download")
 
     class _Rate(ProgressColumn):
         def render(self, task: Task) -> Text:
-            speed = _speed(task)
-            if task.fields.get("kind") == STAGE or not speed or task.fields.get("unit") == "s":
-                return Text("")
-            return Text(f"{speed:,.0f}/s" if speed >= 10 else f"{speed:.2f}/s",
-                        style="progress.data.speed")
+            return _styled(_rate(task), "progress.data.speed")
 
     class _Eta(ProgressColumn):
         def render(self, task: Task) -> Text:
-            speed = _speed(task)
-            if task.fields.get("kind") == STAGE or task.total is None or not speed:
-                return Text("")
-            remaining = max(0.0, task.total - task.completed) / speed
-            return Text(f"ETA {_clock(remaining)}", style="progress.remaining")
+            return _styled(_eta(task), "progress.remaining")
 
     def fixed() -> Column:
         return Column(no_wrap=True)
@@ -123,11 +185,15 @@ class Display:
     """One live area on stderr (a context manager); thread-safe, as lines come from threads."""
 
     def __init__(self, live: bool | None = None) -> None:
-        self.live = bars_wanted() if live is None else live
+        if live is None:
+            live = bars_wanted()
+        self.live = live
         self._lock = threading.RLock()
-        self._stage: tuple[Any, str, float] | None = None  # task, line, started
-        self._bars: dict[str, Any] = {}
-        self._progress: Progress = _progress() if self.live else None  # type: ignore[assignment]
+        self._stage: tuple[TaskID, str, float] | None = None  # task, line, started
+        self._bars: dict[str, TaskID] = {}
+        self._progress: Progress = None  # type: ignore[assignment]  # used only when live
+        if live:
+            self._progress = _progress()
 
     def start(self) -> Display:
         if self.live:
@@ -177,8 +243,7 @@ class Display:
             for key in list(self._bars):
                 self.finish(key, whole=True)  # a plain line after a step's ticks: it is over
             self._end_stage()
-            text = line.strip().splitlines()[0] if line.strip() else ""
-            task = self._progress.add_task(text[:100], total=None, kind=STAGE)
+            task = self._progress.add_task(_first_line(line)[:100], total=None, kind=STAGE)
             self._stage = (task, line, time.monotonic())
 
     def tick(self, tick: Tick) -> None:
@@ -194,7 +259,7 @@ class Display:
             return
         with self._lock:
             task = self._bars.get(key)
-            label = f"{key}  {note}"[:70].rstrip() if note else key
+            label = _label(key, note)
             if task is None:
                 task = self._progress.add_task(label, total=total, unit=unit)
                 self._bars[key] = task
@@ -208,7 +273,9 @@ class Display:
             if task_id is None or not self.live:
                 return
             task = next(t for t in self._progress.tasks if t.id == task_id)
-            done = task.total if whole and task.total is not None else task.completed
+            done = task.completed
+            if whole and task.total is not None:
+                done = task.total
             self._progress.remove_task(task_id)
             self._end_stage()  # the stage the bar belonged to
             self._print(_summary(key, int(done), task.fields.get("unit", ""), task.elapsed or 0.0))
@@ -220,5 +287,9 @@ class Display:
         self._stage = None
         self._progress.remove_task(task)
         seconds = time.monotonic() - started
-        took = f"  ({seconds:.1f} s)" if seconds >= 0.1 else ""
-        self._print(("✗ " if failed else "") + line + took)
+        took = ""
+        if seconds >= 0.1:
+            took = f"  ({seconds:.1f} s)"
+        if failed:
+            line = "✗ " + line
+        self._print(line + took)

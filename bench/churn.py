@@ -24,8 +24,8 @@ from kinspect.model import (
     TopicInfo,
 )
 from kinspect.model.events import EventKind, Severity
-from kinspect.tui.feed import Feed, Mailbox, Post
-from kinspect.tui.messages import Arrival, SnapshotArrived
+from kinspect.tui.feed import Feed, Mailbox
+from kinspect.tui.messages import Arrival, Post, SnapshotArrived
 from kinspect.tui.partition_rows import Preparer
 
 USER_TOPIC, INTERNAL = "bench-10k", 50

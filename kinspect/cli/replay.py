@@ -33,6 +33,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     recording = open_recording(args.dir)
     at = parse_at(args.at, recording) if args.at is not None else None
-    from kinspect.tui.replay_feed import run_replay
+    from kinspect.tui.replay_app import run_replay
 
     return run_replay(recording, at, float(args.speed), f"replay of {args.dir}", args.paused)

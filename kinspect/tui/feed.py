@@ -18,8 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual.message import Message
-
 from kinspect.lab.state import LabState
 from kinspect.load.liveloss import LedgerTail
 from kinspect.load.load_process import LoadStatus, load_status
@@ -30,6 +28,7 @@ from kinspect.tui.messages import (
     Arrival,
     FeedFailed,
     LabArrived,
+    Post,
     ProblemsChanged,
     SnapshotArrived,
 )
@@ -66,8 +65,6 @@ class Mailbox:
             pending, self._pending = self._pending, None
         return pending
 
-
-Post = Callable[[Message], object]
 
 
 class Feed:

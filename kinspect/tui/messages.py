@@ -6,7 +6,7 @@ feeds (feed.py, replay_feed.py), the engine keeper and the acting workers import
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,6 +23,9 @@ from kinspect.tui.render import clock_text
 if TYPE_CHECKING:
     from kinspect.lessons.flow import RunResult
     from kinspect.postmortem.story.values import Report
+
+Post = Callable[[Message], object]  # how a feed or worker hands a message to the app
+
 
 class Said(Message):
     """A line for the user (a toast): a fault done, a progress step, an error. Its severity is

@@ -1,51 +1,41 @@
-"""`kinspect replay`: a recorded session played back on the live screen.
+"""`kinspect replay`'s feed: a recorded session played back as the live feed's messages.
 
 `ReplayFeed` is a Feed like the live one: its own thread reads the recording (decoding a
 segment off the UI thread) and posts the same messages the live feed does, timed by the
-recorded clock, so the screen is the same code. The app below only adds the player keys and a
-status bar; its console is read-only, so every fault key is refused.
+recorded clock, so the screen is the same code. In: a Recording and the player's commands
+(from the UI thread). Out: Textual messages; no widget here (the app is replay_app.py, the
+launcher from another screen replay_launch.py).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from textual import on
-from textual.app import App, SuspendNotSupported
-from textual.binding import Binding
-from textual.widgets import RichLog, Static
-
-from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState, NodeRecord
 from kinspect.load.liveloss import LiveLoss
 from kinspect.load.load_process import LoadStatus
 from kinspect.load.trend import trend_from_json
 from kinspect.model import ClusterSnapshot, Event
-from kinspect.sources.playback import Cursor, Frame, Recording, open_recording
-from kinspect.tui.app import KinspectApp
-from kinspect.tui.console import ReadOnlyConsole
-from kinspect.tui.feed import Feed, Mailbox, Post
+from kinspect.sources.playback import Cursor, Frame, Recording
+from kinspect.tui.feed import Feed, Mailbox
 from kinspect.tui.messages import (
     Arrival,
     LabArrived,
+    Post,
     ProblemsChanged,
     ReplayJumped,
     ReplayStatus,
     SnapshotArrived,
 )
-from kinspect.tui.render import event_line, fault_line
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 SEEK_S = 10
 TICK_S = 0.1
-READ_ONLY = "a replay: it shows what was recorded and acts on nothing"
 
 
 def lab_from(data: dict[str, Any] | None) -> LabState | None:
@@ -62,10 +52,11 @@ def load_from(data: dict[str, Any] | None) -> LoadStatus | None:
     if not data:
         return None
     try:
-        live = data.get("live")
+        live = None
+        if data.get("live"):
+            live = LiveLoss.from_json(data["live"])
         return LoadStatus(Path(data["run_dir"]), bool(data["running"]), data["settings"],
-                          data["stats"], data.get("consumers"),
-                          LiveLoss.from_json(live) if live else None,
+                          data["stats"], data.get("consumers"), live,
                           trend_from_json(data.get("trend") or ()))
     except (KeyError, TypeError, ValueError, IndexError):  # another version: an empty panel
         return None
@@ -80,7 +71,9 @@ class ReplayFeed(Feed):
     def __init__(self, recording: Recording, at_ms: int | None = None, speed: float = 1.0,
                  title: str = "replay", paused: bool = False) -> None:
         self.recording, self.title = recording, title
-        self.position_ms = float(recording.start_ms if at_ms is None else at_ms)
+        if at_ms is None:
+            at_ms = recording.start_ms
+        self.position_ms = float(at_ms)
         self.speed, self.paused = speed, paused
         self.cursor: Cursor = (0, 0)
         self._commands: list[tuple[str, float]] = []
@@ -106,7 +99,7 @@ class ReplayFeed(Feed):
     def hold(self, held: bool) -> None:
         """Pause (True) or play on (False), whatever the state: a lesson holds the recording
         at the moment its narration waits on."""
-        self._command("hold", 1.0 if held else 0.0)
+        self._command("hold", float(held))
 
     def step(self, n: int) -> None:
         self._command("step", n)
@@ -158,32 +151,50 @@ class ReplayFeed(Feed):
                             self.paused)
 
     def _do(self, post: Post, mailbox: Mailbox, name: str, value: float) -> None:
+        """One player command, in the feed's thread."""
         rec = self.recording
         if name == "toggle":
-            if self.paused and self.position_ms >= rec.end_ms:  # at the end: from the start
-                self._jump(post, mailbox, rec.start_ms)
-            self.paused = not self.paused
+            self._toggle(post, mailbox)
         elif name == "hold":
-            self.paused = bool(value) or self.position_ms >= rec.end_ms
+            self.paused = bool(value)
+            if self.position_ms >= rec.end_ms:
+                self.paused = True
         elif name == "speed":
-            i = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - self.speed * value))
-            self.speed = SPEEDS[i]
-        elif name in ("seek", "seek_to"):
-            target = self.position_ms + value if name == "seek" else value
-            self._jump(post, mailbox, min(max(target, rec.start_ms), rec.end_ms))
+            self.speed = min(SPEEDS, key=lambda speed: abs(speed - self.speed * value))
+        elif name == "seek":
+            self._jump(post, mailbox, self._within(self.position_ms + value))
+        elif name == "seek_to":
+            self._jump(post, mailbox, self._within(value))
         elif name == "step":
-            self.paused = True
-            moved = rec.next(self.cursor) if value > 0 else rec.prev(self.cursor)
-            if moved is None:
-                return
-            t = rec.frame(moved).t
-            if not rec.start_ms <= t <= rec.end_ms:
-                return
-            if value > 0:
-                self._play_until(post, mailbox, t, limit=1)
-            else:
-                self._jump(post, mailbox, t, moved)
-            self.position_ms = t
+            self._step(post, mailbox, forward=value > 0)
+
+    def _within(self, at: float) -> float:
+        return min(max(at, self.recording.start_ms), self.recording.end_ms)
+
+    def _toggle(self, post: Post, mailbox: Mailbox) -> None:
+        rec = self.recording
+        if self.paused and self.position_ms >= rec.end_ms:  # at the end: from the start
+            self._jump(post, mailbox, rec.start_ms)
+        self.paused = not self.paused
+
+    def _step(self, post: Post, mailbox: Mailbox, forward: bool) -> None:
+        """One frame on (its news reach the log) or back (the state in force then)."""
+        rec = self.recording
+        self.paused = True
+        move = rec.prev
+        if forward:
+            move = rec.next
+        moved = move(self.cursor)
+        if moved is None:
+            return
+        t = rec.frame(moved).t
+        if not rec.start_ms <= t <= rec.end_ms:
+            return
+        if forward:
+            self._play_until(post, mailbox, t, limit=1)
+        else:
+            self._jump(post, mailbox, t, moved)
+        self.position_ms = t
 
     def _jump(self, post: Post, mailbox: Mailbox, at: float, cursor: Cursor | None = None) -> None:
         """Show the state in force at `at` from its segment's keyframe: the log is rewritten."""
@@ -235,90 +246,3 @@ class ReplayFeed(Feed):
         if self._assessed is None or self._assessed.snapshot is not snapshot:
             self._assessed = Arrival.assessed(snapshot)
         return replace(self._assessed, events=tuple(events))
-
-
-class ReplayBar(Static):
-    DEFAULT_CSS = "ReplayBar { height: 1; background: $primary-darken-2; color: $text; }"
-
-
-class ReplayApp(KinspectApp):
-    """The live screen, fed by a recording; the player's keys on top, fault keys refused."""
-
-    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
-        *KinspectApp.BINDINGS,
-        Binding("space", "replay_toggle", "pause/play"),
-        Binding("full_stop", "replay_step(1)", "step", show=False),
-        Binding("comma", "replay_step(-1)", "step back", show=False),
-        Binding("right_square_bracket", "replay_seek(10)", "+10 s", show=False),
-        Binding("left_square_bracket", "replay_seek(-10)", "-10 s", show=False),
-        Binding("plus,equals_sign", "replay_speed(2)", "faster", show=False),
-        Binding("minus", "replay_speed(0.5)", "slower", show=False),
-    ]
-
-    def __init__(self, feed: ReplayFeed) -> None:
-        super().__init__(feed, ReadOnlyConsole(READ_ONLY), clock=feed.clock)
-        self.replay = feed
-        self.replay_status: ReplayStatus = feed.status()
-
-    def on_mount(self) -> None:
-        """Runs before the base's on_mount (Textual calls both): the bar is there first."""
-        self.main.mount(ReplayBar(self.replay_status.text(), id="replay-bar"), before=0)
-
-    @on(ReplayStatus)
-    def replay_moved(self, message: ReplayStatus) -> None:
-        self.replay_status = message
-        if self.screen_stack:
-            self.main.query_one(ReplayBar).update(message.text())
-
-    @on(ReplayJumped)
-    def replay_jumped(self, message: ReplayJumped) -> None:
-        if not self.screen_stack:
-            return
-        log = self.main.query_one("#events", RichLog)
-        log.clear()
-        for item in message.history:
-            log.write(fault_line(item) if isinstance(item, dict) else event_line(item))
-
-    def action_replay_toggle(self) -> None:
-        self.replay.toggle()
-
-    def action_replay_step(self, n: int) -> None:
-        self.replay.step(n)
-
-    def action_replay_seek(self, seconds: float) -> None:
-        self.replay.seek(seconds)
-
-    def action_replay_speed(self, factor: float) -> None:
-        self.replay.change_speed(factor)
-
-
-def run_replay(recording: Recording, at_ms: int | None, speed: float, title: str,
-               paused: bool = False) -> int:
-    ReplayApp(ReplayFeed(recording, at_ms, speed, title, paused)).run()
-    return 0
-
-
-def open_replay(app: App[Any], run_dir: Path, at_ms: int) -> None:
-    """From the report's timeline: the run's replay at that moment, in this terminal (this app
-    suspended meanwhile); the recording is checked in a thread, never on the UI's."""
-    def check() -> None:
-        try:
-            rec = open_recording(run_dir)
-        except KinspectError as exc:
-            app.call_from_thread(app.notify, f"no replay: {exc}", severity="warning")
-            return
-        at = min(max(at_ms, rec.start_ms), rec.end_ms)
-        app.call_from_thread(_play, app, run_dir, at)
-
-    app.run_worker(check, name="open_replay", thread=True, group="replay", exclusive=True,
-                   exit_on_error=False)
-
-
-def _play(app: App[Any], run_dir: Path, at_ms: int) -> None:
-    command = [sys.executable, "-m", "kinspect", "replay", str(run_dir), "--at", str(at_ms)]
-    try:
-        with app.suspend():
-            subprocess.run(command, stdin=None)
-    except SuspendNotSupported:  # headless (a test, a pipe): say the command instead
-        app.notify(f"replay it with: kinspect replay {run_dir} --at {at_ms}",
-                   title="replay")

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static
 
+from kinspect.lab.faults import colour
 from kinspect.tui.render import clock_text
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ def numbers_text(report: Report) -> Text:
 
 NAME_W = 10  # "broker 12 ", "acked/s   "
 BARS = "▁▂▃▄▅▆▇█"
-FAULT_BG = {"partition": "#5f4b8b", "isolate": "#5f4b8b", "slow": "#6b4f3a", "pause": "#7a3b69"}
 LED, LOST, TRUNC = "#3a7bd5", "#ff9f1c", "magenta"
 
 
@@ -89,7 +89,7 @@ def lanes_text(lanes: Lanes, width: int) -> Text:
         for band, spot in zip(lanes.bands, placed, strict=True):
             if spot.row == row:
                 line.paint(col(band.start, plot), col(band.end, plot) + 1,
-                           f"on {FAULT_BG.get(band.action, '#4e4e4e')}")
+                           f"on {colour(band.action)}")
                 line.put(spot.col, spot.text)
         lines.append(line.text("faults" if row == 0 else ""))
     for broker in lanes.brokers:
@@ -228,7 +228,7 @@ class ReportScreen(ModalScreen[None]):
 
     @on(DataTable.RowSelected, ".timeline")
     def replay_entry(self, event: DataTable.RowSelected) -> None:
-        from kinspect.tui.replay_feed import open_replay
+        from kinspect.tui.replay_launch import open_replay
 
         run_dir = Path(self.report.run_dir or self.out_dir.parent)
         open_replay(self.app, run_dir, int(str(event.row_key.value).split(":")[1]))

@@ -19,8 +19,7 @@ from kinspect.load.load_process import LoadStatus
 from kinspect.load.trend import trend_to_json
 from kinspect.model import ClusterSnapshot, Event, Severity
 from kinspect.sources.recording import RECORDING_DIR, Recorder
-from kinspect.tui.feed import Post
-from kinspect.tui.messages import LabArrived, ProblemsChanged, Said
+from kinspect.tui.messages import LabArrived, Post, ProblemsChanged, Said
 
 
 def load_json(load: LoadStatus | None) -> dict[str, Any] | None:

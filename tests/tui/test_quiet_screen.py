@@ -28,8 +28,8 @@ from kinspect.tui.collector import (
     SWITCH_S,
     QuietCollector,
 )
-from kinspect.tui.feed import Feed, Mailbox, Post
-from kinspect.tui.messages import Arrival, SnapshotArrived
+from kinspect.tui.feed import Feed, Mailbox
+from kinspect.tui.messages import Arrival, Post, SnapshotArrived
 from kinspect.tui.partition_rows import Preparer
 from kinspect.tui.partition_view import PartitionView
 from kinspect.tui.widgets import TextBox

@@ -7,7 +7,8 @@ import asyncio
 from pathlib import Path
 
 from kinspect.sources.playback import Recording
-from kinspect.tui.replay_feed import ReplayApp, ReplayBar, ReplayFeed
+from kinspect.tui.replay_app import ReplayApp, ReplayBar
+from kinspect.tui.replay_feed import ReplayFeed
 from tests.helpers.model_fixtures import T0
 from tests.helpers.recording_story import FAILOVER_STEP, STEP_MS, record_story
 from tests.helpers.waiting import until

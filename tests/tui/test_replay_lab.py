@@ -19,7 +19,8 @@ from kinspect.sources.observer import now_ms
 from kinspect.sources.playback import open_recording
 from kinspect.tui.feed import LiveFeed
 from kinspect.tui.messages import SnapshotArrived
-from kinspect.tui.replay_feed import ReplayApp, ReplayFeed
+from kinspect.tui.replay_app import ReplayApp
+from kinspect.tui.replay_feed import ReplayFeed
 from tests.helpers import kinspect, partition_state
 from tests.helpers.waiting import until
 

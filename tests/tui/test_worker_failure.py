@@ -11,8 +11,8 @@ from textual.message import Message
 
 from kinspect.tui import feed as feed_module
 from kinspect.tui.app import KinspectApp
-from kinspect.tui.feed import LabPoll, LiveFeed, Post
-from kinspect.tui.messages import LabArrived, ProblemsChanged
+from kinspect.tui.feed import LabPoll, LiveFeed
+from kinspect.tui.messages import LabArrived, Post, ProblemsChanged
 from kinspect.tui.modals import HelpScreen
 from tests.helpers.recorded import recorded_app
 from tests.helpers.waiting import until

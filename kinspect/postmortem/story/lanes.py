@@ -136,7 +136,16 @@ class _Blamed:
 
 
 def _int(value: object) -> int | None:
-    return None if value is None else int(str(value))
+    if value is None:
+        return None
+    return int(str(value))
+
+
+def _known_epoch(epoch: int | None) -> int | None:
+    """An epoch as a bar shows it: None where the events did not say (-1)."""
+    if epoch is None or epoch < 0:
+        return None
+    return epoch
 
 
 def dense(per_second: Sequence[SecondRow]) -> tuple[list[int], list[int], list[int]]:
@@ -144,17 +153,33 @@ def dense(per_second: Sequence[SecondRow]) -> tuple[list[int], list[int], list[i
     if not per_second:
         return [], [], []
     by = {int(r["second"]): r for r in per_second}
+    keys = _seconds(by)
+    return (keys, [int(by.get(k, _NO_SENDS)["acked"]) for k in keys],
+            [int(by.get(k, _NO_SENDS)["failed"]) for k in keys])
+
+
+_NO_SENDS: SecondRow = {"second": 0, "acked": 0, "failed": 0}  # a second without a report
+
+
+def _seconds(by: Mapping[int, SecondRow]) -> list[int]:
+    """Every second from the first to one past the last; for a very long run (days) only the
+    seconds there are."""
     first, last = min(by), max(by)
-    # A very long run (days): only the seconds there are.
-    keys = sorted(by) if last - first > 200_000 else list(range(first, last + 2))
-    return (keys, [int(by[k]["acked"]) if k in by else 0 for k in keys],
-            [int(by[k]["failed"]) if k in by else 0 for k in keys])
+    if last - first > 200_000:
+        return sorted(by)
+    return list(range(first, last + 2))
 
 
 def timeline_events(events: Sequence[TimelineEvent | Mapping[str, object]]) -> list[TimelineEvent]:
     """Merged events as they are, or the report's timeline entries (the TUI has only those)."""
-    out = [e if isinstance(e, TimelineEvent) else TimelineEvent.from_json(e) for e in events]
+    out = [_timeline_event(e) for e in events]
     return [e for e in out if e is not None]
+
+
+def _timeline_event(event: TimelineEvent | Mapping[str, object]) -> TimelineEvent | None:
+    if isinstance(event, TimelineEvent):
+        return event
+    return TimelineEvent.from_json(event)
 
 
 def build(per_second: Sequence[SecondRow], events: Sequence[TimelineEvent | Mapping[str, object]],
@@ -166,23 +191,46 @@ def build(per_second: Sequence[SecondRow], events: Sequence[TimelineEvent | Mapp
     seconds, acked, failed = dense(per_second)
     lo, hi = _window(seconds, timeline)
     faults = [e for e in timeline if e.kind is JournalKind.FAULT and lo <= e.ts <= hi]
-    disruptive = [e for e in faults if (kind := fault_kind(str(e.action))) and kind.hurts]
-    zero = disruptive[0].ts if disruptive else lo
-    origin = f"the fault ({label(disruptive[0])})" if disruptive else "the start"
+    zero, origin = _origin(faults, lo)
     lanes = Lanes(lo, hi, zero, origin, seconds=seconds, acked=acked, failed=failed)
     lanes.bands = bands(faults, hi, short_ms=max(500, (hi - lo) // 80))
     lanes.bars = _bars(timeline, blamed, lo, hi)
-    lanes.marks = [Mark(e.broker, e.ts, f"truncated to {e.offset:,}"
-                        if e.offset is not None else "truncated")
-                   for e in timeline if e.kind is LogKind.TRUNCATE and e.broker is not None
-                   and lo <= e.ts <= hi]
+    lanes.marks = _marks(timeline, lo, hi)
     lanes.lost = [Lost(a.first_ack_ts, a.last_ack_ts or 0, a.count, a.broker, a.epoch)
                   for a in blamed if a.first_ack_ts is not None]
+    lanes.brokers = _brokers(lanes, faults, timeline)
+    return lanes
+
+
+def _origin(faults: Sequence[TimelineEvent], lo: int) -> tuple[int, str]:
+    """The x axis's zero and its words: the first fault the cluster felt, else the start."""
+    for fault in faults:
+        kind = fault_kind(str(fault.action))
+        if kind is not None and kind.hurts:
+            return fault.ts, f"the fault ({label(fault)})"
+    return lo, "the start"
+
+
+def _marks(timeline: Sequence[TimelineEvent], lo: int, hi: int) -> list[Mark]:
+    """The truncations inside the window, each on its broker's row."""
+    out = []
+    for e in timeline:
+        if e.kind is not LogKind.TRUNCATE or e.broker is None or not lo <= e.ts <= hi:
+            continue
+        words = "truncated"
+        if e.offset is not None:
+            words = f"truncated to {e.offset:,}"
+        out.append(Mark(e.broker, e.ts, words))
+    return out
+
+
+def _brokers(lanes: Lanes, faults: Sequence[TimelineEvent],
+             timeline: Sequence[TimelineEvent]) -> list[int]:
+    """A row for every broker that led, truncated, was hurt by a fault or is named in an event."""
     named = {broker_id_of(e.node or "") for e in faults}
     named |= {e.broker for e in timeline if e.broker is not None}
-    lanes.brokers = sorted({b.broker for b in lanes.bars} | {m.broker for m in lanes.marks}
-                           | {b for b in named if b is not None and b >= 0})
-    return lanes
+    shown = {b for b in named if b is not None and b >= 0}
+    return sorted({b.broker for b in lanes.bars} | {m.broker for m in lanes.marks} | shown)
 
 
 def _window(seconds: list[int], events: Sequence[TimelineEvent]) -> tuple[int, int]:
@@ -206,50 +254,79 @@ def bands(faults: Sequence[TimelineEvent], hi: int, short_ms: int = 1000) -> lis
     """Each fault from its start to its undo (heal, start, resume, unslow); a fault with no
     undo in the events lasts to `hi`, an instant one (a restart) is `short_ms` wide."""
     out: list[Band] = []
-    open_: list[tuple[Lane, str | None, TimelineEvent]] = []  # (lane, node, fault)
-
-    def close(at: int, ended: Sequence[tuple[Lane, str | None, TimelineEvent]]) -> None:
-        for item in ended:
-            open_.remove(item)
-            out.append(Band(item[2].ts, max(at, item[2].ts + short_ms), label(item[2]),
-                            str(item[2].action), True))
-
+    open_: list[_Open] = []
     for f in faults:
-        action, node, ts = f.action or "", f.node, f.ts
+        action = f.action or ""
         kind = fault_kind(action)
-        if kind is not None and not kind.disruptive:  # a repair, or a restart: ends its lane's
-            ended = [o for o in open_ if o[0] is kind.lane and (node is None or o[1] in (None, node))]
-            close(ts, ended)
-            if kind is FaultKind.RESTART and not ended:
-                out.append(Band(ts, ts + short_ms, label(f), action, True))
-        elif kind is not None:
+        if kind is None:
+            if is_fault(action):  # an older kinspect's fault: its undo is not known
+                out.append(_instant(f, short_ms))
+            continue
+        if kind.disruptive:
             if kind is FaultKind.PARTITION:  # new groups replace the old ones
-                close(ts, [o for o in open_ if o[0] is Lane.NET])
-            open_.append((kind.lane, node, f))
-        elif is_fault(action):  # an older kinspect's fault: its undo is not known
-            out.append(Band(ts, ts + short_ms, label(f), action, True))
+                out += _close(open_, _undone(open_, Lane.NET, None), f.ts, short_ms)
+            open_.append((kind.lane, f.node, f))
+            continue
+        ended = _undone(open_, kind.lane, f.node)  # a repair, or a restart: ends its lane's
+        out += _close(open_, ended, f.ts, short_ms)
+        if kind is FaultKind.RESTART and not ended:
+            out.append(_instant(f, short_ms))
     out += [Band(f.ts, max(hi, f.ts + short_ms), label(f), str(f.action), False)
             for _, _, f in open_]
     return sorted(out, key=lambda b: (b.start, b.end))
 
 
+_Open = tuple[Lane, str | None, TimelineEvent]  # a fault not undone yet: its lane, node, event
+
+
+def _undone(open_: Sequence[_Open], lane: Lane, node: str | None) -> list[_Open]:
+    """The open faults a repair of `lane` on `node` undoes (on no node: all of the lane's)."""
+    if node is None:
+        return [o for o in open_ if o[0] is lane]
+    return [o for o in open_ if o[0] is lane and o[1] in (None, node)]
+
+
+def _close(open_: list[_Open], ended: Sequence[_Open], at: int, short_ms: int) -> list[Band]:
+    """The ended faults' bands, to `at`; they leave `open_`."""
+    closed = []
+    for item in ended:
+        open_.remove(item)
+        fault = item[2]
+        closed.append(Band(fault.ts, max(at, fault.ts + short_ms), label(fault),
+                           str(fault.action), True))
+    return closed
+
+
+def _instant(fault: TimelineEvent, short_ms: int) -> Band:
+    """A fault over as it happened (a restart), or whose undo is not known: `short_ms` wide."""
+    return Band(fault.ts, fault.ts + short_ms, label(fault), str(fault.action), True)
+
+
 def label(fault: TimelineEvent) -> str:
     """A fault in a few words: `kill kafka1`, `kafka2 cut off`, `kafka1 cut from zk1`."""
-    action, node, groups = fault.action or "", fault.node, fault.groups
+    action = fault.action or ""
     if not action:
         return (fault.detail or "fault").removeprefix("fault: ")
-    if action == FaultKind.PARTITION and not groups:  # merged events keep the groups in their words
-        found = _GROUPS.search(fault.note or fault.detail or "")
-        groups = tuple(tuple(g.split(",")) for g in found[1].split(" | ")) if found else None
-    if action == FaultKind.PARTITION and groups:
-        return _partition_words([list(g) for g in groups])
-    return f"{action} {node}" if node else action
+    if action == FaultKind.PARTITION:
+        groups = fault.groups or _groups_in_words(fault)
+        if groups:
+            return _partition_words([list(g) for g in groups])
+    if fault.node:
+        return f"{action} {fault.node}"
+    return action
+
+
+def _groups_in_words(fault: TimelineEvent) -> tuple[tuple[str, ...], ...] | None:
+    """A partition's groups as merged events keep them, in their words (`partition a | b,c`)."""
+    found = _GROUPS.search(fault.note or fault.detail or "")
+    if found is None:
+        return None
+    return tuple(tuple(g.split(",")) for g in found[1].split(" | "))
 
 
 def _partition_words(groups: list[list[str]]) -> str:
     nodes = sorted({n for g in groups for n in g}, key=lambda n: (n.startswith("zk"), n))
-    cut = {n: [m for m in nodes if m != n and not any(n in g and m in g for g in groups)]
-           for n in nodes}
+    cut = {n: _cut_from(n, nodes, groups) for n in nodes}
     alone = [n for n in nodes if len(cut[n]) == len(nodes) - 1]
     if len(alone) == 1:
         return f"{alone[0]} cut off"
@@ -259,10 +336,18 @@ def _partition_words(groups: list[list[str]]) -> str:
     return "partition " + " | ".join(",".join(g) for g in groups)
 
 
+def _cut_from(node: str, nodes: Sequence[str], groups: list[list[str]]) -> list[str]:
+    """The nodes that share no group with `node`."""
+    reached = {m for g in groups if node in g for m in g}
+    return [m for m in nodes if m != node and m not in reached]
+
+
 def _number(partition: str | None) -> int | None:
     """'topic-3' -> 3 (the attribution numbers partitions, the events name them)."""
     found = re.search(r"-(\d+)$", partition or "")
-    return int(found[1]) if found else None
+    if found is None:
+        return None
+    return int(found[1])
 
 
 def bars(events: Sequence[TimelineEvent], attribution: Sequence[AttributionRow], lo: int,
@@ -274,30 +359,46 @@ def bars(events: Sequence[TimelineEvent], attribution: Sequence[AttributionRow],
 
 def _bars(events: Sequence[TimelineEvent], blamed: Sequence[_Blamed], lo: int,
           hi: int) -> list[Bar]:
-    by_partition: dict[int, list[tuple[int, int, int]]] = {}
-    for (name, epoch), (broker, ts) in epoch_leaders(events).items():
-        if (number := _number(name)) is not None:
-            by_partition.setdefault(number, []).append((epoch, broker, ts))
-    for a in blamed:  # a lost epoch names its leader even when its election came earlier
-        if a.partition is not None and a.partition not in by_partition \
-                and a.broker is not None and a.epoch is not None:
-            by_partition[a.partition] = [(a.epoch, a.broker, lo)]
-    gaps = [(_number(g.partition), g.start) for g in no_leader_windows(events, hi)]
+    gaps: dict[int | None, list[int]] = {}  # partition -> when it was left without a leader
+    for window in no_leader_windows(events, hi):
+        gaps.setdefault(_number(window.partition), []).append(window.start)
     out: list[Bar] = []
-    for partition, seq in sorted(by_partition.items()):
+    for partition, seq in sorted(_elections(events, blamed, lo).items()):
         seq.sort()
         first = _first_leader(partition, seq[0], events, blamed)
         if first is not None and seq[0][2] > lo:
             seq.insert(0, (first[1], first[0], lo))
-        for i, (epoch, broker, elected) in enumerate(seq):
-            end = seq[i + 1][2] if i + 1 < len(seq) else hi
-            end = min([end, *(at for p, at in gaps if p == partition and elected < at < end)])
+        leaderless = gaps.get(partition, [])
+        next_elections = [*(when for _, _, when in seq[1:]), hi]
+        for (epoch, broker, elected), next_elected in zip(seq, next_elections, strict=True):
+            end = min([next_elected, *(at for at in leaderless if elected < at < next_elected)])
+
             start, end = max(elected, lo), min(end, hi)
             if end > start:
-                out.append(Bar(broker, partition, epoch if epoch >= 0 else None, start, end))
+                out.append(Bar(broker, partition, _known_epoch(epoch), start, end))
             if end < hi:
                 out += _believed(Bar(broker, partition, epoch, end, hi, True), events, blamed)
     return out
+
+
+_Election = tuple[int, int, int]  # (epoch, broker, when)
+
+
+def _elections(events: Sequence[TimelineEvent], blamed: Sequence[_Blamed],
+               lo: int) -> dict[int, list[_Election]]:
+    """partition -> its elections the events show; a lost epoch names its leader even when
+    its election came earlier (then it led from `lo`)."""
+    by_partition: dict[int, list[_Election]] = {}
+    for (name, epoch), (broker, ts) in epoch_leaders(events).items():
+        number = _number(name)
+        if number is not None:
+            by_partition.setdefault(number, []).append((epoch, broker, ts))
+    for a in blamed:
+        if a.partition is None or a.broker is None or a.epoch is None:
+            continue
+        if a.partition not in by_partition:
+            by_partition[a.partition] = [(a.epoch, a.broker, lo)]
+    return by_partition
 
 
 def _first_leader(partition: int, first: tuple[int, int, int], events: Sequence[TimelineEvent],
@@ -306,15 +407,30 @@ def _first_leader(partition: int, first: tuple[int, int, int], events: Sequence[
     broker N' of that election or of the partition going offline before it, else an earlier
     epoch the attribution names (-1: unknown)."""
     epoch, _, elected = first
-    old = next((e.old for e in events if _number(e.partition) == partition and e.ts <= elected
-                and (e.epoch == epoch or e.kind is EventKind.PARTITION_OFFLINE)
-                and e.old is not None and e.old >= 0), None)
-    earlier = [(a.broker, a.epoch) for a in blamed if a.partition == partition
-               and a.epoch is not None and a.epoch < epoch and a.broker is not None
-               and old in (None, a.broker)]
+    old = _was_leader(partition, epoch, elected, events)
+    earlier: list[tuple[int, int]] = []
+    for a in blamed:
+        if a.partition != partition or a.broker is None or a.epoch is None:
+            continue
+        if a.epoch < epoch and old in (None, a.broker):
+            earlier.append((a.broker, a.epoch))
     if earlier:
         return max(earlier, key=lambda a: a[1])
-    return None if old is None else (old, -1)
+    if old is None:
+        return None
+    return old, -1
+
+
+def _was_leader(partition: int, epoch: int, elected: int,
+                events: Sequence[TimelineEvent]) -> int | None:
+    """The 'was broker N' of the partition's election at `epoch`, or of its going offline,
+    by `elected`."""
+    for e in events:
+        if e.old is None or e.old < 0 or e.ts > elected or _number(e.partition) != partition:
+            continue
+        if e.epoch == epoch or e.kind is EventKind.PARTITION_OFFLINE:
+            return e.old
+    return None
 
 
 def _believed(after: Bar, events: Sequence[TimelineEvent], blamed: Sequence[_Blamed]
@@ -323,28 +439,49 @@ def _believed(after: Bar, events: Sequence[TimelineEvent], blamed: Sequence[_Bla
     leader (changes the ISR, is named leader by the brokers against ZooKeeper, or acknowledges
     writes that were lost) does so until its own log says it follows or truncates, the brokers
     agree with ZooKeeper again, or it goes down; `after` reaches to the end of the window."""
-    broker, partition, epoch, since = after.broker, after.partition, after.epoch, after.start
-    if _down_at(broker, since, events):
+    since = after.start
+    if _down_at(after.broker, since, events):
         return []
-    end, acted = after.end, any(a.broker == broker and a.partition == partition
-                                and (a.last_ack_ts or 0) > since + MIN_BELIEVED_MS
-                                for a in blamed)
+    end, acted = after.end, _acked_late(after, blamed)
     for e in events:
         if e.ts <= since:
             continue
-        number = _number(e.partition)
-        ours = e.broker == broker and number in (partition, None)
-        if (ours and e.kind in ENDS_BELIEF
-                and not (e.kind is LogKind.LEADER_START and e.epoch == epoch)) \
-                or (e.kind is EventKind.VIEWS_DISAGREE_STOPPED and number == partition) \
-                or (_fault_on(e, broker) and e.action in _GOES_DOWN):
+        if _ends_belief(e, after):
             end = e.ts
             break
-        acted = acted or (ours and e.kind in ACTS_AS_LEADER)
+        if not acted:
+            acted = e.kind in ACTS_AS_LEADER and _ours(e, after)
     if not acted or end - since < MIN_BELIEVED_MS:
         return []
-    return [Bar(broker, partition, epoch if epoch is not None and epoch >= 0 else None, since,
+    return [Bar(after.broker, after.partition, _known_epoch(after.epoch), since,
                 min(end, after.end), True)]
+
+
+def _acked_late(after: Bar, blamed: Sequence[_Blamed]) -> bool:
+    """Did the broker acknowledge writes of the partition, lost, well after `after.start`?"""
+    late = after.start + MIN_BELIEVED_MS
+    for a in blamed:
+        if a.broker == after.broker and a.partition == after.partition \
+                and (a.last_ack_ts or 0) > late:
+            return True
+    return False
+
+
+def _ours(e: TimelineEvent, bar: Bar) -> bool:
+    """The event is the bar's broker's own, about the bar's partition or none in particular."""
+    return e.broker == bar.broker and _number(e.partition) in (bar.partition, None)
+
+
+def _ends_belief(e: TimelineEvent, bar: Bar) -> bool:
+    """The broker's log says it follows or truncates (or leads again, at another epoch), the
+    brokers agree with ZooKeeper about the partition again, or the broker goes down."""
+    if e.kind is EventKind.VIEWS_DISAGREE_STOPPED:
+        return _number(e.partition) == bar.partition
+    if e.kind is JournalKind.FAULT:
+        return _fault_on(e, bar.broker) and e.action in _GOES_DOWN
+    if e.kind not in ENDS_BELIEF or not _ours(e, bar):
+        return False
+    return not (e.kind is LogKind.LEADER_START and e.epoch == bar.epoch)
 
 
 _GOES_DOWN = (FaultKind.KILL, FaultKind.STOP, FaultKind.RESTART)
@@ -373,31 +510,70 @@ def pack(items: Sequence[tuple[int, str, int]], width: int, rows: int = 3, gap: 
     and labels at its column, else the first row free of labels (its band then overlaps
     another); where none is, the row whose last label began earliest cuts it short ('…') to
     make room, and failing that the band keeps no label (text '')."""
-    out: list[Placed | None] = [None] * len(items)
-    label_end: dict[int, int] = {}  # row -> where its last label ends
-    band_end: dict[int, int] = {}  # row -> where its last band or label ends
-    last: dict[int, int] = {}  # row -> the index of its last label
+    packed = _Rows(rows, gap, [None] * len(items))
     for i in sorted(range(len(items)), key=lambda i: items[i][0]):
         wanted, whole, end = items[i]
-        text = whole if len(whole) <= width else whole[:max(1, width - 1)] + "…"
+        text = _shortened(whole, width)
         col = max(0, min(wanted, width - len(text)))
-        row = next((r for r in range(rows) if band_end.get(r, -gap) + gap <= min(col, wanted)),
-                   None)
+        row = packed.free(packed.band_end, min(col, wanted))
         if row is None:
-            row = next((r for r in range(rows) if label_end.get(r, -gap) + gap <= col), None)
+            row = packed.free(packed.label_end, col)
         if row is None:
-            row = min(last, key=lambda r: (out[last[r]] or Placed(0, 0, "")).col)
-            before = out[last[row]] or Placed(0, 0, "")
-            room = col - gap - before.col
-            if room >= min_chars:
-                out[last[row]] = Placed(row, before.col, before.text[:room - 1] + "…")
-            else:
-                row, text = min(range(rows), key=lambda r: band_end.get(r, 0)), ""
-        out[i] = Placed(row, col, text)
-        if text:
-            label_end[row], last[row] = col + len(text), i
-        band_end[row] = max(band_end.get(row, 0), end, col + len(text))
-    return [p or Placed(0, 0, "") for p in out]
+            row = packed.cut_short(col, min_chars)
+        if row is None:
+            row, text = packed.emptiest(), ""
+        packed.place(i, Placed(row, col, text), end)
+    return [p or Placed(0, 0, "") for p in packed.placed]
+
+
+def _shortened(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    return text[:max(1, width - 1)] + "…"
+
+
+@dataclass
+class _Rows:
+    """pack's rows as it fills them: where each row's last label and band end, and which of
+    the placed labels is each row's last."""
+
+    count: int
+    gap: int
+    placed: list[Placed | None]
+    label_end: dict[int, int] = field(default_factory=dict)  # row -> where its last label ends
+    band_end: dict[int, int] = field(default_factory=dict)  # ... its last band or label ends
+    last: dict[int, int] = field(default_factory=dict)  # row -> the index of its last label
+
+    def free(self, ends: dict[int, int], col: int) -> int | None:
+        """The first row whose `ends` leave `gap` columns before `col`."""
+        for row in range(self.count):
+            if ends.get(row, -self.gap) + self.gap <= col:
+                return row
+        return None
+
+    def cut_short(self, col: int, min_chars: int) -> int | None:
+        """The row whose last label began earliest, that label cut short ('…') to end before
+        `col`; None when it would keep fewer than `min_chars`."""
+        row = min(self.last, key=lambda r: self._last_label(r).col)
+        before = self._last_label(row)
+        room = col - self.gap - before.col
+        if room < min_chars:
+            return None
+        self.placed[self.last[row]] = Placed(row, before.col, before.text[:room - 1] + "…")
+        return row
+
+    def emptiest(self) -> int:
+        """The row whose bands end first (a band without a label goes there)."""
+        return min(range(self.count), key=lambda r: self.band_end.get(r, 0))
+
+    def place(self, i: int, placed: Placed, end: int) -> None:
+        self.placed[i] = placed
+        if placed.text:
+            self.label_end[placed.row], self.last[placed.row] = _end(placed), i
+        self.band_end[placed.row] = max(self.band_end.get(placed.row, 0), end, _end(placed))
+
+    def _last_label(self, row: int) -> Placed:
+        return self.placed[self.last[row]] or Placed(0, 0, "")
 
 
 def fit(wanted: Sequence[Sequence[tuple[int, str]]], width: int,
@@ -427,5 +603,12 @@ def ticks(lo_s: float, hi_s: float, most: int = 8) -> list[int]:
     span = max(1e-9, hi_s - lo_s)
     step = next((s for s in (1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 1800, 3600)
                  if span / s <= most), int(span / most) + 1)
-    first = -(-int(lo_s) // step) * step if lo_s > 0 else -(int(-lo_s) // step) * step
+    first = _first_tick(lo_s, step)
     return [t for t in range(first, int(hi_s) + 1, step) if lo_s <= t <= hi_s]
+
+
+def _first_tick(lo_s: float, step: int) -> int:
+    """The first multiple of `step` at or after lo_s (its integer part)."""
+    if lo_s > 0:
+        return -(-int(lo_s) // step) * step
+    return -(int(-lo_s) // step) * step

@@ -50,6 +50,12 @@ class FaultKind(StrEnum):
         restart) ends the open bands of its lane."""
         return LANES[self]
 
+    @property
+    def in_steps(self) -> bool:
+        """A scenario's (and a lesson's) step may name it: a partition needs its groups, and
+        the restart and the disk faults are the CLI's and the keys' only."""
+        return self not in NOT_IN_STEPS
+
 
 class Lane(StrEnum):
     """What a fault took away, and so which repair gives it back."""
@@ -60,6 +66,11 @@ class Lane(StrEnum):
     SLOW = "slow"
     DISK = "disk"
 
+    @property
+    def colour(self) -> str:
+        """Its bands' colour, the same in the TUI's text chart and in timeline.png."""
+        return LANE_COLOURS[self]
+
 
 LANES = {FaultKind.KILL: Lane.DOWN, FaultKind.STOP: Lane.DOWN, FaultKind.START: Lane.DOWN,
          FaultKind.RESTART: Lane.DOWN, FaultKind.PAUSE: Lane.PAUSED,
@@ -67,6 +78,12 @@ LANES = {FaultKind.KILL: Lane.DOWN, FaultKind.STOP: Lane.DOWN, FaultKind.START: 
          FaultKind.ISOLATE: Lane.NET, FaultKind.HEAL: Lane.NET, FaultKind.SLOW: Lane.SLOW,
          FaultKind.UNSLOW: Lane.SLOW, FaultKind.FILL_DISK: Lane.DISK,
          FaultKind.FREE_DISK: Lane.DISK}
+NOT_IN_STEPS = frozenset({FaultKind.RESTART, FaultKind.PARTITION, FaultKind.FILL_DISK,
+                          FaultKind.FREE_DISK})
+# Dark enough to be a background under the TUI's words; the PNG draws them translucent.
+LANE_COLOURS = {Lane.DOWN: "#4e4e4e", Lane.PAUSED: "#7a3b69", Lane.NET: "#5f4b8b",
+                Lane.SLOW: "#6b4f3a", Lane.DISK: "#4e4e4e"}
+OTHER_COLOUR = "#4e4e4e"  # an older kinspect's fault (no FaultKind, so no lane)
 # Journal actions that are no FaultKind, and whether each hurt the cluster: the lab's own
 # steps (not faults at all) and the faults of older kinspect versions (no undo known).
 LEGACY_ACTIONS = {"up": False, "down": False, "reset": False, "fetch": False, "images": False,
@@ -84,12 +101,24 @@ def fault_kind(action: str) -> FaultKind | None:
 def hurts(action: str) -> bool:
     """Did a journal entry's action hurt the cluster (a fault, not a repair or the lab's own)?"""
     kind = fault_kind(action)
-    return kind.hurts if kind is not None else LEGACY_ACTIONS.get(action, False)
+    if kind is None:
+        return LEGACY_ACTIONS.get(action, False)
+    return kind.hurts
 
 
 def is_fault(action: str) -> bool:
     """Is a journal entry a fault or a repair (not one of the lab's own steps)?"""
-    return fault_kind(action) is not None or LEGACY_ACTIONS.get(action, True)
+    if fault_kind(action) is not None:
+        return True
+    return LEGACY_ACTIONS.get(action, True)
+
+
+def colour(action: str) -> str:
+    """A journaled fault's band colour: its lane's (an older kinspect's fault has none)."""
+    kind = fault_kind(action)
+    if kind is None:
+        return OTHER_COLOUR
+    return kind.lane.colour
 
 
 UNDO = {FaultKind.KILL: FaultKind.START, FaultKind.STOP: FaultKind.START,

@@ -31,16 +31,14 @@ from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.runsettings import LoadSettings
 from kinspect.scenarios.platform import NEEDS, Platform
 
-# A step's `do`, in the scenario files' words, is one of the lab's faults (isolation names
-# its scope in the word).
+# A step's `do`, in the scenario files' words, is one of the lab's faults (FaultKind.in_steps);
+# an isolation names a scope other than all in the word ("isolate-zk").
 STEP_FAULTS: dict[str, tuple[FaultKind, Scope]] = {
-    **{kind.value: (kind, Scope.ALL) for kind in (
-        FaultKind.KILL, FaultKind.STOP, FaultKind.START, FaultKind.PAUSE, FaultKind.RESUME,
-        FaultKind.ISOLATE, FaultKind.HEAL, FaultKind.SLOW, FaultKind.UNSLOW)},
-    "isolate-zk": (FaultKind.ISOLATE, Scope.ZK),
-    "isolate-brokers": (FaultKind.ISOLATE, Scope.BROKERS),
+    **{kind.value: (kind, Scope.ALL) for kind in FaultKind if kind.in_steps},
+    **{f"{FaultKind.ISOLATE}-{scope}": (FaultKind.ISOLATE, scope)
+       for scope in Scope if scope is not Scope.ALL},
 }
-ACTIONS = tuple(STEP_FAULTS)
+STEP_WORDS = tuple(STEP_FAULTS)
 # The actions that break something are exactly those with an undo; the rest (start, resume,
 # heal, unslow) repair, and do not count as the fault having happened.
 DISRUPTIVE = frozenset(do for do, (kind, _) in STEP_FAULTS.items() if kind.disruptive)
@@ -265,8 +263,8 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
         raise _fail(path, f"{where} must be a table")
     _only(raw, {"do", "target", "at", "after_s", "for_s", "as", *_SHAPE_KEYS}, where, path)
     do = raw.get("do")
-    if do not in ACTIONS:
-        raise _fail(path, f"{where}: do must be one of {', '.join(ACTIONS)}, not {do!r}")
+    if do not in STEP_WORDS:
+        raise _fail(path, f"{where}: do must be one of {', '.join(STEP_WORDS)}, not {do!r}")
     target = str(raw.get("target", "all" if do in ("heal", "unslow") else "leader"))
     if not (target in ROLE_TARGETS or target.startswith("@")
             or broker_id_of(target) is not None or controller_id_of(target) is not None

@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from kinspect.lab.faults import colour
 from kinspect.model.events import TimelineEvent
 from kinspect.postmortem.story.lanes import (
     AttributionRow,
@@ -42,8 +43,6 @@ WIDTH_IN, DPI = 10.5, 100  # 1050 px: the README's width
 FONT = 10.0
 SMALL = FONT - 1  # the words inside the leaders lane
 ACKED, FAILED, LED, LOST, TRUNC = "#2ca02c", "#d62728", "#1f77b4", "#ff9f1c", "#7b1fa2"
-FAULT = {"partition": "#9467bd", "isolate": "#9467bd", "slow": "#8c564b", "pause": "#e377c2"}
-FAULT_OTHER = "#7f7f7f"
 LABEL_ROWS = 3
 LEFT, RIGHT = 0.09, 0.985  # the lanes' edges, as fractions of the width
 
@@ -118,7 +117,7 @@ def _shade_faults(ax: Axes, lanes: Lanes) -> None:
 
 
 def _color(band: Band) -> str:
-    return FAULT.get(band.action, FAULT_OTHER)
+    return colour(band.action)
 
 
 def _faults(ax: Axes, lanes: Lanes, rows: int) -> None:
@@ -218,7 +217,7 @@ def _legend(lanes: Lanes) -> list[Any]:
     handles: list[Any] = [Line2D([], [], color=ACKED, lw=1.6, label="acknowledged / s"),
                           Line2D([], [], color=FAILED, lw=1.6, label="failed / s")]
     for action in sorted({b.action for b in lanes.bands}, key=str):
-        handles.append(Patch(color=FAULT.get(action, FAULT_OTHER), alpha=0.4, lw=0,
+        handles.append(Patch(color=colour(action), alpha=0.4, lw=0,
                              label=f"fault: {action}"))
     if any(not b.believed for b in lanes.bars):
         handles.append(Patch(color=LED, label="led (the controller's choice)"))

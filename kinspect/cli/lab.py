@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kinspect.checks import option, writable_dir
 from kinspect.cli.common import progress
@@ -21,7 +21,11 @@ from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.lab.state import LabState
 from kinspect.paths import kinspect_home
 
+if TYPE_CHECKING:
+    from kinspect.lab.authorizer import LabUser
+
 T = TypeVar("T")
+StatusJson = dict[str, Any]  # the lab's status as `lab status --json` writes it (status_json)
 
 
 def register(commands: Any) -> None:
@@ -252,10 +256,12 @@ def cmd_images(args: argparse.Namespace) -> int:
         if latest:
             images.tag_latest(client, tag)
             relay = images.ensure_kinspect(client, kafka, display.line, rebuild=args.rebuild)
-    also = f", also tagged {images.KAFKA_REPOSITORY}:latest" if latest else ""
-    print(f"image {tag}{also} (on {images.BASE_IMAGE})")
-    if latest:  # kinspect's own, for hosts that cannot reach the lab (container_relay.py)
-        print(f"image {relay} (kinspect in a container, on {tag})")
+    if not latest:
+        print(f"image {tag} (on {images.BASE_IMAGE})")
+        return 0
+    print(f"image {tag}, also tagged {images.KAFKA_REPOSITORY}:latest (on {images.BASE_IMAGE})")
+    # kinspect's own, for hosts that cannot reach the lab (container_relay.py)
+    print(f"image {relay} (kinspect in a container, on {tag})")
     return 0
 
 
@@ -345,10 +351,25 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
     if as_json:
         print(json.dumps(data))
         return 0
-    print(f"lab {data['lab_id']}  backend {data['backend']}  network {data['network']}  "
-          f"preset {data['preset']}  Kafka {data['kafka_version']}"
-          + (f"  broker heap {data['broker_heap']}" if "broker_heap" in state.extra else "")
-          + "".join(f"  {name}={level}" for name, level in (data["features"] or {}).items()))
+    _print_cluster(state, data)
+    _print_nodes(data)
+    print(f"partitions: {_groups(data)}")
+    _print_network(lab, data, faults)
+    print("settings: " + ", ".join(f"{k}={v}" for k, v in data["broker_config"].items()))
+    _print_listeners(data)
+    return 0
+
+
+def _print_cluster(state: LabState, data: StatusJson) -> None:
+    """The lab's own lines: what it runs, its addresses, who holds a rootless one."""
+    line = (f"lab {data['lab_id']}  backend {data['backend']}  network {data['network']}  "
+            f"preset {data['preset']}  Kafka {data['kafka_version']}")
+    if "broker_heap" in state.extra:
+        line += f"  broker heap {data['broker_heap']}"
+    features = data["features"]
+    if features:
+        line += "".join(f"  {name}={level}" for name, level in features.items())
+    print(line)
     if state.kraft:
         print(f"bootstrap {data['bootstrap']}   mode KRaft   {_quorum_line(state)}")
     else:
@@ -356,23 +377,55 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
     if data["rootless_holder"]:
         print(f"rootless: in a user namespace held by pid {data['rootless_holder']} "
               "(kinspect lab down ends it)")
+
+
+def _print_nodes(data: StatusJson) -> None:
+    """One row a node; a docker lab's rows name each node's container."""
     in_containers = data["backend"] == "docker"
-    print((f"{'NODE':8} {'ROLE':10} {'STATE':9} {'ADDRESS':22} {'PID':8}"
-           + (" CONTAINER (docker logs / exec)" if in_containers else "")).rstrip())
+    header = f"{'NODE':8} {'ROLE':10} {'STATE':9} {'ADDRESS':22} {'PID':8}"
+    if in_containers:
+        header += " CONTAINER (docker logs / exec)"
+    print(header.rstrip())
     for node in data["nodes"]:
-        print((f"{node['name']:8} {node['role']:10} {node['state']:9} {node['address']:22} "
-               f"{node['pid'] or '-'!s:8}" + (f" {node['container']}" if in_containers else "")
-               ).rstrip())
-    groups = " | ".join(",".join(g) for g in data["groups"]) or "none (healed)"
-    print(f"partitions: {groups}")
+        row = (f"{node['name']:8} {node['role']:10} {node['state']:9} {node['address']:22} "
+               f"{_pid(node['pid']):8}")
+        if in_containers:
+            row += f" {node['container']}"
+        print(row.rstrip())
+
+
+def _pid(pid: int | None) -> str:
+    if not pid:
+        return "-"
+    return str(pid)
+
+
+def _groups(data: StatusJson) -> str:
+    """The network partition's groups, `none (healed)` when there is none."""
+    groups = " | ".join(",".join(g) for g in data["groups"])
+    if not groups:
+        return "none (healed)"
+    return groups
+
+
+def _print_network(lab: LabBackend, data: StatusJson, faults: bool) -> None:
+    """What network faults this lab can make, and the links slowed now."""
     if not faults:
-        print(f"network faults: unavailable ({can_use_netns() or 'loopback network'})")
-    else:
-        slowed = "; ".join(f"{name} {shape['words']} ({shape['how']})"
-                           for name, shape in data["slowed"].items())
-        print(f"slow links: {slowed or 'none'}")
-        print(f"link shaping: {lab.shaping_kit().words}")
-    print("settings: " + ", ".join(f"{k}={v}" for k, v in data["broker_config"].items()))
+        reason = can_use_netns()
+        if reason is None:
+            reason = "loopback network"
+        print(f"network faults: unavailable ({reason})")
+        return
+    slowed = "; ".join(f"{name} {shape['words']} ({shape['how']})"
+                       for name, shape in data["slowed"].items())
+    if not slowed:
+        slowed = "none"
+    print(f"slow links: {slowed}")
+    print(f"link shaping: {lab.shaping_kit().words}")
+
+
+def _print_listeners(data: StatusJson) -> None:
+    """The secured listeners, when the lab has them, and who may use them."""
     if data["sasl"]:
         print(f"sasl: SASL_PLAINTEXT at {data['sasl']['bootstrap']}, user "
               f"{data['sasl']['username']}, PLAIN or SCRAM-SHA-256, password in "
@@ -385,10 +438,11 @@ def print_status(lab: LabBackend, as_json: bool) -> int:
         print(f"tls: SSL at {data['tls']['ssl_bootstrap']}, SASL_SSL at "
               f"{data['tls']['sasl_ssl_bootstrap']}, CA {data['tls']['ca']}")
     if data["authorizer"]:
-        users = ", ".join(data["authorizer"]["users"]) or "none yet (kinspect lab user add)"
+        users = ", ".join(data["authorizer"]["users"])
+        if not users:
+            users = "none yet (kinspect lab user add)"
         print(f"authorizer: {data['authorizer']['class']}, super users "
               f"{', '.join(data['authorizer']['super_users'])}; lab users: {users}")
-    return 0
 
 
 def _quorum_line(state: LabState) -> str:
@@ -431,7 +485,7 @@ def _secure_lab() -> tuple[LabBackend, LabState]:
     return lab, state
 
 
-def _user_json(state: LabState, user: Any, acls: list[str] | None) -> dict[str, Any]:
+def _user_json(state: LabState, user: LabUser, acls: list[str] | None) -> dict[str, Any]:
     from kinspect.lab import authorizer
 
     return {"name": user.name, "password_file": user.password_file,
@@ -450,7 +504,9 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_user_json(state, user, None)))
         return 0
-    grants = ", ".join(g.words for g in user.grants) or "no ACL"
+    grants = ", ".join(g.words for g in user.grants)
+    if not grants:
+        grants = "no ACL"
     print(f"user {user.name}: {grants}; password in {user.password_file}")
     if not authorizer.enabled(state):
         print("(this lab has no authorizer: every user may do everything; "
@@ -465,8 +521,7 @@ def cmd_user_list(args: argparse.Namespace) -> int:
 
     lab, state = _secure_lab()
     users = authorizer.load_users(authorizer.users_dir(lab.root))
-    acls = {u.name: (authorizer.describe_acls(state, u.name) if authorizer.enabled(state)
-                     else None) for u in users}
+    acls = _acls(state, users)
     if args.json:
         print(json.dumps({"authorizer": authorizer.enabled(state),
                           "users": [_user_json(state, u, acls[u.name]) for u in users]}))
@@ -474,10 +529,26 @@ def cmd_user_list(args: argparse.Namespace) -> int:
     if not users:
         print("no lab users (add one with: kinspect lab user add NAME --allow describe:topic)")
     for user in users:
-        held = acls[user.name]
-        said = "n/a (no authorizer)" if held is None else ", ".join(held) or "none"
-        print(f"{user.name:16} ACLs {said}   password in {user.password_file}")
+        print(f"{user.name:16} ACLs {_acls_said(acls[user.name])}   password in "
+              f"{user.password_file}")
     return 0
+
+
+def _acls(state: LabState, users: list[LabUser]) -> dict[str, list[str] | None]:
+    """Each user's ACLs as Kafka holds them; None each without an authorizer."""
+    from kinspect.lab import authorizer
+
+    if not authorizer.enabled(state):
+        return {u.name: None for u in users}
+    return {u.name: authorizer.describe_acls(state, u.name) for u in users}
+
+
+def _acls_said(held: list[str] | None) -> str:
+    if held is None:
+        return "n/a (no authorizer)"
+    if not held:
+        return "none"
+    return ", ".join(held)
 
 
 def cmd_user_remove(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ from kinspect.target import ClusterTarget
 
 OFFLINE = ("list", "summary", "check", "forget")  # placement.py: these stay on this host
 MARKS = {Status.DONE: "✓", Status.CURRENT: "▶", Status.SKIPPED: "-", Status.NEW: " "}
+SummaryEntry = dict[str, Any]  # one lesson of the summary, as --summary --json writes it
 
 
 class _Offline(argparse.Action):
@@ -39,7 +40,9 @@ class _Offline(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        if self.nargs == 0:  # a flag
+            values = True
+        setattr(namespace, self.dest, values)
         namespace.learn_command = self.dest
 
 
@@ -108,8 +111,9 @@ def _check_combination(args: argparse.Namespace, action: str | None) -> None:
 
 def check_file(path: Path) -> int:
     lesson = read(path)
-    fix = f", fix {', '.join(c.scenario for c in lesson.fix.choices if c.scenario)}" \
-        if lesson.fix else ""
+    fix = ""
+    if lesson.fix:
+        fix = f", fix {', '.join(c.scenario for c in lesson.fix.choices if c.scenario)}"
     print(f"{path}: OK (lesson {lesson.name}: scenario {lesson.scenario}{fix}; "
           f"{len(lesson.questions)} questions, {len(lesson.steps)} steps)")
     return 0
@@ -137,12 +141,12 @@ def forget(yes: bool) -> int:
 
 def open_lessons(args: argparse.Namespace, lessons: list[Lesson], lang: Lang) -> int:
     """The lesson TUI on the running lab (or, with --replay, on a recording)."""
-    wanted = args.lesson
-    if args.file is not None or (wanted and wanted.endswith(".toml")):
-        lessons = [read(args.file or Path(wanted))]
-        first = lessons[0]
+    path = _lesson_file(args)
+    if path is None:
+        first = pick_lesson(args.lesson, lessons, load_progress())
     else:
-        first = pick_lesson(wanted, lessons, load_progress())
+        lessons = [read(path)]
+        first = lessons[0]
     if args.replay and last_good_run(first.name) is None:
         raise KinspectError(f"no recording of lesson {first.name} yet: run it once on a lab "
                             f"(kinspect learn {first.name}), then --replay plays it")
@@ -152,13 +156,26 @@ def open_lessons(args: argparse.Namespace, lessons: list[Lesson], lang: Lang) ->
     return run_learn(cluster, lessons, first.name, lang, args.stage, args.replay)
 
 
+def _lesson_file(args: argparse.Namespace) -> Path | None:
+    """The lesson file asked for: --file, or a LESSON that names a .toml file."""
+    file: Path | None = args.file
+    if file is not None:
+        return file
+    if args.lesson and args.lesson.endswith(".toml"):
+        return Path(args.lesson)
+    return None
+
+
 def pick_lesson(wanted: str | None, lessons: Sequence[Lesson], progress: Progress) -> Lesson:
     """LESSON as typed (a name, or its number in --list), else where the learner left off,
     else the first."""
     if not lessons:
         raise KinspectError("no lessons found")
     if not wanted:
-        return progress.next_lesson(lessons) or lessons[0]
+        found = progress.next_lesson(lessons)
+        if found is None:
+            return lessons[0]
+        return found
     if wanted.isdigit():
         number = int(wanted)
         if not 1 <= number <= len(lessons):
@@ -191,10 +208,14 @@ def _next_name(lessons: Sequence[Lesson], progress: Progress) -> str | None:
     names = [lesson.name for lesson in lessons]
     if progress.current not in names:
         found = progress.next_lesson(lessons)
-        return found.name if found else None
+        if found is None:
+            return None
+        return found.name
     after = names[names.index(progress.current) + 1:]
-    return next((n for n in after if progress.record(n).status not in (Status.DONE,
-                                                                        Status.SKIPPED)), None)
+    for name in after:
+        if progress.record(name).status not in (Status.DONE, Status.SKIPPED):
+            return name
+    return None
 
 
 def list_rows(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> list[dict[str, Any]]:
@@ -213,24 +234,36 @@ def print_list(lessons: Sequence[Lesson], progress: Progress, lang: Lang, as_jso
         return 0
     width = max(len(row["name"]) for row in rows)
     for row in rows:
-        mark = "▶" if row["current"] else MARKS[Status(row["status"])]
-        tail = "  (next)" if row["next"] else ""
-        mode = f" [{row['mode']}]" if row["mode"] else ""
+        mark = MARKS[Status(row["status"])]
+        if row["current"]:
+            mark = "▶"
+        mode = ""
+        if row["mode"]:
+            mode = f" [{row['mode']}]"
+        tail = ""
+        if row["next"]:
+            tail = "  (next)"
         print(f" {mark} {row['number']:>2}  {row['name']:<{width}}  {row['title']}{mode}{tail}")
     return 0
 
 
 def _record_summary(number: int | None, lesson: Lesson | None, record: LessonRecord,
-                    lang: Lang) -> dict[str, Any]:
-    fix = None if record.fix_scenario is None else {
-        "scenario": record.fix_scenario, "held": record.fix_held, "run_dir": record.fix_run_dir}
-    return {"number": number, "name": record.name,
-            "title": lesson.title(lang) if lesson else None,
-            "scenario": lesson.scenario if lesson else None, "status": record.status.value,
-            "updated_at": record.updated_at,
+                    lang: Lang) -> SummaryEntry:
+    title = scenario = None  # a record of a lesson no longer in the course
+    if lesson is not None:
+        title, scenario = lesson.title(lang), lesson.scenario
+    return {"number": number, "name": record.name, "title": title, "scenario": scenario,
+            "status": record.status.value, "updated_at": record.updated_at,
             "predictions": [{"question": p.question, "chosen": p.chosen, "right": p.right}
                             for p in record.predictions],
-            "measured": record.measured, "run_dir": record.run_dir, "fix": fix}
+            "measured": record.measured, "run_dir": record.run_dir, "fix": _fix_summary(record)}
+
+
+def _fix_summary(record: LessonRecord) -> dict[str, Any] | None:
+    if record.fix_scenario is None:
+        return None
+    return {"scenario": record.fix_scenario, "held": record.fix_held,
+            "run_dir": record.fix_run_dir}
 
 
 def summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> dict[str, Any]:
@@ -240,17 +273,21 @@ def summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> dict[s
                for i, lesson in enumerate(lessons, start=1)]
     entries += [_record_summary(None, None, record, lang)
                 for name, record in sorted(progress.records.items()) if name not in known]
-    predictions = [p for e in entries for p in e["predictions"]]
-    fixes = [e["fix"] for e in entries if e["fix"]]
     return {
         "lessons": len(lessons), "done": sum(e["status"] == Status.DONE for e in entries),
-        "current": progress.current,
-        "predictions": {"made": len(predictions),
-                        "right": sum(p["right"] is True for p in predictions),
-                        "wrong": sum(p["right"] is False for p in predictions),
-                        "not_judged": sum(p["right"] is None for p in predictions)},
-        "fixes": {"tried": len(fixes), "held": sum(f["held"] is True for f in fixes)},
-        "progress": entries}
+        "current": progress.current, "predictions": _prediction_counts(entries),
+        "fixes": _fix_counts(entries), "progress": entries}
+
+
+def _prediction_counts(entries: list[SummaryEntry]) -> dict[str, int]:
+    rights = [p["right"] for e in entries for p in e["predictions"]]
+    return {"made": len(rights), "right": sum(r is True for r in rights),
+            "wrong": sum(r is False for r in rights), "not_judged": sum(r is None for r in rights)}
+
+
+def _fix_counts(entries: list[SummaryEntry]) -> dict[str, int]:
+    fixes = [e["fix"] for e in entries if e["fix"]]
+    return {"tried": len(fixes), "held": sum(f["held"] is True for f in fixes)}
 
 
 def print_summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang,
@@ -265,15 +302,33 @@ def print_summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang,
     for entry in data["progress"]:
         if entry["status"] == Status.NEW.value and not entry["predictions"]:
             continue
-        print(f" {MARKS[Status(entry['status'])]} {entry['number'] or '-':>2}  {entry['name']}"
-              f"  {entry['title'] or ''}")
-        for pred in entry["predictions"]:
-            verdict = {True: "right", False: "wrong", None: "not run yet"}[pred["right"]]
-            print(f"      {pred['question']} → {pred['chosen']} ({verdict})")
-        if entry["measured"]:
-            print("      measured: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
-                                               for k, v in entry["measured"].items()))
-        if entry["fix"]:
-            held = {True: "held", False: "did not hold", None: "?"}[entry["fix"]["held"]]
-            print(f"      fix: {entry['fix']['scenario']} ({held})")
+        _print_entry(entry)
     return 0
+
+
+VERDICTS = {True: "right", False: "wrong", None: "not run yet"}  # a prediction's `right`
+HELD = {True: "held", False: "did not hold", None: "?"}  # a fix's `held`
+
+
+def _print_entry(entry: SummaryEntry) -> None:
+    """One lesson of the summary: its line, each prediction, what was measured, the fix."""
+    number = entry["number"]
+    if number is None:  # a lesson no longer in the course
+        number = "-"
+    title = entry["title"]
+    if title is None:
+        title = ""
+    print(f" {MARKS[Status(entry['status'])]} {number:>2}  {entry['name']}  {title}")
+    for pred in entry["predictions"]:
+        print(f"      {pred['question']} → {pred['chosen']} ({VERDICTS[pred['right']]})")
+    if entry["measured"]:
+        print("      measured: " + ", ".join(_measured(name, value)
+                                             for name, value in entry["measured"].items()))
+    if entry["fix"]:
+        print(f"      fix: {entry['fix']['scenario']} ({HELD[entry['fix']['held']]})")
+
+
+def _measured(name: str, value: object) -> str:
+    if isinstance(value, int):
+        return f"{name} {value:,}"
+    return f"{name} {value}"

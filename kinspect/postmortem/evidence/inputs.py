@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +19,7 @@ import pyarrow.parquet as pq
 from kinspect.errors import KinspectError
 from kinspect.lab.faults import hurts
 from kinspect.lab.topology import broker_id_of
-from kinspect.load.ack_ledger import LEDGER_SCHEMA, read_marks
+from kinspect.load.ack_ledger import LEDGER_SCHEMA, LedgerMark, read_marks
 from kinspect.load.rundir import (
     BROKER_LOGS_DIR,
     FAULTS_FILE,
@@ -134,22 +133,45 @@ def read_faults(path: Path) -> Evidence | None:
 
 def fault_event(entry: JsonObject) -> TimelineEvent:
     """One journal entry (`kill kafka2`, `partition a | b,c`) as the timeline tells it."""
-    action, node, lab_id = str(entry.get("action", "?")), entry.get("node"), entry.get("lab_id")
-    node = None if node is None else str(node)
-    raw = entry.get("groups")
-    groups = tuple(tuple(map(str, g)) for g in raw if isinstance(g, list)) \
-        if isinstance(raw, list) else None
-    what = f"{action} {node}" if node else action
+    action = str(entry.get("action", "?"))
+    node, lab_id = _text(entry.get("node")), _text(entry.get("lab_id"))
+    groups = _groups(entry.get("groups"))
+    what = action
+    if node:
+        what = f"{action} {node}"
     if groups:
         what += " " + " | ".join(",".join(g) for g in groups)
     note = str(entry.get("detail") or "")
-    ts = entry["ts"]
+    detail = f"fault: {what}"
+    if note and note != what:
+        detail += f" ({note})"
+    severity = Severity.INFO
+    if hurts(action):
+        severity = Severity.ERROR
     return TimelineEvent(
-        int(ts) if isinstance(ts, int | float) else 0, JournalKind.FAULT,
-        f"fault: {what}" + (f" ({note})" if note and note != what else ""),
-        broker=broker_id_of(node), severity=Severity.ERROR if hurts(action) else Severity.INFO,
-        source=Source.FAULTS, node=node, action=action, note=note, groups=groups,
-        lab_id=None if lab_id is None else str(lab_id))
+        _ms(entry["ts"]), JournalKind.FAULT, detail, broker=broker_id_of(node),
+        severity=severity, source=Source.FAULTS, node=node, action=action, note=note,
+        groups=groups, lab_id=lab_id)
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return str(value)
+
+
+def _groups(told: object) -> tuple[tuple[str, ...], ...] | None:
+    """A partition's groups of nodes as the journal has them (lists of names)."""
+    if not isinstance(told, list):
+        return None
+    return tuple(tuple(map(str, g)) for g in told if isinstance(g, list))
+
+
+def _ms(ts: object) -> int:
+    """A journal entry's time (read_jsonl let through only numbers)."""
+    if isinstance(ts, int | float):
+        return int(ts)
+    return 0
 
 
 def read_jsonl(path: Path) -> JsonLines | None:
@@ -179,13 +201,16 @@ def _said(name: str, skipped: dict[str, list[int]]) -> tuple[str, ...]:
     out = []
     for why, numbers in skipped.items():
         shown = ", ".join(map(str, numbers[:SHOWN_LINES]))
-        more = f" and {len(numbers) - SHOWN_LINES:,} more" if len(numbers) > SHOWN_LINES else ""
-        noun = "line" if len(numbers) == 1 else "lines"
+        more = ""
+        if len(numbers) > SHOWN_LINES:
+            more = f" and {len(numbers) - SHOWN_LINES:,} more"
+        noun = _LINES[len(numbers) == 1]
         out.append(f"{name}: {len(numbers):,} {noun} skipped, {why}: {noun} {shown}{more}")
     return tuple(out)
 
 
 SHOWN_LINES = 5  # line numbers named per reason; the count says the rest
+_LINES = {True: "line", False: "lines"}  # by whether there is one
 BAD_VALUE = "with a value this version cannot read"
 
 
@@ -205,7 +230,9 @@ def _footer(path: Path, expected: pa.Schema, run_dir: Path) -> pq.FileMetaData:
 def _verify_warnings(run_dir: Path) -> list[str]:
     """What verify warned about when it read the final log back (verify.json)."""
     warnings = _json_file(run_dir / VERIFY_FILE).get("warnings")
-    return [str(w) for w in warnings] if isinstance(warnings, list) else []
+    if not isinstance(warnings, list):
+        return []
+    return [str(w) for w in warnings]
 
 
 def _json_file(path: Path) -> dict[str, object]:
@@ -215,70 +242,116 @@ def _json_file(path: Path) -> dict[str, object]:
         value = json.loads(path.read_text())
     except json.JSONDecodeError:
         raise KinspectError(f"{path.name} in the run dir is not valid JSON") from None
-    return value if isinstance(value, dict) else {}
+    if not isinstance(value, dict):
+        return {}
+    return value
+
 
 
 def load_inputs(run_dir: Path) -> RunInputs:
     """Everything the job needs to know up front; KinspectError names what is missing."""
     if not run_dir.is_dir():
         raise KinspectError(f"run dir {run_dir} does not exist")
-    ledger_dir = run_dir / LEDGER_DIR
-    ledger_files = sorted(ledger_dir.glob("p*.parquet")) if ledger_dir.is_dir() else []
+    ledger_files = _files(run_dir / LEDGER_DIR, "p*.parquet")
     marks = read_marks(run_dir)
     if not ledger_files and not marks:
         raise KinspectError(f"{run_dir}: ledger/ has no p*.parquet files: not a kinspect run dir "
                             "(run `kinspect load run --run-dir DIR` first)")
     settings = _json_file(run_dir / SETTINGS_FILE)
     check_saved(settings, f"{run_dir / SETTINGS_FILE}")
-    producers: dict[int, ProducerMeta] = {}
-    topic, acks = str(settings.get("topic", "")), str(settings.get("acks", ""))
-    run_ids: set[str] = set()
-    refused: int | None = 0
+    ledger = _Ledger(str(settings.get("topic", "")), str(settings.get("acks", "")))
     for path in ledger_files:
-        meta = _footer(path, LEDGER_SCHEMA, run_dir)
+        ledger.add_chunk(path, _footer(path, LEDGER_SCHEMA, run_dir), run_dir)
+    for producer, mark in marks.items():  # sends no chunk saw yet: unknown, not "not in ledger"
+        ledger.add_mark(producer, mark)
+    final_files, partitions, final_rows, ordered = _final_log(run_dir, ledger.topic)
+    run = read_run(run_dir)
+    run_id = _run_id(run_dir, run, ledger.run_ids - {""})
+    timeline, faults = read_timeline(run_dir / TIMELINE_FILE), read_faults(run_dir / FAULTS_FILE)
+    return RunInputs(
+        verify_warnings=_verify_warnings(run_dir), run=run, run_id=run_id,
+        replica_snapshots=_folders(run_dir / REPLICAS_DIR),
+        run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
+        producers=ledger.producers, topic=ledger.topic, acks=ledger.acks,
+        timeline=_events(timeline), faults=_events(faults),
+        unread=[line for e in (timeline, faults) if e is not None for line in e.skipped],
+        broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
+        final_log_rows=final_rows, final_log_ordered=ordered, refused=ledger.refused)
+
+
+@dataclass
+class _Ledger:
+    """What the ledger chunks' footers and the producers' marks say, gathered as they are read
+    (a chunk's topic and acks win over settings.json's, which win over a mark's)."""
+
+    topic: str
+    acks: str
+    producers: dict[int, ProducerMeta] = field(default_factory=dict)
+    run_ids: set[str] = field(default_factory=set)
+    refused: int | None = 0
+
+    def add_chunk(self, path: Path, meta: pq.FileMetaData, run_dir: Path) -> None:
         kv = meta.metadata or {}
         try:
             producer = int(path.name[1:4])
             upto = int(kv.get(b"kinspect.sent_upto", b"-1"))
         except ValueError:
             raise KinspectError(f"{path.relative_to(run_dir)}: bad name or sent_upto metadata") from None
-        topic = kv.get(b"kinspect.topic", b"").decode() or topic
-        acks = kv.get(b"kinspect.acks", b"").decode() or acks
-        run_ids.add(kv.get(b"kinspect.run", b"").decode())
-        refused = _add_refused(refused, kv.get(b"kinspect.refused"))
-        pm = producers.setdefault(producer, ProducerMeta())
+        self.topic = kv.get(b"kinspect.topic", b"").decode() or self.topic
+        self.acks = kv.get(b"kinspect.acks", b"").decode() or self.acks
+        self.run_ids.add(kv.get(b"kinspect.run", b"").decode())
+        self.refused = _add_refused(self.refused, kv.get(b"kinspect.refused"))
+        pm = self.producers.setdefault(producer, ProducerMeta())
         pm.sent_upto = max(pm.sent_upto, upto)
         pm.rows += meta.num_rows
-        pm.max_seq = max(pm.max_seq, _stat(meta, "seq", max, -1))
-        first, last = _stat(meta, "send_ts", min, None), _stat(meta, "ack_ts", max, None)
-        pm.first_send_ts = min(x for x in (first, pm.first_send_ts) if x is not None) \
-            if first is not None or pm.first_send_ts is not None else None
-        pm.last_ack_ts = max(x for x in (last, pm.last_ack_ts) if x is not None) \
-            if last is not None or pm.last_ack_ts is not None else None
-    for producer, mark in marks.items():  # sends no chunk saw yet: unknown, not "not in ledger"
-        pm = producers.setdefault(producer, ProducerMeta())
+        seq = _stat_max(meta, "seq")
+        if seq is not None:
+            pm.max_seq = max(pm.max_seq, seq)
+
+        pm.first_send_ts = _earliest((pm.first_send_ts, _stat_min(meta, "send_ts")))
+        pm.last_ack_ts = _latest((pm.last_ack_ts, _stat_max(meta, "ack_ts")))
+
+    def add_mark(self, producer: int, mark: LedgerMark) -> None:
+        pm = self.producers.setdefault(producer, ProducerMeta())
         pm.sent_upto = max(pm.sent_upto, mark.upto)
-        topic, acks = topic or mark.topic, acks or mark.acks
-        run_ids.add(mark.run_id)
-    final_files, partitions, final_rows, ordered = _final_log(run_dir, topic)
-    run = read_run(run_dir)
-    ledger_runs = run_ids - {""}
-    if len(ledger_runs) > 1 or (run and ledger_runs and ledger_runs != {run.run_id}):
+        self.topic, self.acks = self.topic or mark.topic, self.acks or mark.acks
+        self.run_ids.add(mark.run_id)
+
+
+def _run_id(run_dir: Path, run: RunInfo | None, ledger_runs: set[str]) -> str | None:
+    """run.json's run id, else the ledger's; KinspectError when they name more than one run
+    (None: a run dir made before run ids)."""
+    named = set(ledger_runs)
+    if run is not None:
+        named.add(run.run_id)
+    if len(named) > 1:
         raise KinspectError(f"{run_dir}: the ledger holds more than one run "
-                            f"({', '.join(sorted(ledger_runs | ({run.run_id} if run else set())))})")
-    replicas = run_dir / REPLICAS_DIR
-    timeline, faults = read_timeline(run_dir / TIMELINE_FILE), read_faults(run_dir / FAULTS_FILE)
-    return RunInputs(
-        verify_warnings=_verify_warnings(run_dir),
-        run=run, run_id=run.run_id if run else (next(iter(ledger_runs)) if ledger_runs else None),
-        replica_snapshots=sorted(p for p in replicas.iterdir() if p.is_dir()) if replicas.is_dir() else [],
-        run_dir=run_dir, ledger_files=ledger_files, final_log_files=final_files,
-        producers=producers, topic=topic, acks=acks,
-        timeline=None if timeline is None else timeline.events,
-        faults=None if faults is None else faults.events,
-        unread=[line for e in (timeline, faults) if e is not None for line in e.skipped],
-        broker_logs=_broker_logs(run_dir / BROKER_LOGS_DIR), final_log_partitions=sorted(partitions),
-        final_log_rows=final_rows, final_log_ordered=ordered, refused=refused)
+                            f"({', '.join(sorted(named))})")
+    if run is not None:
+        return run.run_id
+    if ledger_runs:
+        return next(iter(ledger_runs))
+    return None
+
+
+def _events(evidence: Evidence | None) -> list[TimelineEvent] | None:
+    if evidence is None:
+        return None
+    return evidence.events
+
+
+def _files(folder: Path, pattern: str) -> list[Path]:
+    """The folder's files named by `pattern`, sorted; none when the folder is missing."""
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob(pattern))
+
+
+def _folders(root: Path) -> list[Path]:
+    """The folders in `root`, sorted; none when it is missing."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir())
 
 
 def _add_refused(total: int | None, told: bytes | None) -> int | None:
@@ -294,8 +367,7 @@ def _add_refused(total: int | None, told: bytes | None) -> int | None:
 def _final_log(run_dir: Path, topic: str) -> tuple[list[Path], list[int], int, bool]:
     """The final log's files, their partitions and rows (footers only), and whether each says
     every record's previous seq; missing: one line."""
-    final_dir = run_dir / FINAL_LOG_DIR
-    final_files = sorted(final_dir.glob("part-*.parquet")) if final_dir.is_dir() else []
+    final_files = _files(run_dir / FINAL_LOG_DIR, "part-*.parquet")
     if not final_files:
         raise KinspectError(f"{run_dir}: final_log/ missing: run `kinspect verify --topic "
                             f"{topic or 'TOPIC'} --run-dir {run_dir}` first")
@@ -311,16 +383,42 @@ def _final_log(run_dir: Path, topic: str) -> tuple[list[Path], list[int], int, b
     return final_files, partitions, final_rows, ordered
 
 
-def _stat(meta: pq.FileMetaData, name: str, pick: Any, default: Any) -> Any:
-    """A column's min or max from the footer statistics (free); `default` when there are none."""
+def _stat_min(meta: pq.FileMetaData, name: str) -> int | None:
+    """A column's least value from the footer statistics (free); None when they have none."""
+    return _earliest(int(stats.min) for stats in _statistics(meta, name))
+
+
+def _stat_max(meta: pq.FileMetaData, name: str) -> int | None:
+    """A column's greatest value from the footer statistics (free); None when they have none."""
+    return _latest(int(stats.max) for stats in _statistics(meta, name))
+
+
+
+def _statistics(meta: pq.FileMetaData, name: str) -> list[pq.Statistics]:
+    """A column's statistics in each row group that has them."""
     column = meta.schema.to_arrow_schema().names.index(name)
-    values = []
+    out = []
     for group in range(meta.num_row_groups):
         stats = meta.row_group(group).column(column).statistics
-        if stats is None or not stats.has_min_max:
-            continue
-        values.append(int(stats.min if pick is min else stats.max))
-    return pick(values) if values else default
+        if stats is not None and stats.has_min_max:
+            out.append(stats)
+    return out
+
+
+def _earliest(times: Iterable[int | None]) -> int | None:
+    """The least of the known times (None: none is known)."""
+    known = [t for t in times if t is not None]
+    if not known:
+        return None
+    return min(known)
+
+
+def _latest(times: Iterable[int | None]) -> int | None:
+    """The greatest of the known times (None: none is known)."""
+    known = [t for t in times if t is not None]
+    if not known:
+        return None
+    return max(known)
 
 
 def evidence_window(inputs: RunInputs, before_ms: int, after_ms: int) -> tuple[int | None, int | None]:
@@ -329,26 +427,34 @@ def evidence_window(inputs: RunInputs, before_ms: int, after_ms: int) -> tuple[i
     if inputs.run is not None:
         return inputs.run.started_at_ms, inputs.run.verified_at_ms
     first, last = run_window(inputs)
-    return (first - before_ms if first else None), (last + after_ms if last else None)
+    if first is not None:
+        first -= before_ms
+    if last is not None:
+        last += after_ms
+    return first, last
 
 
 def run_window(inputs: RunInputs) -> tuple[int | None, int | None]:
     """First send and last ack over all producers, from footers only (None when unknown)."""
-    firsts = [m.first_send_ts for m in inputs.producers.values() if m.first_send_ts is not None]
-    lasts = [m.last_ack_ts for m in inputs.producers.values() if m.last_ack_ts is not None]
-    return (min(firsts) if firsts else None, max(lasts) if lasts else None)
+    producers = inputs.producers.values()
+    return (_earliest(m.first_send_ts for m in producers),
+            _latest(m.last_ack_ts for m in producers))
 
 
 def _broker_logs(root: Path) -> dict[str, list[Path]]:
     """node -> its server/controller/state-change logs, or ZooKeeper's (rotated ones too,
     oldest first)."""
-    if not root.is_dir():
-        return {}
     out: dict[str, list[Path]] = {}
-    for node in sorted(p for p in root.iterdir() if p.is_dir()):
-        files = [f for f in node.iterdir() if f.is_file() and ".log" in f.name
-                 and f.name.split(".log")[0] in {"server", "controller", "state-change",
-                                                 "zookeeper"}]
+    for node in _folders(root):
+        files = [f for f in node.iterdir() if _is_broker_log(f)]
         if files:
             out[node.name] = sorted(files)
     return out
+
+
+_LOGS = {"server", "controller", "state-change", "zookeeper"}  # what a log's name begins with
+
+
+def _is_broker_log(path: Path) -> bool:
+    return path.is_file() and ".log" in path.name and path.name.split(".log")[0] in _LOGS
+

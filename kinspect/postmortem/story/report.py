@@ -38,11 +38,25 @@ def clock(ts: int | None) -> str:
 
 
 def seconds(ms: int | None) -> str:
-    return "?" if ms is None else f"{ms / 1000:+.1f} s"
+    if ms is None:
+        return "?"
+    return f"{ms / 1000:+.1f} s"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else many or one + 's'}"
+    """`1 message`, `2 messages`, `3 extra copies`."""
+    if n == 1:
+        return f"{n:,} {one}"
+    if many is None:
+        many = one + "s"
+    return f"{n:,} {many}"
+
+
+def agree(n: int, one: str, many: str) -> str:
+    """The verb's form for `n` things: `was` or `were`."""
+    if n == 1:
+        return one
+    return many
 
 
 NOT_RECORDED = "not recorded"  # a count an older report.json lacks: never shown as 0
@@ -50,11 +64,15 @@ NOT_RECORDED = "not recorded"  # a count an older report.json lacks: never shown
 
 def count_text(value: int | None) -> str:
     """`1,234`, or "not recorded" for a count the report's version did not measure."""
-    return NOT_RECORDED if value is None else f"{value:,}"
+    if value is None:
+        return NOT_RECORDED
+    return f"{value:,}"
 
 
 def duration(ms: int) -> str:
-    return f"{ms} ms" if abs(ms) < 1000 else f"{ms / 1000:.1f} s"
+    if abs(ms) < 1000:
+        return f"{ms} ms"
+    return f"{ms / 1000:.1f} s"
 
 
 def partition_rows(groups: Mapping[int, Counts], epochs: Sequence[LostEpoch],
@@ -62,18 +80,41 @@ def partition_rows(groups: Mapping[int, Counts], epochs: Sequence[LostEpoch],
     """One row per partition seen anywhere; ids with no partition (never sent) are left out."""
     stats = {s.partition: s for s in log_stats}
     keys = sorted({p for p in groups if p >= 0} | set(stats) | set(partitions))
+    in_order = sorted(epochs, key=lambda e: _epoch_order(e.epoch))
     rows = []
     for p in keys:
-        s = stats.get(p)
-        by_epoch: dict[str, int] = {}
-        for e in sorted(epochs, key=lambda e: e.epoch if e.epoch is not None else -1):
-            if e.pp == p:
-                name = str(e.epoch) if e.epoch is not None else "unknown"
-                by_epoch[name] = by_epoch.get(name, 0) + e.count
-        rows.append(PartitionRow(p, groups.get(p, Counts()), s.in_log if s else 0,
-                                 s.foreign if s else 0, s.other_runs if s else 0,
-                                 s.reordered if s else 0, p in partitions, by_epoch))
+        in_log, foreign, other_runs, reordered = _log_numbers(stats.get(p))
+        rows.append(PartitionRow(p, groups.get(p, Counts()), in_log, foreign, other_runs,
+                                 reordered, p in partitions, _lost_by_epoch(in_order, p)))
     return rows
+
+
+def _epoch_order(epoch: int | None) -> int:
+    """An unknown epoch sorts first."""
+    if epoch is None:
+        return -1
+    return epoch
+
+
+def _log_numbers(stats: LogStats | None) -> tuple[int, int, int, int]:
+    """A partition's records in the final log, foreign, of other runs and reordered (zeros for
+    a partition the final log lacks)."""
+    if stats is None:
+        return 0, 0, 0, 0
+    return stats.in_log, stats.foreign, stats.other_runs, stats.reordered
+
+
+def _lost_by_epoch(epochs: Sequence[LostEpoch], partition: int) -> dict[str, int]:
+    """The partition's lost messages by leader epoch ("unknown" where none is known)."""
+    by_epoch: dict[str, int] = {}
+    for e in epochs:
+        if e.pp != partition:
+            continue
+        name = "unknown"
+        if e.epoch is not None:
+            name = str(e.epoch)
+        by_epoch[name] = by_epoch.get(name, 0) + e.count
+    return by_epoch
 
 
 def attribution(epochs: Sequence[LostEpoch]) -> list[Attribution]:
@@ -85,9 +126,13 @@ def attribution(epochs: Sequence[LostEpoch]) -> list[Attribution]:
     measured: dict[tuple[int, int | None, int | None], int] = {}
     for e in epochs:
         key = (e.pp, e.epoch, e.broker)
-        row = rows.get(key) or Attribution(e.pp, e.epoch, e.broker, 0, 0, e.first_ack_ts,
-                                           e.last_ack_ts, e.first_offset, e.last_offset)
-        measured[key] = measured.get(key, 0) + (e.count if e.method == "measured" else 0)
+        row = rows.get(key)
+        if row is None:
+            row = Attribution(e.pp, e.epoch, e.broker, 0, 0, e.first_ack_ts, e.last_ack_ts,
+                              e.first_offset, e.last_offset)
+        measured.setdefault(key, 0)
+        if e.method == "measured":
+            measured[key] += e.count
         rows[key] = replace(
             row, count=row.count + e.count,
             first_ack_ts=_pick(min, row.first_ack_ts, e.first_ack_ts),
@@ -96,16 +141,24 @@ def attribution(epochs: Sequence[LostEpoch]) -> list[Attribution]:
             last_offset=_pick(max, row.last_offset, e.last_offset))
     out = [replace(row, measured=measured[key], method=_method(measured[key], row.count))
            for key, row in rows.items()]
-    return sorted(out, key=lambda a: (-a.count, a.partition, a.leader_epoch or -1))
+    return sorted(out, key=lambda a: (-a.count, a.partition, _epoch_order(a.leader_epoch)))
 
 
 def _pick(how: Callable[[int, int], int], a: int | None, b: int | None) -> int | None:
-    values = [v for v in (a, b) if v is not None]
-    return how(*values) if len(values) == 2 else (values[0] if values else None)
+    """`how` of the two where both are known, else the one known (None: neither)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return how(a, b)
 
 
 def _method(measured: int, count: int) -> Method:
-    return "measured" if measured == count else "inferred" if measured == 0 else "mixed"
+    if measured == count:
+        return "measured"
+    if measured == 0:
+        return "inferred"
+    return "mixed"
 
 
 def blamed(report: Report) -> dict[int | None, int]:
@@ -130,52 +183,69 @@ def explain(report: Report, events: Sequence[TimelineEvent],
             leaders: dict[tuple[str, int], tuple[int, int]]) -> str:
     """One paragraph: what was lost, who acknowledged it when, and what the cluster did."""
     acked, lost = report.acked, report.acked_lost
-    zero_note = " (with acks=0 'acknowledged' only means handed to the network)" \
-        if report.acks == "0" else ""
+    zero_note = _ACKS_NOTE.get(report.acks, "")
     if lost == 0:
         text = (f"No acknowledged message was lost: all {plural(acked, 'acknowledged message')} "
-                f"{'is' if acked == 1 else 'are'} in the final log{zero_note}.")
+                f"{agree(acked, 'is', 'are')} in the final log{zero_note}.")
     else:
-        text = f"{plural(lost, 'acknowledged message')} {'was' if lost == 1 else 'were'} lost{zero_note}"
-        top = report.attribution[0]
-        who = f"broker {top.broker}" if top.broker is not None else "an unknown broker"
-        epoch = f"at leader epoch {top.leader_epoch}" if top.leader_epoch is not None \
-            else "at an unknown leader epoch"
-        epoch += {"measured": " (measured: found in its kept log segments)",
-                  "inferred": " (inferred from the brokers' leadership history)",
-                  "mixed": f" (measured for {count_text(top.measured)} of them, found in its kept log "
-                           "segments; the rest inferred from the brokers' leadership history)"}.get(
-                      top.method or "", "")
-        share = "" if top.count == lost else f" ({top.count:,} of them)"
-        text += (f": {who} acknowledged them{share} {epoch} between {clock(top.first_ack_ts)} "
-                 f"and {clock(top.last_ack_ts)}")
-        text += _context(report, top, events, leaders) + "."
-        if top.broker is None and top.leader_epoch is not None:
-            text += (f" Nothing recorded says which broker led epoch {top.leader_epoch} "
-                     "(no timeline or broker logs cover it).")
+        text = (f"{plural(lost, 'acknowledged message')} {agree(lost, 'was', 'were')} "
+                f"lost{zero_note}") + _who_lost(report, events, leaders)
     extras = _extras(report)
     if extras:
         text += " " + "; ".join(extras)[0].upper() + "; ".join(extras)[1:] + "."
     return text
 
 
+_ACKS_NOTE = {"0": " (with acks=0 'acknowledged' only means handed to the network)"}
+
+
+def _who_lost(report: Report, events: Sequence[TimelineEvent],
+              leaders: dict[tuple[str, int], tuple[int, int]]) -> str:
+    """Who acknowledged most of the lost messages, how we know, and what the cluster did."""
+    top = report.attribution[0]
+    who = "an unknown broker"
+    if top.broker is not None:
+        who = f"broker {top.broker}"
+    share = ""
+    if top.count != report.acked_lost:
+        share = f" ({top.count:,} of them)"
+    text = (f": {who} acknowledged them{share} {_epoch_words(top)} between "
+            f"{clock(top.first_ack_ts)} and {clock(top.last_ack_ts)}")
+    text += _context(report, top, events, leaders) + "."
+    if top.broker is None and top.leader_epoch is not None:
+        text += (f" Nothing recorded says which broker led epoch {top.leader_epoch} "
+                 "(no timeline or broker logs cover it).")
+    return text
+
+
+def _epoch_words(top: Attribution) -> str:
+    """`at leader epoch 3 (measured: ...)`: the epoch, and how we know who acknowledged."""
+    epoch = "at an unknown leader epoch"
+    if top.leader_epoch is not None:
+        epoch = f"at leader epoch {top.leader_epoch}"
+    if top.method == "measured":
+        return epoch + " (measured: found in its kept log segments)"
+    if top.method == "inferred":
+        return epoch + " (inferred from the brokers' leadership history)"
+    if top.method == "mixed":
+        return epoch + (f" (measured for {count_text(top.measured)} of them, found in its kept "
+                        "log segments; the rest inferred from the brokers' leadership history)")
+    return epoch
+
+
 def _extras(report: Report) -> list[str]:
     """The sentences beside the verdict: what the client did, copies, order, recovery."""
     extras = []
     if report.unacked_present:
-        known = report.unknown_present
-        extras.append(f"{plural(report.unacked_present, 'message')} the producer never saw "
-                      "acknowledged are in the log anyway (not an error"
-                      + (f"; {known:,} of them unknown: sent by a generator that died before "
-                         "its ledger recorded an answer" if known else "") + ")")
+        extras.append(_unacked_present(report.unacked_present, report.unknown_present))
     if report.client_lost:
         extras.append(f"{plural(report.client_lost, 'message')} handed to the client "
-                      f"{'was' if report.client_lost == 1 else 'were'} never delivered: the "
+                      f"{agree(report.client_lost, 'was', 'were')} never delivered: the "
                       "generator died with them in librdkafka's buffer (the client's loss, not "
                       "the brokers')")
     if report.refused:
         extras.append(f"{plural(report.refused, 'send')} "
-                      f"{'was' if report.refused == 1 else 'were'} refused by the client "
+                      f"{agree(report.refused, 'was', 'were')} refused by the client "
                       "because its buffer was full (_QUEUE_FULL: never sent, not a broker's loss)")
     if report.duplicates:
         extras.append(f"{plural(report.duplicates, 'extra copy', 'extra copies')} of "
@@ -183,18 +253,35 @@ def _extras(report: Report) -> list[str]:
                       "idempotence)")
     if report.other_runs_records:
         extras.append(f"{plural(report.other_runs_records, 'record')} of other runs "
-                      f"{'is' if report.other_runs_records == 1 else 'are'} in the topic too "
+                      f"{agree(report.other_runs_records, 'is', 'are')} in the topic too "
                       "(not counted here)")
     if report.reordered:
         extras.append(f"{plural(report.reordered, 'message')} "
-                      f"{'sits' if report.reordered == 1 else 'sit'} behind a later message of "
+                      f"{agree(report.reordered, 'sits', 'sit')} behind a later message of "
                       "the same producer")
-    after, kept = report.first_ack_after_fault_ms, report.first_kept_ack_after_fault_ms
-    if after is not None:
-        extras.append(f"the first successful acknowledgement after the fault came {duration(after)} "
-                      "after it" + (f", the first one that lasted {duration(kept)} after it"
-                                    if kept is not None and kept != after else ""))
+    if report.first_ack_after_fault_ms is not None:
+        extras.append(_first_ack(report.first_ack_after_fault_ms,
+                                 report.first_kept_ack_after_fault_ms))
     return extras
+
+
+def _unacked_present(count: int, unknown: int | None) -> str:
+    """The messages in the log the producer never saw acknowledged, and which were unknown."""
+    text = (f"{plural(count, 'message')} the producer never saw acknowledged are in the log "
+            "anyway (not an error")
+    if unknown:
+        text += (f"; {unknown:,} of them unknown: sent by a generator that died before its "
+                 "ledger recorded an answer")
+    return text + ")"
+
+
+def _first_ack(after: int, kept: int | None) -> str:
+    """When acknowledgements came back after the fault, and when the first that lasted did."""
+    text = f"the first successful acknowledgement after the fault came {duration(after)} after it"
+    if kept is not None and kept != after:
+        text += f", the first one that lasted {duration(kept)} after it"
+    return text
+
 
 
 @dataclass(frozen=True)
@@ -224,12 +311,13 @@ def _context(report: Report, top: Attribution, events: Sequence[TimelineEvent],
         fault_ts = opt_int(fault, "ts")
         parts.append(f", after the fault ({fault['action']} {fault['node']} at "
                      f"{clock(fault_ts)})")
-    known = [t for t in (top.first_ack_ts, fault_ts) if t is not None]
-    since = min(known) if known else None
+    since = _pick(min, top.first_ack_ts, fault_ts)
     moments = _session_moments(broker, events, since) + _election(report, top, leaders) \
         + _truncation(broker, f"{report.topic}-{top.partition}", top.first_ack_ts, events)
     told = sorted(moments, key=lambda m: (m.ts, m.rank))
-    parts += [f"; {m.then if i else m.first}" for i, m in enumerate(told)]
+    if told:
+        parts.append(f"; {told[0].first}")
+        parts += [f"; {m.then}" for m in told[1:]]
     return "".join(parts)
 
 
@@ -247,16 +335,16 @@ def _session_moments(broker: int | None, events: Sequence[TimelineEvent],
     if broker is None:
         return []
     gone = _first_of(events, GONE_KINDS, broker, since)
-    learned = _first_of(events, {LogKind.ZK_EXPIRED}, broker, gone.ts if gone else since)
+    learned_since = since
+    if gone is not None:
+        learned_since = gone.ts
+    learned = _first_of(events, {LogKind.ZK_EXPIRED}, broker, learned_since)
     out = []
     if gone is not None:
         words = _gone_words(broker, gone, learned is not None)
         out.append(_Moment(gone.ts, 0, words, words))
     if learned is not None:
-        words = (f"broker {broker} itself learned of it only at {clock(learned.ts)}, when it "
-                 "reached ZooKeeper again") if gone else (
-            f"broker {broker} learned at {clock(learned.ts)}, on reaching ZooKeeper again, that "
-            "ZooKeeper had expired its session")
+        words = _learned_words(broker, learned, gone is not None)
         out.append(_Moment(learned.ts, 3, words, words))
     fenced = _first_of(events, {LogKind.BROKER_FENCED, EventKind.BROKER_FENCED}, broker, since)
     if fenced is not None and gone is None and learned is None:
@@ -265,16 +353,29 @@ def _session_moments(broker: int | None, events: Sequence[TimelineEvent],
     return out
 
 
+def _learned_words(broker: int, learned: TimelineEvent, gone: bool) -> str:
+    """The broker's own late line that ZooKeeper had expired its session."""
+    if gone:
+        return (f"broker {broker} itself learned of it only at {clock(learned.ts)}, when it "
+                "reached ZooKeeper again")
+    return (f"broker {broker} learned at {clock(learned.ts)}, on reaching ZooKeeper again, that "
+            "ZooKeeper had expired its session")
+
+
 def _gone_words(broker: int, gone: TimelineEvent, learned: bool) -> str:
     """ZooKeeper's own line, or the broker learning it later, says the session expired; the
     controller and the observer saw only the registration go (a clean shutdown does that too)."""
     sources = gone.sources or (witness(gone),)
     others = " and ".join(SEEN_BY[s] for s in sources if s in SEEN_BY)
     by_zookeeper = "zookeeper log" in sources
-    what = (f"ZooKeeper expired broker {broker}'s session" if by_zookeeper or learned
-            else f"broker {broker} was gone from ZooKeeper")
-    seen = ("ZooKeeper's own log" + (f"; {others} saw it too" if others else "")
-            if by_zookeeper else f"as {others} saw it")
+    what = f"broker {broker} was gone from ZooKeeper"
+    if by_zookeeper or learned:
+        what = f"ZooKeeper expired broker {broker}'s session"
+    seen = f"as {others} saw it"
+    if by_zookeeper:
+        seen = "ZooKeeper's own log"
+    if by_zookeeper and others:
+        seen += f"; {others} saw it too"
     return f"{what} at {clock(gone.ts)} ({seen})"
 
 
@@ -291,12 +392,15 @@ def _election(report: Report, top: Attribution,
         return []
     e2, b2, ts2 = later[0]
     made = f"broker {b2} leader at {clock(ts2)} (epoch {e2})"
-    during = last is not None and ts2 <= last
-    who = f"broker {top.broker}" if top.broker is not None else "the old leader"
-    first = f"the controller {'had already made' if during else 'then made'} {made}"
-    then = f"the controller then made {made}" + (
-        f", while {who} still acknowledged writes until {clock(last)}" if during else "")
-    return [_Moment(ts2, 2, first, then)]
+    if last is None or ts2 > last:  # made once the broker had stopped acknowledging
+        return [_Moment(ts2, 2, f"the controller then made {made}",
+                        f"the controller then made {made}")]
+    who = "the old leader"
+    if top.broker is not None:
+        who = f"broker {top.broker}"
+    return [_Moment(ts2, 2, f"the controller had already made {made}",
+                    f"the controller then made {made}, while {who} still acknowledged writes "
+                    f"until {clock(last)}")]
 
 
 def _truncation(broker: int | None, partition: str, since: int | None,
@@ -344,7 +448,9 @@ def partition_markdown(partitions: Sequence[PartitionRow]) -> list[str]:
              "| duplicates | reordered | lost by epoch |", "|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in partitions:
         epochs = ", ".join(f"{k}: {v:,}" for k, v in p.lost_by_epoch.items()) or "-"
-        log = f"{p.in_log:,}" if p.final_log else "no final log"
+        log = "no final log"
+        if p.final_log:
+            log = f"{p.in_log:,}"
         c = p.counts
         lines.append(f"| {p.partition} | {c.acked:,} | {log} | {c.acked_lost:,} | "
                      f"{c.unacked_present:,} | {c.duplicates:,} | {p.reordered:,} | {epochs} |")
@@ -358,18 +464,36 @@ def attribution_markdown(report: Report) -> list[str]:
     lines = ["", "## Lost, by who acknowledged them", "", "| partition | epoch | broker | lost | "
              "acked from | to | how we know |", "|---:|---:|---:|---:|---|---|---|"]
     for a in report.attribution:
-        broker = a.broker if a.broker is not None else "unknown"
-        how = (NOT_RECORDED if a.method is None else a.method if a.method != "mixed"
-               else f"{count_text(a.measured)} measured, rest inferred")
+        broker = "unknown"
+        if a.broker is not None:
+            broker = str(a.broker)
         lines.append(f"| {a.partition} | {a.leader_epoch} | {broker} | "
                      f"{a.count:,} | {clock(a.first_ack_ts)} | {clock(a.last_ack_ts)} | "
-                     f"{how} |")
+                     f"{_how_we_know(a)} |")
     lines += ["", "Lost ids (producer: seq ranges):", ""]
     for producer, ranges in report.lost_ranges.items():
-        shown = ", ".join(f"{lo}-{hi}" if lo != hi else str(lo) for lo, hi in ranges[:MD_RANGES])
+        shown = ", ".join(_seq_range(lo, hi) for lo, hi in ranges[:MD_RANGES])
         more = report.lost_ranges_more.get(producer, 0) + max(0, len(ranges) - MD_RANGES)
-        lines.append(f"- {producer}: {shown}" + (f" and {more:,} more ranges" if more else ""))
+        line = f"- {producer}: {shown}"
+        if more:
+            line += f" and {more:,} more ranges"
+        lines.append(line)
     return lines
+
+
+def _how_we_know(a: Attribution) -> str:
+    if a.method is None:
+        return NOT_RECORDED
+    if a.method == "mixed":
+        return f"{count_text(a.measured)} measured, rest inferred"
+    return a.method
+
+
+def _seq_range(lo: int, hi: int) -> str:
+    """`7-9`, or `7` for a range of one."""
+    if lo == hi:
+        return str(lo)
+    return f"{lo}-{hi}"
 
 
 def timeline_markdown(report: Report) -> list[str]:
@@ -377,14 +501,19 @@ def timeline_markdown(report: Report) -> list[str]:
     if not report.timeline:
         lines.append("No timeline was recorded (no timeline.jsonl, faults.jsonl or broker logs).")
     for e in report.timeline:
-        sources = e.get("sources")
-        seen = f" [{', '.join(map(str, sources))}]" \
-            if isinstance(sources, list) and len(sources) > 1 else ""
         lines.append(f"- {clock(opt_int(e, 'ts'))} ({seconds(opt_int(e, 'delta_ms'))}) "
-                     f"{e['detail']}{seen}")
+                     f"{e['detail']}{_seen_by(e.get('sources'))}")
+
     if report.timeline_more:
         lines.append(f"- … and {report.timeline_more:,} more events")
     return lines
+
+
+def _seen_by(sources: object) -> str:
+    """` [observer, controller log]` for an event more than one source saw."""
+    if not isinstance(sources, list) or len(sources) < 2:
+        return ""
+    return f" [{', '.join(map(str, sources))}]"
 
 
 def slow_link_markdown(links: Sequence[Mapping[str, object]]) -> list[str]:

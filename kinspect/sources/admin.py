@@ -11,6 +11,12 @@ asked where that epoch ends in its log: what lies past it is doomed.
 Unless the observer watches ZooKeeper, each poll also asks the KRaft quorum who leads it
 (clients/quorum.py): the brokers' ApiVersions tell the mode, and in KRaft each partition's
 decision is the newest claim any broker holds (sources/claims.py).
+
+The AdminSource keeps the threads (the full polls, KRaft's fast polls), the scheduling and the
+view; each question of a full poll is a probe of its own (sources/probes/: configs, offsets,
+the brokers' own answers, epoch ends, the quorum, reassignments, eligible leaders, log dirs,
+hidden topics), given the poll's metadata and answering a typed value that `_view_of` puts into
+the BrokerView. Adding a probe: the recipe is in sources/probes/__init__.py.
 """
 
 from __future__ import annotations
@@ -18,13 +24,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import _AdminClientImpl
+from confluent_kafka import KafkaException
+from confluent_kafka.admin._metadata import ClusterMetadata
 
 from kinspect.clients.groups_watch import GroupsWatch
 from kinspect.clients.kafka import (
@@ -34,44 +38,45 @@ from kinspect.clients.kafka import (
     admin_client,
     is_tls_message,
 )
-from kinspect.clients.log_dirs import ask_log_dirs
-from kinspect.clients.quorum import QuorumPoll, QuorumProbe
-from kinspect.clients.reassignments import ask_controller_reassignments
-from kinspect.clients.topic_partitions import ask_eligible_leaders
-from kinspect.clients.wire import (
-    BrokerClaim,
-    BrokerLink,
-    MetadataAnswer,
-    ask_claims,
-    ask_epoch_ends,
-    ask_leader_offsets,
-    ask_log_ends,
-    connection_settings,
-)
+from kinspect.clients.quorum import QuorumPoll
+from kinspect.clients.wire import MetadataAnswer, ask_claims, connection_settings
 from kinspect.errors import KinspectError
-from kinspect.model import (
-    BrokerView,
-    ConfigValue,
-    EligibleLeaders,
-    EpochEnd,
-    Fact,
-    Offsets,
-    PartitionDecision,
-    PartitionMeta,
-    Reassignment,
-    ReplicaEnd,
-    Unknown,
-)
-from kinspect.model.views import AdminState, BrokerLogDirs, Mode
+from kinspect.model import BrokerView, EpochEnd, Offsets, PartitionDecision, PartitionMeta
+from kinspect.model.views import AdminState, Mode
 from kinspect.sources.claims import newest_claims
-from kinspect.sources.configs import describe_brokers, describe_topics
-from kinspect.sources.hidden import confirm_hidden
+from kinspect.sources.probes.base import (
+    Asking,
+    Claims,
+    Key,
+    Links,
+    LinkSettings,
+    Poll,
+    ask_now,
+    start,
+)
+from kinspect.sources.probes.brokers import BrokerAnswers, BrokerAnswersProbe, Decided, EpochEndsProbe
+from kinspect.sources.probes.cluster import (
+    Eligible,
+    EligibleLeadersProbe,
+    KraftQuorumProbe,
+    Reassignments,
+    ReassignmentsProbe,
+    quorum_refused,
+)
+from kinspect.sources.probes.configs import (
+    BrokerConfigs,
+    BrokerConfigsProbe,
+    TopicConfigs,
+    TopicConfigsProbe,
+)
+from kinspect.sources.probes.disks import Disks, HiddenTopicsProbe, LogDirsProbe
+from kinspect.sources.probes.offsets import OffsetsProbe
+from kinspect.sources.probes.stalls import Stalls
+
+__all__ = ["AdminSource", "Claims", "Decided", "Key", "fast_targets", "keep_newer_epochs",
+           "listed_by_most", "next_in_turn", "next_poll_in"]
 
 CONFIG_EVERY_N_POLLS = 10
-SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
-# librdkafka's admin ListOffsets grows faster than the partitions it is given (1,000: 27 ms,
-# 3,000: 136 ms, 10,000: 618 ms here): it is asked in chunks, all at once.
-OFFSETS_CHUNK = 1_000
 # KRaft has no watches: beside the full polls each broker's own metadata is asked this often,
 # and less often in proportion beyond FAST_PARTITIONS partitions (an answer grows with them).
 # The brokers are asked in turn, one every FAST_S / brokers: every broker hears of a change
@@ -84,46 +89,6 @@ FAST_IDLE_S = 0.5  # not KRaft (yet), or the brokers not answering: look again t
 # time limits hold up to this many partitions, and grow in proportion beyond.
 BUDGET_PARTITIONS = 10_000
 POLL_REST = 1.0  # after a full poll, rest at least this many times as long as it took
-
-Key = tuple[str, int]
-Claims = dict[int, dict[Key, BrokerClaim]]
-# Who leads each partition at which epoch, as decided (ZooKeeper); None: take the brokers' word.
-Decided = Callable[[], Mapping[Key, tuple[int | None, int]] | None]  # leader (None: none), epoch
-
-
-def _result(future: Future[Any], timeout: float) -> Any:
-    return future.result(timeout=timeout)
-
-
-def _list_offsets(admin: AdminClient, keys: list[Key], spec: int, timeout: float
-                  ) -> Future[dict[TopicPartition, Any]]:
-    """One ListOffsets per leader for all `keys`, answered as one dict in one future.
-
-    The public AdminClient.list_offsets wraps that same call in a future per partition, each
-    made and then set from Python: about 0.2 s at 10,000 partitions on a busy machine, per
-    spec. The call underneath takes the same list and one future.
-    """
-    future: Future[dict[TopicPartition, Any]] = Future()
-    request = [TopicPartition(topic, partition, spec) for topic, partition in keys]
-    _AdminClientImpl.list_offsets(admin, request, future, request_timeout=timeout)
-    return future
-
-
-def _answers(futures: Iterable[Future[dict[TopicPartition, Any]]], deadline: float
-             ) -> dict[Key, Any]:
-    """The ListOffsets results by partition, of every chunk; a failed partition, a failed
-    request or no answer by `deadline` is left out: its offsets are unknown, not zero, and the
-    rest of the poll (who leads, the ISR) still counts, as when ZooKeeper is down and a broker
-    is slow to answer."""
-    out = {}
-    for future in futures:
-        try:
-            answers = _result(future, max(0.01, deadline - time.monotonic()))
-        except (KafkaException, TimeoutError):
-            continue
-        out.update({(tp.topic, tp.partition): info for tp, info in answers.items()
-                    if not isinstance(info, KafkaError)})
-    return out
 
 
 def fast_targets(brokers: Mapping[int, str], unreachable: Mapping[int, str]) -> dict[int, str]:
@@ -144,7 +109,9 @@ def next_in_turn(brokers: Iterable[int], last: int | None) -> int:
     """The broker a fast poll asks after `last`: the next id up, round to the smallest (a
     broker joining or leaving the list does not upset the turn)."""
     ids = sorted(brokers)
-    return next((b for b in ids if last is None or b > last), ids[0])
+    if last is None:
+        return ids[0]
+    return next((b for b in ids if b > last), ids[0])
 
 
 def keep_newer_epochs(current: Mapping[Key, PartitionDecision],
@@ -166,26 +133,101 @@ def listed_by_most(lists: Mapping[int, Mapping[int, str]], current: Mapping[int,
     image is outvoted; on a tie the current view stands."""
     out = {}
     for broker in {b for listed in lists.values() for b in listed} | set(current):
-        votes = sum(broker in listed for listed in lists.values())
-        if 2 * votes > len(lists) or (2 * votes == len(lists) and broker in current):
-            out[broker] = current.get(broker) or next(
-                listed[broker] for listed in lists.values() if broker in listed)
+        votes = 2 * sum(broker in listed for listed in lists.values())
+        if votes < len(lists):
+            continue
+        if votes == len(lists) and broker not in current:
+            continue  # a tie: the current view stands
+        address = current.get(broker)
+        if address is None:
+            address = next(listed[broker] for listed in lists.values() if broker in listed)
+        out[broker] = address
     return out
 
 
-def _why(link: BrokerLink, exc: BaseException) -> str:
-    """Why a broker did not answer: the connection's own reason (a TLS handshake, a refused
-    login) where it kept one, else the exception's."""
-    return getattr(link, "last_error", None) or str(exc) or type(exc).__name__
+def _refused_state(refused: str | None) -> AdminState:
+    """A failed poll's state: a refused login or TLS handshake said as such, else an error."""
+    if not refused:
+        return "error"
+    if is_tls_message(refused):
+        return TLS_STATE
+    return AUTH_FAILED
 
 
-def _quorum_refused(asked: QuorumPoll | None) -> Unknown | None:
-    """DescribeQuorum refused (Describe on the cluster): who leads is unknown, not absent."""
-    if asked is None or asked.answer is not None or not asked.error:
-        return None
-    if "ClusterAuthorizationFailed" in asked.error:
-        return Unknown("no Describe permission on the cluster: DescribeQuorum refused")
-    return None
+def _reason(exc: BaseException) -> str:
+    """A failed poll's reason: librdkafka's own words (KafkaError.str()) where it gave some."""
+    reason = str(exc)
+    if exc.args and hasattr(exc.args[0], "str"):
+        reason = exc.args[0].str()
+    return reason or type(exc).__name__
+
+
+def _partitions_of(metadata: ClusterMetadata) -> dict[Key, PartitionMeta]:
+    """Who leads each partition (librdkafka's -1: none), its replicas and ISR."""
+    partitions: dict[Key, PartitionMeta] = {}
+    for name, topic in metadata.topics.items():
+        for pid, part in topic.partitions.items():
+            leader: int | None = part.leader
+            if part.leader < 0:
+                leader = None
+            partitions[(name, pid)] = PartitionMeta(leader=leader, replicas=tuple(part.replicas),
+                                                    isr=tuple(part.isrs))
+    return partitions
+
+
+def _offline(claims: Claims) -> dict[Key, tuple[int, ...]]:
+    """Replicas on a failed log dir, as the broker with the newest word on each partition
+    says (Metadata's offline_replicas: what `kafka-topics --describe` prints as "Offline:")."""
+    return {key: claim.offline for key, claim in newest_claims(claims).items() if claim.offline}
+
+
+@dataclass(frozen=True)
+class PollAnswers:
+    """Every probe's answer of one full poll (or what it holds when not asked this poll)."""
+
+    configs: TopicConfigs
+    broker_configs: BrokerConfigs
+    brokers: BrokerAnswers
+    quorum: QuorumPoll
+    decided: dict[Key, PartitionDecision]
+    epoch_ends: dict[Key, dict[int, EpochEnd]]
+    disks: Disks
+    offsets: dict[Key, Offsets]
+    reassignments: Reassignments
+    eligible: Eligible
+
+
+@dataclass(frozen=True)
+class Probes:
+    """The full poll's probes (sources/probes/), made once per source."""
+
+    topic_configs: TopicConfigsProbe
+    broker_configs: BrokerConfigsProbe
+    offsets: OffsetsProbe
+    brokers: BrokerAnswersProbe
+    quorum: KraftQuorumProbe
+    reassignments: ReassignmentsProbe
+    log_dirs: LogDirsProbe
+    epoch_ends: EpochEndsProbe
+    eligible: EligibleLeadersProbe
+    hidden: HiddenTopicsProbe
+
+    @classmethod
+    def made(cls, asking: Asking, links: Links, decided: Decided,
+             watched: Callable[[], frozenset[Key]]) -> Probes:
+        """`links`: the full polls' connections, shared by the probes asked one after the
+        other on them (the brokers' own answers, then the epoch ends)."""
+        log_dirs = LogDirsProbe(asking)
+        return cls(TopicConfigsProbe(asking), BrokerConfigsProbe(asking), OffsetsProbe(asking),
+                   BrokerAnswersProbe(asking, links), KraftQuorumProbe(asking),
+                   ReassignmentsProbe(asking, links), log_dirs,
+                   EpochEndsProbe(asking, links, decided, watched),
+                   EligibleLeadersProbe(asking, links), HiddenTopicsProbe(asking, log_dirs))
+
+    def close(self) -> None:
+        self.offsets.close()
+        self.log_dirs.close()
+        self.quorum.close()
 
 
 class AdminSource:
@@ -209,30 +251,25 @@ class AdminSource:
         self._view = BrokerView(state="unknown", error=None, brokers={}, controller_id=None,
                                 partitions={}, configs={}, offsets={})
         self._claims: Claims = {}
-        self._links: dict[int, BrokerLink] = {}
-        self._fast_links: dict[int, BrokerLink] = {}  # the fast polls' own: they run beside
-        self._offset_links: dict[int, BrokerLink] = {}  # the offsets' own, beside the probe's
-        self._dir_links: dict[int, BrokerLink] = {}  # the log dirs' own, beside the probe's too
         self._fast_lists: dict[int, dict[int, str]] = {}  # each broker's last broker list
         self._fast_last: int | None = None  # the broker the last fast poll asked
         self._asked_at = 0.0  # when the brokers' claims behind the view's decisions were asked
         self._partitions = 0  # how many the last metadata listed (budget())
         self._seen_lock = threading.Lock()
+        self._link_settings: LinkSettings | None = None
+        self.probe_problem: str | None = None
         try:
-            self._link_settings: dict[str, Any] | None = connection_settings(config)
-            self.probe_problem: str | None = None
+            self._link_settings = connection_settings(config)
         except KinspectError as exc:  # e.g. GSSAPI: the rest of kinspect still works
-            self._link_settings, self.probe_problem = None, str(exc)
+            self.probe_problem = str(exc)
         self.decided: Decided = lambda: None
         self._watched: frozenset[Key] = frozenset()
-        self._configs: dict[str, dict[str, ConfigValue]] = {}
-        self._config_unknown: dict[str, Unknown] = {}
-        self._broker_configs: dict[int, Fact[dict[str, ConfigValue]]] = {}
-        self._disks: dict[int, Fact[BrokerLogDirs]] = {}
-        self._disks_at: int | None = None
-        # the last confirmation of hidden topics: (disks asked at, candidates) -> the answer
-        self._hidden_for: tuple[tuple[int | None, frozenset[str]], frozenset[str]] | None = None
-        self._progress: dict[tuple[Key, int], tuple[int, int]] = {}  # adding replica: end, since
+        self._links = Links(self._link_settings)  # the full polls'
+        self._fast_links = Links(self._link_settings)  # the fast polls' own: they run beside
+        asking = Asking(self._admin, self._link_settings, self.probe_problem, timeout_s,
+                        self.budget)
+        self._probes = Probes.made(asking, self._links, self._decided_now, self._watched_now)
+        self._stalls = Stalls()
         self._polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -244,23 +281,29 @@ class AdminSource:
         # quorum is then never asked), else what the brokers' ApiVersions say, once known.
         self.mode: Mode = "unknown"
         self.zookeeper_watched = False
-        self.probe_errors: dict[int, str] = {}  # broker -> why it did not answer directly
         self.controllers: dict[int, str] = {}  # KRaft node id -> controller listener, if known
-        self._quorum = QuorumProbe(self._link_settings)
         self._seen: dict[Key, tuple[int, int]] = {}  # KRaft decision: (epoch, first seen ms)
         # Consumer groups come from a process of their own (see clients/groups.py: a librdkafka
         # assertion there must not take the observer down); `groups`: one already started.
-        self.groups = groups or (GroupsWatch(bootstrap, dict(config or {}), interval_s,
-                                             timeout_s) if watch_groups else None)
+        self.groups = groups
+        if self.groups is None and watch_groups:
+            self.groups = GroupsWatch(bootstrap, dict(config or {}), interval_s, timeout_s)
         if self.groups is not None:
             self.groups.listen(on_change)
+
+    @property
+    def probe_errors(self) -> dict[int, str]:
+        """Broker -> why it did not answer directly, of the last full poll that asked."""
+        return self._probes.brokers.errors
 
     def start(self, once: bool = False) -> None:
         """Poll on a thread of its own; `once`: a single poll (one-shot commands: a second
         poll, due at once when the first took longer than interval_s, would only delay stop)."""
         if self.groups:
             self.groups.start()
-        target = self.poll_once if once else self._loop
+        target: Callable[[], object] = self._loop
+        if once:
+            target = self.poll_once
         self._thread = threading.Thread(target=self._run, args=(target,), name="kinspect-admin",
                                         daemon=True)
         self._thread.start()
@@ -293,13 +336,9 @@ class AdminSource:
     def _close(self) -> None:
         """Called by stop(), or by the full poll's thread when stop() could not wait for it."""
         with self._close_lock:
-            links = [*self._links.values(), *self._fast_links.values(),
-                     *self._offset_links.values(), *self._dir_links.values()]
-            self._links, self._fast_links, self._offset_links = {}, {}, {}
-            self._dir_links = {}
-            for link in links:
-                link.close()
-            self._quorum.close()
+            self._links.close()
+            self._fast_links.close()
+            self._probes.close()
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
 
@@ -313,6 +352,14 @@ class AdminSource:
         with self._lock:
             self._watched = frozenset(keys)
 
+    def _decided_now(self) -> Mapping[Key, tuple[int | None, int]] | None:
+        """ZooKeeper's decisions (the observer sets `decided` once it watches ZooKeeper)."""
+        return self.decided()
+
+    def _watched_now(self) -> frozenset[Key]:
+        with self._lock:
+            return self._watched
+
     def claims(self) -> Claims:
         """Each reachable broker's own metadata: who it thinks leads what."""
         with self._lock:
@@ -324,24 +371,11 @@ class AdminSource:
         try:
             view, claims = self._poll()
         except (KafkaException, TimeoutError, OSError, RuntimeError) as exc:
-            reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
-            refused = self._auth.failure(self._admin)  # a refused login, said as such
-            with self._lock:
-                old = self._view
-                state: AdminState = (TLS_STATE if is_tls_message(refused) else AUTH_FAILED) \
-                    if refused else "error"
-                view = BrokerView(state=state,
-                                  error=refused or reason or type(exc).__name__,
-                                  brokers=old.brokers, controller_id=old.controller_id,
-                                  partitions=old.partitions, configs=old.configs,
-                                  offsets=old.offsets, mode=old.mode, quorum=old.quorum,
-                                  quorum_error=old.quorum_error, controllers=old.controllers,
-                                  decided=old.decided)
-                claims = {}
+            view, claims = self._failed(exc), {}
         self._auth.clear(self._admin)  # answered or not: a refusal is told once, then anew
         with self._lock:
             current = self._view
-            if asked < self._asked_at and view.state == "ok":  # a fast poll asked later landed
+            if view.state == "ok" and asked < self._asked_at:  # a fast poll asked later landed
                 view = replace(view, decided=keep_newer_epochs(current.decided, view.decided),
                                brokers=current.brokers)
                 claims = self._claims
@@ -350,6 +384,20 @@ class AdminSource:
             self._view, self._claims = view, claims
         self._on_change()
         return view
+
+    def _failed(self, exc: BaseException) -> BrokerView:
+        """The last view, its state and error saying why this poll failed (a refused login
+        said as such)."""
+        refused = self._auth.failure(self._admin)
+        error = refused or _reason(exc)
+        with self._lock:
+            old = self._view
+            return BrokerView(state=_refused_state(refused), error=error,
+                              brokers=old.brokers, controller_id=old.controller_id,
+                              partitions=old.partitions, configs=old.configs,
+                              offsets=old.offsets, mode=old.mode, quorum=old.quorum,
+                              quorum_error=old.quorum_error, controllers=old.controllers,
+                              decided=old.decided)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -369,12 +417,18 @@ class AdminSource:
         """Seconds to the next fast poll: KRaft only (ZooKeeper's watches are faster still),
         with the brokers answering and per-broker links allowed."""
         view = self._view
-        if self.mode != "kraft" or view.state != "ok" or not self.probe_brokers \
-                or self._link_settings is None:
+        if not self._fast_polls_help(view):
             return None
         asked = max(1, len(fast_targets({**self.known_brokers, **view.brokers},
                                         self.probe_errors)))
         return FAST_S * max(1.0, len(view.partitions) / FAST_PARTITIONS) / asked
+
+    def _fast_polls_help(self, view: BrokerView) -> bool:
+        if self.mode != "kraft":
+            return False
+        if view.state != "ok":
+            return False
+        return self.probe_brokers and self._link_settings is not None
 
     def _fast_poll(self) -> None:
         """The next broker's own metadata, in turn: a leader, ISR or broker list newer than
@@ -415,7 +469,7 @@ class AdminSource:
         def ask(item: tuple[int, str]) -> tuple[int, MetadataAnswer | None]:
             broker, address = item
             try:
-                link = self._link(broker, address, self._fast_links)
+                link = self._fast_links.to(broker, address)
                 return broker, ask_claims(link, self.budget(0.5))
             except (OSError, ConnectionError, ValueError, EOFError):
                 return broker, None
@@ -425,141 +479,81 @@ class AdminSource:
         return {b: a for b, a in self._pool.map(ask, sorted(targets.items())) if a is not None}
 
     def _poll(self) -> tuple[BrokerView, Claims]:
-        """One metadata request (it names the controller too), then configs, offsets and the
-        brokers' own answers at once: they do not depend on each other."""
+        """One metadata request (it names the controller too), then the probes, asked at once
+        where they do not depend on each other (sources/probes/)."""
         polled_at = time.time_ns() // 1_000_000
-        metadata = self._admin.list_topics(timeout=self.budget(self.timeout_s))
+        poll = self._poll_of(self._admin.list_topics(timeout=self.budget(self.timeout_s)),
+                             polled_at)
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kinspect-poll") as pool:
+            answers = self._ask_all(pool, poll)
+        return self._view_of(poll, answers), answers.brokers.claims
+
+    def _poll_of(self, metadata: ClusterMetadata, polled_at: int) -> Poll:
+        """What the metadata says, as the probes are given it."""
         brokers = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
-        controller = metadata.controller_id if metadata.controller_id >= 0 else None
-        partitions: dict[tuple[str, int], PartitionMeta] = {}
-        for name, topic in metadata.topics.items():
-            for pid, part in topic.partitions.items():
-                partitions[(name, pid)] = PartitionMeta(
-                    leader=part.leader if part.leader >= 0 else None,  # librdkafka's -1: none
-                    replicas=tuple(part.replicas), isr=tuple(part.isrs))
+        controller: int | None = metadata.controller_id
+        if controller is not None and controller < 0:
+            controller = None
+        partitions = _partitions_of(metadata)
         self._partitions = len(partitions)
-        refresh = self._polls % CONFIG_EVERY_N_POLLS == 0 or set(self._configs) != set(metadata.topics)
+        refresh = self._refresh(metadata.topics)
         self._polls += 1
         probing = self.probe_brokers and self._link_settings is not None
-        asking = self._link_settings is not None and self.mode != "zookeeper"
-        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kinspect-poll") as pool:
-            configs = (pool.submit(describe_topics, self._admin, list(metadata.topics),
-                                   self.timeout_s, self._configs, brokers, controller)
-                       if refresh else None)
-            broker_configs = (pool.submit(describe_brokers, self._admin, brokers, self.timeout_s)
-                              if refresh else None)
-            offsets = pool.submit(self._offsets, partitions, brokers)
-            probe = pool.submit(self._probe, brokers) if probing else None
-            quorum = pool.submit(self._ask_quorum, brokers) if asking else None
-            moving = pool.submit(self._reassignments, brokers, controller)
-            dirs = (pool.submit(self._log_dirs, brokers)
-                    if refresh and self._link_settings is not None else None)
-            if configs is not None:
-                self._configs, self._config_unknown = configs.result()
-            if broker_configs is not None:
-                self._broker_configs = broker_configs.result()
-            claims, ends = probe.result() if probe is not None else ({}, {})
-            asked = quorum.result() if quorum is not None else None
-            if asked is not None and asked.mode is not None:
-                self.mode = asked.mode  # a cluster does not change its mode under us
-            decided = self._decisions(claims, polled_at) if self.mode == "kraft" else {}
-            epoch_ends = self._epoch_ends(partitions, ends, decided) if probing else {}
-            elr = pool.submit(self._eligible, brokers) if self.mode == "kraft" else None
-            if dirs is not None:
-                self._disks, self._disks_at = dirs.result(), polled_at
-            found = offsets.result()
-            reassignments = moving.result()
-            eligible = elr.result() if elr is not None else Unknown("not a KRaft cluster")
-        view = BrokerView(state="ok", error=None, brokers=brokers, controller_id=controller,
-                          partitions=partitions, configs=dict(self._configs), offsets=found,
-                          polled_at_ms=polled_at, replica_ends=ends, epoch_ends=epoch_ends,
-                          mode=self.mode, quorum=asked.answer if asked else None,
-                          quorum_error=asked.error if asked else None,
-                          quorum_unknown=_quorum_refused(asked),
-                          controllers=asked.controllers if asked else (), decided=decided,
-                          config_unknown=dict(self._config_unknown),
-                          reassignments=reassignments, elr=eligible,
-                          hidden_topics=self._hidden(set(metadata.topics)), log_dirs=dict(self._disks),
-                          log_dirs_at_ms=self._disks_at, offline_replicas=_offline(claims),
-                          broker_configs=dict(self._broker_configs),
-                          probe_errors=dict(self.probe_errors) if probing else {},
-                          probes_off=self.probe_problem,
-                          stalled_since=self._stalls(reassignments, ends, polled_at))
-        return view, claims
+        return Poll(polled_at, brokers, controller, partitions, tuple(metadata.topics), refresh,
+                    probing, self.mode, self.zookeeper_watched, dict(self.known_brokers),
+                    dict(self.controllers))
 
-    def _links_to(self, brokers: Mapping[int, str]) -> list[BrokerLink]:
-        return [self._link(b, address) for b, address in sorted(brokers.items())]
+    def _refresh(self, topics: Iterable[str]) -> bool:
+        """Whether this poll asks the slow questions: every CONFIG_EVERY_N_POLLS polls, and at
+        once when the topics changed."""
+        if self._polls % CONFIG_EVERY_N_POLLS == 0:
+            return True
+        return self._probes.topic_configs.topics() != set(topics)
 
-    def _reassignments(self, brokers: Mapping[int, str], controller: int | None
-                       ) -> Fact[dict[Key, Reassignment]]:
-        """ZooKeeper's topic znodes say it when watched; else ListPartitionReassignments, of the
-        controller in ZooKeeper mode (any broker forwards it in KRaft)."""
-        if self.zookeeper_watched:
-            return {}  # the observer reads them from ZooKeeper (model/build.py prefers it)
-        if self._link_settings is None:
-            return Unknown(f"brokers not asked directly ({self.probe_problem})")
-        return ask_controller_reassignments(self._links_to(brokers), controller,
-                                            min(2.0, self.timeout_s))
+    def _ask_all(self, pool: ThreadPoolExecutor, poll: Poll) -> PollAnswers:
+        """Every probe, in order: the first all at once; the quorum's answer tells the mode,
+        the brokers' own answers the KRaft decisions, and the probes that need those follow."""
+        probes = self._probes
+        configs = start(pool, probes.topic_configs, poll)
+        broker_configs = start(pool, probes.broker_configs, poll)
+        offsets = start(pool, probes.offsets, poll)
+        told = start(pool, probes.brokers, poll)
+        quorum = start(pool, probes.quorum, poll)
+        moving = start(pool, probes.reassignments, poll)
+        disks = start(pool, probes.log_dirs, poll)
+        configs_found, broker_configs_found = configs(), broker_configs()
+        brokers, asked = told(), quorum()
+        if asked.mode is not None:
+            self.mode = asked.mode  # a cluster does not change its mode under us
+        decided: dict[Key, PartitionDecision] = {}
+        if self.mode == "kraft":
+            decided = self._decisions(brokers.claims, poll.polled_at_ms)
+        later = replace(poll, mode=self.mode, ends=brokers.ends, decisions=decided)
+        epoch_ends = ask_now(probes.epoch_ends, later)
+        eligible = start(pool, probes.eligible, later)
+        disks_found = disks()
+        offsets_found = offsets()
+        reassignments = moving()
+        return PollAnswers(configs_found, broker_configs_found, brokers, asked, decided,
+                           epoch_ends, disks_found, offsets_found, reassignments, eligible())
 
-    def _eligible(self, brokers: Mapping[int, str]
-                  ) -> Fact[dict[Key, Fact[EligibleLeaders]]]:
-        """KRaft's eligible leader replicas (Kafka 4.x), from the first broker that answers."""
-        if self._link_settings is None:
-            return Unknown(f"brokers not asked directly ({self.probe_problem})")
-        answer: Fact[dict[Key, Fact[EligibleLeaders]]] = Unknown("no broker answered")
-        for link in self._links_to(brokers):
-            answer = ask_eligible_leaders(link, None, self.budget(2.0))
-            if not isinstance(answer, Unknown) or "did not answer" not in answer.reason:
-                return answer
-        return answer
-
-    def _hidden(self, listed: set[str]) -> Fact[frozenset[str]]:
-        """Topics on the brokers' disks the metadata did not list and refuses to describe."""
-        hosted = hosted_topics(self._disks)
-        if isinstance(hosted, Unknown):
-            return hosted
-        key = (self._disks_at, frozenset(hosted - listed))
-        if self._hidden_for is not None and self._hidden_for[0] == key:
-            return self._hidden_for[1]  # asked once per change, not every poll
-        answer = confirm_hidden(self._admin, key[1], self.timeout_s)
-        self._hidden_for = None if isinstance(answer, Unknown) else (key, answer)
-        return answer
-
-    def _log_dirs(self, brokers: Mapping[int, str]) -> dict[int, Fact[BrokerLogDirs]]:
-        """Each broker's log dirs: sizes, offline dirs, replicas moving between dirs. Only a
-        broker answers for its own disks, so each is asked, in parallel, on connections of
-        their own (a connection asks one question at a time: the probe's would wait)."""
-        links = [self._link(b, address, self._dir_links) for b, address in sorted(brokers.items())]
-        with ThreadPoolExecutor(max_workers=max(1, len(links))) as pool:
-            answers = list(pool.map(lambda link: ask_log_dirs(link, self.budget(2.0)),
-                                    links))
-        return {link.broker_id: answer for link, answer in zip(links, answers, strict=True)
-                if link.broker_id is not None}
-
-    def _stalls(self, moving: Fact[dict[Key, Reassignment]],
-                ends: Mapping[Key, Mapping[int, ReplicaEnd]], now_ms: int
-                ) -> dict[tuple[Key, int], int]:
-        """Since when each replica being added, still behind, has not grown its log."""
-        progress: dict[tuple[Key, int], tuple[int, int]] = {}
-        if isinstance(moving, Unknown):
-            moving = {}
-        for key, reassignment in moving.items():
-            for broker in reassignment.adding:
-                end = ends.get(key, {}).get(broker)
-                if end is None:
-                    continue
-                last = self._progress.get((key, broker))
-                since = last[1] if last is not None and last[0] == end.log_end else now_ms
-                progress[(key, broker)] = (end.log_end, since)
-        self._progress = progress
-        return {k: since for k, (_end, since) in progress.items() if since < now_ms}
-
-    def _ask_quorum(self, brokers: dict[int, str]) -> QuorumPoll:
-        """The KRaft quorum: via the brokers, and each known controller directly. Until a first
-        answer, the poll's whole timeout: a one-shot `health` has no earlier answer to fall
-        back on, and a fresh connection to a loaded broker can take more than a second."""
-        budget = min(1.0, self.timeout_s) if self._quorum.answered else self.timeout_s
-        return self._quorum.poll({**self.known_brokers, **brokers}, self.controllers, budget)
+    def _view_of(self, poll: Poll, answers: PollAnswers) -> BrokerView:
+        asked = answers.quorum
+        return BrokerView(
+            state="ok", error=None, brokers=poll.brokers, controller_id=poll.controller,
+            partitions=poll.partitions, configs=dict(answers.configs.configs),
+            offsets=answers.offsets, polled_at_ms=poll.polled_at_ms,
+            replica_ends=answers.brokers.ends, epoch_ends=answers.epoch_ends, mode=self.mode,
+            quorum=asked.answer, quorum_error=asked.error, quorum_unknown=quorum_refused(asked),
+            controllers=asked.controllers, decided=answers.decided,
+            config_unknown=dict(answers.configs.unknown), reassignments=answers.reassignments,
+            elr=answers.eligible, hidden_topics=ask_now(self._probes.hidden, poll),
+            log_dirs=dict(answers.disks.log_dirs), log_dirs_at_ms=answers.disks.at_ms,
+            offline_replicas=_offline(answers.brokers.claims),
+            broker_configs=dict(answers.broker_configs),
+            probe_errors=dict(answers.brokers.errors), probes_off=self.probe_problem,
+            stalled_since=self._stalls.since(answers.reassignments, answers.brokers.ends,
+                                             poll.polled_at_ms))
 
     def _decisions(self, claims: Claims, polled_at: int) -> dict[Key, PartitionDecision]:
         """KRaft: each partition's newest claim, with the poll that first saw its epoch (the
@@ -569,75 +563,13 @@ class AdminSource:
         with self._seen_lock:  # the full and the fast polls both decide
             for key, claim in newest_claims(claims).items():
                 epoch, first = self._seen.get(key, (None, polled_at))
-                seen[key] = (claim.leader_epoch,
-                             first if epoch == claim.leader_epoch else polled_at)
+                if epoch != claim.leader_epoch:
+                    first = polled_at
+                seen[key] = (claim.leader_epoch, first)
                 out[key] = PartitionDecision(claim.leader, claim.leader_epoch, claim.isr,
-                                             claim.replicas, seen[key][1])
+                                             claim.replicas, first)
             self._seen = seen
         return out
-
-    def _offsets(self, partitions: Mapping[Key, PartitionMeta], brokers: Mapping[int, str]
-                 ) -> dict[Key, Offsets]:
-        """Latest and earliest offsets of every partition: asked of each leader directly
-        (one ListOffsets per leader and spec, as librdkafka sends them) when brokers may be
-        asked, else through the AdminClient."""
-        if self._link_settings is None:
-            return self._admin_offsets(list(partitions))
-        led: dict[int, list[Key]] = {}
-        for key, meta in partitions.items():
-            if meta.leader is not None and meta.leader in brokers:
-                led.setdefault(meta.leader, []).append(key)
-        timeout = self.budget(self.timeout_s)
-
-        def ask(item: tuple[int, list[Key]]) -> dict[int, dict[Key, ReplicaEnd]]:
-            leader, keys = item
-            link = self._link(leader, brokers[leader], self._offset_links)
-            try:
-                return {spec: ask_leader_offsets(link, keys, spec, timeout) for spec in SPECS}
-            except (OSError, ConnectionError, ValueError, EOFError):
-                return {}  # this leader's partitions: offsets unknown, not zero
-        with ThreadPoolExecutor(max_workers=max(1, len(led)),
-                                thread_name_prefix="kinspect-offsets") as pool:
-            answers = list(pool.map(ask, sorted(led.items())))
-        high = {k: v for a in answers for k, v in a.get(-1, {}).items()}
-        low = {k: v for a in answers for k, v in a.get(-2, {}).items()}
-        out = {}
-        for key in partitions:
-            top, bottom = high.get(key), low.get(key)
-            out[key] = Offsets(high_watermark=top.log_end if top else None,
-                               log_start=bottom.log_end if bottom else None,
-                               leader_epoch=top.epoch if top else None)
-        return out
-
-    def _admin_offsets(self, keys: list[Key]) -> dict[Key, Offsets]:
-        """The AdminClient's way (no per-broker connections, e.g. GSSAPI): both specs asked at
-        once, in chunks (librdkafka sends one ListOffsets per leader for each), collected."""
-        if not keys:
-            return {}
-        timeout = self.budget(self.timeout_s)  # every chunk is in flight at once
-        asked = [[_list_offsets(self._admin, keys[i:i + OFFSETS_CHUNK], spec, timeout)
-                  for i in range(0, len(keys), OFFSETS_CHUNK)] for spec in SPECS]
-        deadline = time.monotonic() + timeout + 1.0  # librdkafka's own timeout first
-        high, low = (_answers(futures, deadline) for futures in asked)
-        out = {}
-        for key in keys:
-            top, bottom = high.get(key), low.get(key)
-            epoch = top.leader_epoch if top is not None else None
-            out[key] = Offsets(high_watermark=_offset(top), log_start=_offset(bottom),
-                               leader_epoch=epoch if epoch is None or epoch >= 0 else None)
-        return out
-
-    def _link(self, broker: int, address: str,
-              links: dict[int, BrokerLink] | None = None) -> BrokerLink:
-        """The connection to this broker kept in `links` (the full polls' by default): a
-        connection is used by one thread at a time."""
-        links = self._links if links is None else links
-        link = links.get(broker)
-        if link is None or link.address != address:
-            if link is not None:
-                link.close()
-            link = links[broker] = BrokerLink(address, self._link_settings, broker)
-        return link
 
     def budget(self, base_s: float) -> float:
         """A per-broker question's time limit: `base_s` (or the poll's timeout if shorter) up
@@ -645,106 +577,3 @@ class AdminSource:
         takes longer to write its answer than a second), never below `base_s`."""
         scale = max(1.0, self._partitions / BUDGET_PARTITIONS)
         return min(base_s, self.timeout_s) * scale
-
-    def _probe(self, brokers: dict[int, str]) -> tuple[Claims, dict[Key, dict[int, ReplicaEnd]]]:
-        """Ask every broker in parallel for its metadata and its own log ends; a frozen or
-        cut-off one just does not answer in time (why is kept in `probe_errors`)."""
-        targets = {**self.known_brokers, **brokers}
-        timeout = self.budget(1.0)
-
-        def ask(item: tuple[int, str]) -> tuple[int, dict[Key, BrokerClaim] | None,
-                                                dict[Key, ReplicaEnd], str | None]:
-            broker, address = item
-            link = self._link(broker, address)
-            try:
-                claims = ask_claims(link, timeout).partitions
-            except (OSError, ConnectionError, ValueError, EOFError) as exc:
-                return broker, None, {}, _why(link, exc)
-            hosted = [key for key, claim in claims.items() if broker in claim.replicas]
-            try:
-                return broker, claims, ask_log_ends(link, hosted, timeout), None
-            except (OSError, ConnectionError, ValueError, EOFError) as exc:
-                return broker, claims, {}, _why(link, exc)
-
-        with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-            answers = list(pool.map(ask, sorted(targets.items())))
-        ends: dict[Key, dict[int, ReplicaEnd]] = {}
-        for broker, _claims, logs, _error in answers:
-            for key, end in logs.items():
-                ends.setdefault(key, {})[broker] = end
-        self.probe_errors = {b: error for b, _c, _l, error in answers if error is not None}
-        return {b: c for b, c, _, _e in answers if c is not None}, ends
-
-    def _epoch_ends(self, partitions: Mapping[Key, PartitionMeta],
-                    ends: Mapping[Key, Mapping[int, ReplicaEnd]],
-                    decisions: Mapping[Key, PartitionDecision] | None = None
-                    ) -> dict[Key, dict[int, EpochEnd]]:
-        """Ask each current leader where the older epochs that matter end in its log: those of
-        replicas behind its epoch (a cut-off leader's log), and, for watched partitions, the
-        epoch before its own (where its epoch starts). The leaders are ZooKeeper's, in KRaft
-        this poll's decisions, else the AdminClient's."""
-        decided = self.decided() or {k: (d.leader, d.leader_epoch)
-                                     for k, d in (decisions or {}).items()} \
-            or {k: (m.leader, -1) for k, m in partitions.items()}
-        with self._lock:
-            watched = self._watched
-        asks: dict[int, dict[Key, set[int]]] = {}
-        for key, (leader, epoch) in decided.items():
-            if leader is None:
-                continue
-            older = _older_epochs(ends.get(key, _NO_ENDS), leader, epoch, key in watched)
-            if older:
-                asks.setdefault(leader, {})[key] = older
-        out: dict[Key, dict[int, EpochEnd]] = {}
-        for leader, wanted in asks.items():
-            link = self._links.get(leader)
-            if link is None:
-                continue
-            try:
-                out.update(ask_epoch_ends(link, wanted, self.budget(1.0)))
-            except (OSError, ConnectionError, ValueError, EOFError):
-                continue
-        return out
-
-
-_NO_ENDS: Mapping[int, ReplicaEnd] = {}
-
-
-def _older_epochs(ends: Mapping[int, ReplicaEnd], leader: int, epoch: int, watched: bool
-                  ) -> set[int] | None:
-    """The epochs older than the leader's current one that a replica's log ends in (and, when
-    watched, the one before it: its end is where the current epoch starts); None for a
-    partition whose replicas are all at the current epoch, as nearly all are."""
-    lead = ends.get(leader)
-    current = epoch if lead is None or lead.epoch is None else max(epoch, lead.epoch)
-    older = None
-    for end in ends.values():
-        if end.epoch is not None and end.epoch < current:
-            older = {end.epoch} if older is None else older | {end.epoch}
-    if watched and current > 0:
-        older = {current - 1} if older is None else older | {current - 1}
-    return older
-
-
-def hosted_topics(disks: Mapping[int, Fact[BrokerLogDirs]]) -> Fact[frozenset[str]]:
-    """The topics the brokers hold on disk (DescribeLogDirs answers for every topic, which
-    the metadata does not: a topic this user may not describe is missing only there). Some
-    brokers not answering is no reason to doubt the rest: a dead broker's topics are offline."""
-    known = [d for d in disks.values() if not isinstance(d, Unknown)]
-    if not known:
-        first = next(iter(disks.values()), None)
-        return first if isinstance(first, Unknown) else Unknown("not asked yet")
-    return frozenset(topic for d in known for topic, _partition in (*d.replicas, *d.future))
-
-
-def _offline(claims: Claims) -> dict[Key, tuple[int, ...]]:
-    """Replicas on a failed log dir, as the broker with the newest word on each partition
-    says (Metadata's offline_replicas: what `kafka-topics --describe` prints as "Offline:")."""
-    return {key: claim.offline for key, claim in newest_claims(claims).items() if claim.offline}
-
-
-def _offset(answer: Any) -> int | None:
-    """An answer's offset; None when it has none, or gives librdkafka's OFFSET_INVALID (-1001)
-    or another negative sentinel (a leader that could not answer: unknown, not a number)."""
-    offset = getattr(answer, "offset", None)
-    return offset if isinstance(offset, int) and offset >= 0 else None

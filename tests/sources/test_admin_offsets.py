@@ -1,5 +1,6 @@
-"""AdminSource._admin_offsets (the AdminClient's way, where brokers are not asked directly) without a
-cluster: both specs asked at once, merged per partition."""
+"""The offsets probe (sources/probes/offsets.py) without a cluster: the AdminClient's way, where
+brokers are not asked directly (both specs asked at once, merged per partition), and each leader
+asked for its own partitions where they are."""
 
 from __future__ import annotations
 
@@ -10,8 +11,15 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kinspect.model import Offsets
-from kinspect.sources import admin
-from kinspect.sources.admin import AdminSource
+from kinspect.sources.probes import offsets as admin
+from kinspect.sources.probes.base import Asking
+from kinspect.sources.probes.offsets import OffsetsProbe
+
+
+def _probe(settings: dict[str, Any] | None, timeout_s: float = 1.0) -> OffsetsProbe:
+    """An offsets probe without a client (the client calls are stood in for)."""
+    return OffsetsProbe(Asking(None, settings, None, timeout_s,  # type: ignore[arg-type]
+                               lambda base_s: min(base_s, timeout_s)))
 
 
 class _Info:
@@ -39,20 +47,18 @@ def test_offsets_merge_latest_and_earliest(monkeypatch: pytest.MonkeyPatch) -> N
         return future
 
     monkeypatch.setattr(admin, "_list_offsets", fake)
-    source = AdminSource.__new__(AdminSource)  # no client, no threads: only _offsets is used
-    source._admin = None  # type: ignore[assignment]
-    source.timeout_s, source._partitions = 1.0, 3
+    source = _probe(None)
     keys = [("t", 0), ("t", 1), ("t", 2)]
-    assert source._admin_offsets(keys) == {
+    assert source.admin_offsets(keys) == {
         ("t", 0): Offsets(high_watermark=100, log_start=0, leader_epoch=None),
         ("t", 1): Offsets(high_watermark=101, log_start=1, leader_epoch=0),
         ("t", 2): Offsets(high_watermark=102, log_start=None, leader_epoch=1),
     }
     assert calls == [(-1, 3), (-2, 3)]  # one call per spec, every partition in each
-    assert source._admin_offsets([]) == {}
+    assert source.admin_offsets([]) == {}
     calls.clear()
     monkeypatch.setattr(admin, "OFFSETS_CHUNK", 2)  # librdkafka's call grows faster than its input
-    assert source._admin_offsets(keys)[("t", 2)] == Offsets(102, None, 1)
+    assert source.admin_offsets(keys)[("t", 2)] == Offsets(102, None, 1)
     assert calls == [(-1, 2), (-1, 1), (-2, 2), (-2, 1)]
 
 
@@ -71,7 +77,7 @@ def test_an_invalid_offset_is_unknown_not_a_number() -> None:
     high watermark is then unknown, never "stuck at -1001" (a KRaft quorum-loss run said so)."""
     from confluent_kafka.admin import ListOffsetsResultInfo
 
-    from kinspect.sources.admin import _offset
+    from kinspect.sources.probes.offsets import _offset
 
     assert _offset(ListOffsetsResultInfo(-1001, -1, -1)) is None
     assert _offset(ListOffsetsResultInfo(-1, -1, -1)) is None
@@ -85,7 +91,6 @@ def test_each_leader_is_asked_for_its_own_partitions(monkeypatch: pytest.MonkeyP
     partitions it leads; a leader that does not answer leaves its partitions unknown, and a
     partition without a leader is asked of nobody."""
     from kinspect.model import PartitionMeta, ReplicaEnd
-    from tests.helpers.kraft_fixtures import admin as make_admin
 
     asked: list[tuple[int, tuple[tuple[str, int], ...], int]] = []
 
@@ -97,18 +102,17 @@ def test_each_leader_is_asked_for_its_own_partitions(monkeypatch: pytest.MonkeyP
         return {k: ReplicaEnd(100 + k[1] if spec == -1 else k[1], 7) for k in keys}
 
     monkeypatch.setattr(admin, "ask_leader_offsets", fake)
-    source = make_admin()
-    source._link_settings = {}
+    source = _probe({}, timeout_s=3.0)
     partitions = {("t", 0): PartitionMeta(1, (1, 2), (1, 2)),
                   ("t", 1): PartitionMeta(2, (2, 1), (2, 1)),
                   ("t", 2): PartitionMeta(1, (1, 2), (1,)),
                   ("t", 3): PartitionMeta(3, (3,), (3,)),
                   ("t", 4): PartitionMeta(None, (2,), ())}
     brokers = {1: "198.18.1.11:9092", 2: "198.18.1.12:9092", 3: "198.18.1.13:9092"}
-    got = source._offsets(partitions, brokers)
+    got = source.leader_offsets(partitions, brokers)
     assert sorted(asked) == [(1, (("t", 0), ("t", 2)), -2), (1, (("t", 0), ("t", 2)), -1),
                              (2, (("t", 1),), -2), (2, (("t", 1),), -1), (3, (("t", 3),), -1)]
     assert got[("t", 0)] == Offsets(100, 0, 7) and got[("t", 1)] == Offsets(101, 1, 7)
     assert got[("t", 3)] == Offsets(None, None, None)  # its leader did not answer
     assert got[("t", 4)] == Offsets(None, None, None)  # no leader: nobody to ask
-    source._close()
+    source.close()

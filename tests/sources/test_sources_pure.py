@@ -14,8 +14,8 @@ from kafka.protocol.offset_for_leader_epoch import OffsetForLeaderEpochResponse
 from kinspect.clients.wire import BrokerClaim, ask_epoch_ends, claims_from, connection_settings
 from kinspect.errors import KinspectError
 from kinspect.model import EpochEnd, PartitionStateZ, ReplicaEnd
-from kinspect.sources.admin import _older_epochs
 from kinspect.sources.claims import merge_claims, self_claims
+from kinspect.sources.probes.brokers import older_epochs
 from tests.helpers.model_fixtures import T0, broker_view, zk_view
 
 
@@ -399,13 +399,13 @@ def test_a_groups_probe_started_early_is_adopted_by_the_poll() -> None:
     assert early.answered.is_set()
 
 
-def test_only_a_replica_behind_the_leaders_epoch_or_a_watched_partition_asks_older_epochs() -> None:
+def test_only_a_replica_behind_the_leaders_epoch_or_a_watched_partition_asksolder_epochs() -> None:
     same = {1: ReplicaEnd(10, 5), 2: ReplicaEnd(10, 5)}
-    assert _older_epochs(same, 1, 5, watched=False) is None  # nearly every partition
-    assert _older_epochs({}, 1, 5, watched=False) is None
+    assert older_epochs(same, 1, 5, watched=False) is None  # nearly every partition
+    assert older_epochs({}, 1, 5, watched=False) is None
     behind = {1: ReplicaEnd(10, 5), 2: ReplicaEnd(12, 3), 3: ReplicaEnd(9, None)}
-    assert _older_epochs(behind, 1, 5, watched=False) == {3}
-    assert _older_epochs(behind, 1, 5, watched=True) == {3, 4}  # where epoch 5 starts
+    assert older_epochs(behind, 1, 5, watched=False) == {3}
+    assert older_epochs(behind, 1, 5, watched=True) == {3, 4}  # where epoch 5 starts
     ahead = {1: ReplicaEnd(10, 7), 2: ReplicaEnd(10, 5)}  # the leader heard of a newer epoch
-    assert _older_epochs(ahead, 1, 5, watched=False) == {5}
-    assert _older_epochs({1: ReplicaEnd(0, 0)}, 1, 0, watched=True) is None
+    assert older_epochs(ahead, 1, 5, watched=False) == {5}
+    assert older_epochs({1: ReplicaEnd(0, 0)}, 1, 0, watched=True) is None

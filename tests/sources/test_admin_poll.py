@@ -1,0 +1,65 @@
+"""The full poll's assembly (sources/admin.py) without a cluster: each probe stood in for, the
+poll hands it what the metadata said, asks the later ones with what the earlier found, and puts
+every answer where the BrokerView keeps it."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kinspect.clients.quorum import QuorumPoll
+from kinspect.clients.wire import BrokerClaim
+from kinspect.model import EpochEnd, Offsets, PartitionMeta, ReplicaEnd, Unknown
+from kinspect.sources.probes.base import Poll
+from kinspect.sources.probes.brokers import BrokerAnswers
+from kinspect.sources.probes.configs import TopicConfigs
+from tests.helpers.kraft_fixtures import admin
+
+KEY = ("t", 0)
+
+
+def _metadata() -> Any:
+    broker = SimpleNamespace(id=1, host="198.18.1.11", port=9092)
+    part = SimpleNamespace(leader=-1, replicas=[1], isrs=[])
+    return SimpleNamespace(brokers={1: broker}, controller_id=-1,
+                           topics={"t": SimpleNamespace(partitions={0: part})})
+
+
+def test_a_poll_assembles_its_probes_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = admin()
+    source._admin = SimpleNamespace(list_topics=lambda timeout: _metadata())  # type: ignore[assignment]
+    probes = source._probes
+    seen: dict[str, Poll] = {}
+
+    def stand_in(name: str, answer: object) -> None:
+        def ask(poll: Poll) -> object:
+            seen[name] = poll
+            return answer
+        monkeypatch.setattr(getattr(probes, name), "ask", ask)
+
+    claim = BrokerClaim(1, (1,), (1,), 4)
+    ends = {KEY: {1: ReplicaEnd(10, 3)}}
+    stand_in("topic_configs", TopicConfigs({"t": {}}, {}))
+    stand_in("broker_configs", {1: Unknown("refused")})
+    stand_in("offsets", {KEY: Offsets(10, 0, 4)})
+    stand_in("brokers", BrokerAnswers({1: {KEY: claim}}, ends, {2: "no answer"}))
+    stand_in("quorum", QuorumPoll(mode="kraft", answer=None, error="nobody leads"))
+    stand_in("reassignments", {})
+    stand_in("log_dirs", probes.log_dirs.last)
+    stand_in("epoch_ends", {KEY: {1: EpochEnd(3, 9)}})
+    stand_in("eligible", {})
+    view, claims = source._poll()
+    assert seen["offsets"].partitions == {KEY: PartitionMeta(None, (1,), ())}  # -1: none
+    assert seen["offsets"].controller is None and seen["offsets"].refresh
+    assert seen["epoch_ends"].ends == ends and seen["epoch_ends"].mode == "kraft"
+    assert seen["eligible"].decisions[KEY].leader_epoch == 4
+    assert claims == {1: {KEY: claim}} and source.mode == "kraft"
+    assert view.state == "ok" and view.offsets == {KEY: Offsets(10, 0, 4)}
+    assert view.decided[KEY].leader == 1 and view.epoch_ends == {KEY: {1: EpochEnd(3, 9)}}
+    assert view.quorum_error == "nobody leads" and view.controllers == ()
+    assert view.broker_configs == {1: Unknown("refused")} and view.configs == {"t": {}}
+    assert view.probe_errors == {2: "no answer"} and view.elr == {}
+    assert isinstance(view.hidden_topics, Unknown)  # no disks answered yet
+    source._close()

@@ -6,9 +6,11 @@ timeline.png). Four concerns, one sub-package each, and the orchestration here:
 
 - `evidence/`: reading the run dir (inputs, broker log lines, replica snapshots) and keeping it.
 - `spark/`: Spark plumbing (sessions, the warm server and its client, the driver archive).
-- `matching/`: the Spark queries that match acknowledgements with the final log by id.
+- `matching/`: the run's frames (frames.py) and the Spark queries that match acknowledgements
+  with the final log by id.
 - `story/`: the report's values, the timeline, the lanes chart and the plain-words paragraph.
-- `run.py` runs one post-mortem; `finish.py` finishes a run (verify, keep evidence, post-mortem).
+- `run.py` runs one post-mortem; `finish.py` finishes a run (verify, keep evidence, post-mortem);
+  `warm.py` warms a session on a made-up run (the warm server's start, the class archive's dump).
 """
 
 from typing import TYPE_CHECKING, Any

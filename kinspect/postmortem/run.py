@@ -139,17 +139,16 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
     import pyspark
     from pyspark import StorageLevel
 
-    from kinspect.postmortem.matching import queries
+    from kinspect.postmortem.matching import frames, queries
     from kinspect.postmortem.matching.match import match
     from kinspect.postmortem.matching.results import AckTiming, QueryResults
-    from kinspect.postmortem.spark import job
     from kinspect.postmortem.spark.side_by_side import run_jobs, small
 
     say(f"reading ledger ({inputs.ledger_rows:,} rows in {len(inputs.ledger_files):,} files) "
         f"and final log ({inputs.final_log_rows:,} rows in {len(inputs.final_log_files)} "
         "partitions)…")
-    ledger = job.ledger_frame(spark, inputs)
-    every_run = job.final_log_frame(spark, inputs)
+    ledger = frames.ledger_frame(spark, inputs)
+    every_run = frames.final_log_frame(spark, inputs)
     together = small(inputs)
     say("matching acknowledgements with the final log by message id…")
     found = match(spark, inputs, ledger, every_run, say, together)
@@ -161,7 +160,7 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
         lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
         kept.append(lost)
         path = held_table()
-        held = job.held_frame(spark, path, inputs.run_id) if path else None
+        held = frames.held_frame(spark, path, inputs.run_id) if path else None
         return queries.lost_by_epoch(queries.attribute(lost, every_run, held, history,
                                                        found.lost_total))
 
@@ -196,15 +195,15 @@ def _consumer_side(spark: Any, inputs: RunInputs, say: Callable[[str], None],
                    ) -> ConsumerSide | None:
     """The consumer group's counts and story, when consumers ran in this run dir."""
     from kinspect.load.consumers.consumer_ledger import read_consumer_ledger
+    from kinspect.postmortem.matching import frames
     from kinspect.postmortem.matching.consumers import consumer_counts, consumer_inputs
-    from kinspect.postmortem.spark import job
     from kinspect.postmortem.story import consumer_story
 
     side = consumer_inputs(inputs.run_dir)
     if side is None:
         return None
     say(f"consumer group {side.settings.group}: matching its processing with the final log…")
-    counts = consumer_counts(spark, inputs.run_dir, side, job.final_log_frame(spark, inputs))
+    counts = consumer_counts(spark, inputs.run_dir, side, frames.final_log_frame(spark, inputs))
     ledger = read_consumer_ledger(inputs.run_dir)
     lost = consumer_story.lost_ranges(counts.never, ledger)
     return consumer_story.summary(side, counts, lost, ledger)

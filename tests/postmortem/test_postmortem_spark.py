@@ -237,7 +237,7 @@ def test_the_story_of_an_isolated_controller_is_told_in_time_order(
 
 def test_the_engine_warms_on_the_newest_demo_sized_run_and_leaves_it_as_it_was(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kinspect.postmortem.spark import warmup
+    from kinspect.postmortem import warm as warmup
 
     runs = tmp_path / "runs"
     old, new = warmup.make_warmup_run(runs / "old"), warmup.make_warmup_run(runs / "new")

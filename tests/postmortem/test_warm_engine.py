@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kinspect.postmortem.spark.spark_client import engine_socket, engine_status
-from kinspect.postmortem.spark.warmup import LOST_FROM, LOST_TO, make_warmup_run
+from kinspect.postmortem.warm import LOST_FROM, LOST_TO, make_warmup_run
 from tests.helpers.rundirs import EXPECTED_A, scenario_a
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -81,7 +81,7 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
     than once; the never-processed offsets (partition, offset, failed, aborted) for words."""
     from pyspark.sql import functions as F
 
-    from kinspect.postmortem.spark.job import _schema, message_key
+    from kinspect.postmortem.matching.frames import _schema, message_key
 
     ranges = spark.createDataFrame(
         [(p, lo, hi) for p, (lo, hi) in sorted(inputs.ranges.items())],
@@ -133,7 +133,7 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
 
 def _output_frame(spark: Any, folder: Path) -> Any:
     from kinspect.load.verify import FINAL_LOG_SCHEMA
-    from kinspect.postmortem.spark.job import _schema
+    from kinspect.postmortem.matching.frames import _schema
 
     if not folder.is_dir():
         raise KinspectError(f"{folder} is missing: verify the run again (it reads the output "

@@ -28,11 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinspect.postmortem.evidence.inputs import RunInputs
+from kinspect.postmortem.matching.frames import ACKED, FAILED, KEY_SHIFT, UNKNOWN, is_ours, message_key
 from kinspect.postmortem.matching.idsets import IdSet, ranges
 from kinspect.postmortem.matching.queries import lost_in
 from kinspect.postmortem.matching.queries import small_side as _small
 from kinspect.postmortem.matching.results import LogStats, LostEpoch, LostRun, PartDuplicates, Unacked
-from kinspect.postmortem.spark.job import ACKED, FAILED, KEY_SHIFT, UNKNOWN, is_ours, message_key
 from kinspect.postmortem.spark.side_by_side import run_jobs
 from kinspect.postmortem.story.values import Counts
 

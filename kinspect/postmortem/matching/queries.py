@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinspect.postmortem.matching.frames import ACKED, FAILED, UNKNOWN
 from kinspect.postmortem.matching.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
 from kinspect.postmortem.matching.results import AckBounds, AckTiming, Gap, LostEpoch
-from kinspect.postmortem.spark.job import ACKED, FAILED, UNKNOWN
 from kinspect.postmortem.story.values import Second
 
 GAP_MS = 1000  # no successful ack for this long while sending = unavailable

@@ -1,26 +1,18 @@
-"""The Spark session and the job's inputs as DataFrames (ledger, final log, kept replicas).
+"""The Spark session a post-mortem runs on: quiet, on small heaps, local or on a cluster.
 
-Plan, chosen for a 2-core laptop and for a cluster alike (no Python UDFs, nothing big
-collected): a message id is one long key (producer << 40 | seq); the match of ledger and
-final log is one aggregate per side into runs of 64 ids (match.py), the rest by small
-queries (queries.py).
+In: a master URL, memory and extra settings. Out: a SparkSession. The job's frames (ledger,
+final log, kept replicas) are the matching's (kinspect/postmortem/matching/frames.py).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
-from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kinspect.load.rundir import FINAL_LOG_DIR, LEDGER_DIR
-from kinspect.postmortem.evidence.inputs import RunInputs
-
-KEY_SHIFT = 40
-ACKED, FAILED, UNKNOWN = 0, 1, 2
-Progress = Callable[[str], None]
 QUIET_LOG4J2 = """status = error
 appender.console.type = Console
 appender.console.name = console
@@ -65,108 +57,79 @@ def start_spark(master: str = "local[2]", verbose: bool = False, memory: str = "
     Python, and the session comes back once an executor registered (cluster.py says why);
     sc://… is a Spark Connect server's session.
     """
-    import re
-
     from pyspark.sql import SparkSession
 
-    from kinspect.postmortem.spark import cluster, jvm_archive
+    from kinspect.postmortem.spark import cluster
 
-    local = master.startswith("local")
     cluster.check_master(master)
     if master.startswith("sc://"):  # Spark Connect: no JVM here, the server's session
         return cluster.connect(master, conf or {})
+    local = master.startswith("local")
     extra = cluster.cluster_conf(master, conf or {})
     cluster.executor_python(extra)
-    builder = (SparkSession.builder.master(master).appName("kinspect-postmortem")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4" if local else "64")
-               .config("spark.driver.memory", memory)
-               .config("spark.sql.adaptive.enabled", "true")
-               .config("spark.sql.session.timeZone", "UTC"))
-    if local:
-        builder = builder.config("spark.default.parallelism", "4")
-    else:  # parallelism: Spark's own (the executors' cores); AQE may shrink cached results too
-        builder = builder.config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
-    # A batch job on a small heap: the throughput collector beats G1 here (~20 % on the bench),
-    # unless a collector was asked for (two make the JVM refuse to start). On a cluster the
-    # executors' JVMs and logs are the cluster's: only the driver is ours.
-    keys = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
-    for key in keys if local else keys[:1]:
-        given = extra.get(key, "")
-        options = ["-XX:+UseParallelGC"] if local and not re.search(r"-XX:\+Use\w*GC\b", given) else []
-        if key == keys[0]:  # the driver's classes from their archive (jvm_archive.py)
-            options += jvm_archive.driver_options()
-        if not verbose:
-            options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}")
-        if options:
-            extra[key] = " ".join([given, *options] if given else options)
+    _add_java_options(extra, local, verbose)
+    builder = _configured(SparkSession.builder.master(master), memory, local)
     for key, value in extra.items():
         builder = builder.config(key, value)
     with _quiet_fd2(not verbose):
         spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    level = "ERROR"
+    if verbose:
+        level = "INFO"
+    spark.sparkContext.setLogLevel(level)
     if not local:
         cluster.wait_for_executors(spark, master)
     return spark
 
 
-def _schema(arrow_schema: Any) -> Any:
-    from pyspark.sql import types as T
-
-    kinds = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType()}
-    return T.StructType([T.StructField(f.name, kinds[str(f.type)], True) for f in arrow_schema])
-
-
-def message_key(producer: Any, seq: Any) -> Any:
-    """A message id as one long: producer << KEY_SHIFT | seq."""
-    from pyspark.sql import functions as F
-
-    return F.shiftleft(producer.cast("long"), KEY_SHIFT).bitwiseOR(seq)
-
-
-def ledger_frame(spark: Any, inputs: RunInputs) -> Any:
-    """The ledger with its status coded and the id packed into one long key."""
-    from pyspark.sql import functions as F
-
-    from kinspect.load.ack_ledger import LEDGER_SCHEMA
-
-    raw = (spark.read.schema(_schema(LEDGER_SCHEMA)).option("pathGlobFilter", "p*.parquet")
-           .parquet(str(inputs.run_dir / LEDGER_DIR)))
-    status = (F.when(F.col("status") == "acked", ACKED).when(F.col("status") == "failed", FAILED)
-              .otherwise(UNKNOWN))
-    return raw.select(message_key(F.col("producer"), F.col("seq")).alias("key"),
-                      F.col("partition").alias("l_part"), "offset",
-                      F.col("leader_epoch").alias("epoch"), status.alias("st"), "send_ts", "ack_ts")
+def _configured(builder: Any, memory: str, local: bool) -> Any:
+    """The session's own settings; a cluster keeps Spark's parallelism (its executors' cores),
+    and AQE may shrink cached results there too."""
+    shuffle_partitions = "64"
+    if local:
+        shuffle_partitions = "4"
+    builder = (builder.appName("kinspect-postmortem")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", shuffle_partitions)
+               .config("spark.driver.memory", memory)
+               .config("spark.sql.adaptive.enabled", "true")
+               .config("spark.sql.session.timeZone", "UTC"))
+    if local:
+        return builder.config("spark.default.parallelism", "4")
+    return builder.config("spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true")
 
 
-def final_log_frame(spark: Any, inputs: RunInputs) -> Any:
-    """Every record the cluster kept, of any run (the `run` column tells whose), with each
-    record's previous seq when verify wrote it."""
-    from kinspect.load.verify import FINAL_LOG_FILE_SCHEMA, FINAL_LOG_SCHEMA
-
-    schema = FINAL_LOG_FILE_SCHEMA if inputs.final_log_ordered else FINAL_LOG_SCHEMA
-    columns = ["partition", "offset", "producer", "seq", "leader_epoch", "run"]
-    return (spark.read.schema(_schema(schema)).option("pathGlobFilter", "part-*.parquet")
-            .parquet(str(inputs.run_dir / FINAL_LOG_DIR))
-            .select(*columns, *(["prev_seq"] if inputs.final_log_ordered else [])))
+DRIVER_OPTIONS, EXECUTOR_OPTIONS = "spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"
 
 
-def is_ours(run_id: str | None) -> Any:
-    """This run's records: its run id, or (a run dir made before run ids) none at all."""
-    from pyspark.sql import functions as F
+def _add_java_options(extra: dict[str, str], local: bool, verbose: bool) -> None:
+    """The JVMs' options, after any given. On a cluster the executors' JVMs and logs are the
+    cluster's: only the driver is ours."""
+    from kinspect.postmortem.spark import jvm_archive
 
-    return F.col("run") == run_id if run_id else F.col("run").isNull()
+    keys = [DRIVER_OPTIONS]
+    if local:
+        keys.append(EXECUTOR_OPTIONS)
+    for key in keys:
+        given = extra.get(key, "")
+        options = _collector(given, local)
+        if key == DRIVER_OPTIONS:  # the driver's classes from their archive (jvm_archive.py)
+            options += jvm_archive.driver_options()
+        if not verbose:
+            options.append(f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}")
+        if not options:
+            continue
+        if given:
+            options.insert(0, given)
+        extra[key] = " ".join(options)
 
 
-def held_frame(spark: Any, path: Path, run_id: str | None) -> Any:
-    """The run's messages found in kept replica snapshots: key, holder, batch epoch, when."""
-    from pyspark.sql import functions as F
-
-    from kinspect.postmortem.evidence.segments import HELD_SCHEMA
-
-    held = spark.read.schema(_schema(HELD_SCHEMA)).parquet(str(path))
-    return held.where(is_ours(run_id)).select(
-        message_key(F.col("producer"), F.col("seq")).alias("key"),
-        F.regexp_extract("node", r"(\d+)$", 1).cast("int").alias("h_broker"),
-        F.col("batch_epoch").alias("h_epoch"), "snapshot_ms")
+def _collector(given: str, local: bool) -> list[str]:
+    """A batch job on a small heap: the throughput collector beats G1 here (~20 % on the
+    bench), unless a collector was asked for (two make the JVM refuse to start)."""
+    if not local:
+        return []
+    if re.search(r"-XX:\+Use\w*GC\b", given):
+        return []
+    return ["-XX:+UseParallelGC"]

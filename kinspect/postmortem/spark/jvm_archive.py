@@ -8,8 +8,10 @@ this pyspark's class path; a JVM that does not match it says so at warning level
 stderr, which a quiet session silences) and loads classes as before.
 
 A truncated archive crashes the JVM that maps it (SIGBUS), so one is only ever used under
-its final name: a child process dumps it to a temporary file, waits for its JVM to exit,
-checks that a JVM starts with it, and renames it.
+its final name: a child process (kinspect/postmortem/warm.py: the warm-up post-mortem, then
+exit_and_dump here) dumps it to a temporary file, waits for its JVM to exit, checks that a JVM
+starts with it, and renames it. In: this JDK and pyspark. Out: the archive's path and the
+driver's JVM options.
 
     python -m kinspect.postmortem.spark.jvm_archive     # make it unless it exists (idempotent)
 """
@@ -21,18 +23,22 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+from typing import Any
 
 from kinspect.paths import cache_dir
 
 DUMP_ENV = "KINSPECT_JVM_ARCHIVE_DUMP"  # set in the child that dumps: where to
+# The child's module: it runs a warm-up post-mortem, which this floor knows only by name (a
+# process of its own, not an import).
+DUMPER = "kinspect.postmortem.warm"
 
 
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    return os.path.realpath(found or "java")
+    if home:
+        return os.path.realpath(Path(home) / "bin" / "java")
+    return os.path.realpath(shutil.which("java") or "java")
 
 
 def archive_path() -> Path:
@@ -41,7 +47,9 @@ def archive_path() -> Path:
     import pyspark
 
     java = _java()
-    stamp = f"{java}:{os.stat(java).st_mtime_ns}" if os.path.exists(java) else java
+    stamp = java
+    if os.path.exists(java):
+        stamp = f"{java}:{os.stat(java).st_mtime_ns}"
     key = hashlib.sha256(f"{pyspark.__version__}|{stamp}".encode()).hexdigest()[:12]
     return cache_dir() / "spark-cds" / f"driver-{pyspark.__version__}-{key}.jsa"
 
@@ -58,19 +66,11 @@ def driver_options() -> list[str]:
     return options
 
 
-def _dump(target: Path) -> None:
-    """In the child: a warm-up post-mortem, then the JVM's exit (which writes the archive)."""
+def exit_and_dump(spark: Any, target: Path) -> None:
+    """In the child that makes it (after its warm-up: kinspect/postmortem/warm.py): the
+    session stopped and its JVM's exit waited for, which writes the archive at `target`."""
     from pyspark import SparkContext
 
-    from kinspect.postmortem import run_postmortem
-    from kinspect.postmortem.spark import job
-    from kinspect.postmortem.spark.warmup import make_warmup_run, warm_attribution
-
-    spark = job.start_spark()
-    with tempfile.TemporaryDirectory(prefix="kinspect-cds-") as tmp:
-        run = make_warmup_run(Path(tmp) / "run")
-        run_postmortem(run, spark=spark)
-        warm_attribution(spark, run)
     gateway = SparkContext._gateway
     spark.stop()
     proc = getattr(gateway, "proc", None)
@@ -90,13 +90,12 @@ def build() -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        done = subprocess.run([sys.executable, "-m", "kinspect.postmortem.spark.jvm_archive",
-                               "--dump", str(tmp)], env={**os.environ, DUMP_ENV: str(tmp)},
+        done = subprocess.run([sys.executable, "-m", DUMPER, "--dump", str(tmp)],
+                              env={**os.environ, DUMP_ENV: str(tmp)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               timeout=600)
         if done.returncode != 0 or not tmp.is_file():
-            print(f"no Spark class archive (post-mortems start as before): "
-                  f"{(done.stderr.strip().splitlines() or ['the dump failed'])[-1]}",
+            print(f"no Spark class archive (post-mortems start as before): {_last_line(done)}",
                   file=sys.stderr)
             return None
         check = subprocess.run([_java(), f"-XX:SharedArchiveFile={tmp}", "-Xlog:disable",
@@ -110,11 +109,15 @@ def build() -> Path | None:
         tmp.unlink(missing_ok=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["--dump"] and len(args) == 2:
-        _dump(Path(args[1]))
-        return 0
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    """Why the child failed: the last line it said, if any."""
+    lines = done.stderr.strip().splitlines()
+    if not lines:
+        return "the dump failed"
+    return lines[-1]
+
+
+def main() -> int:
     path = build()
     if path is not None:
         print(f"Spark driver class archive: {path} ({path.stat().st_size // 2**20} MiB)")

@@ -1,4 +1,4 @@
-"""Talking to the warm engine (engine.py): its status, a post-mortem on it, starting one.
+"""Talking to the warm engine (spark_server.py): its status, a post-mortem on it, starting one.
 
 Where it answers: a Unix socket named after KINSPECT_HOME (one engine per home), in the
 temp dir because a socket path is limited to ~100 bytes and homes in test dirs are long.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
-from kinspect.postmortem.story.values import Report
+from kinspect.postmortem import Report
 
 ENGINE_LOG = "engine.log"
 

@@ -2,10 +2,10 @@
 
 Starting Spark and compiling the first query cost ~16 s on a laptop: dead air after every
 experiment on stage. `kinspect postmortem --serve` (started in the background by the TUI)
-starts a session, runs the whole post-mortem once on a small made-up run dir (warmup.py), and
+starts a session, runs the whole post-mortem once on a small made-up run dir (postmortem/warm.py), and
 once more on the newest demo-sized run of its KINSPECT_HOME (report thrown away), and then
 answers on a Unix socket: one JSON line in, progress lines and the report out. It serves
-one job at a time; status questions are answered meanwhile. The protocol is in engine_client.
+one job at a time; status questions are answered meanwhile. The protocol is in spark_client.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import socketserver
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from kinspect.load.rundir import pid_alive
 from kinspect.model.events import JsonObject
 
 if TYPE_CHECKING:
-    from kinspect.postmortem.story.values import Report
+    from kinspect.postmortem import Report
 
 STARTING, READY, BUSY, FAILED = "starting", "ready", "busy", "failed"
 
@@ -44,20 +43,12 @@ class WarmEngine:
 
     def boot(self) -> None:
         """Start the session and warm it; the state says how it went."""
-        from kinspect.postmortem import run_postmortem
         from kinspect.postmortem.spark import job
-        from kinspect.postmortem.spark.warmup import (
-            make_warmup_run,
-            warm_attribution,
-            warm_on_latest_run,
-        )
+        from kinspect.postmortem.warm import warm_on_latest_run, warm_up
 
         try:
             self._spark = job.start_spark(self.master, memory=self.memory)
-            with tempfile.TemporaryDirectory(prefix="kinspect-warmup-") as tmp:
-                run = make_warmup_run(Path(tmp) / "run")
-                run_postmortem(run, spark=self._spark)
-                warm_attribution(self._spark, run)
+            warm_up(self._spark)
             warm_on_latest_run(self._spark)
             self.state = READY
         except Exception as exc:  # the engine is optional: say why, and let callers go cold

@@ -62,30 +62,20 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
         raise KinspectError("the following arguments are required: RUN_DIR "
                             "(or --serve for a warm engine)")
     existing_dir(args.run_dir, "RUN_DIR")
-    if args.remote is not None:  # the Connect server stands for the master from here on
-        if args.master != "local[2]":
-            raise KinspectError("--master and --remote both say where Spark runs: give one")
-        if not REMOTE.match(args.remote):
-            raise KinspectError(f"--remote {args.remote!r} is not a Spark Connect URL "
-                                "(sc://host:15002)")
-        args.master = args.remote
-    elif not MASTER.match(args.master):
-        raise KinspectError(f"--master {args.master!r} is not a Spark master (local[2], local[*],"
-                            " spark://host:7077, yarn, k8s://...)")
+    args.master = _master(args)
     if not args.master.startswith("local"):  # executors get the paths as the driver writes them
         args.run_dir = args.run_dir.resolve()
-        args.out = args.out.resolve() if args.out else None
+        if args.out:
+            args.out = args.out.resolve()
     if not MEMORY.match(args.driver_memory):
         raise KinspectError(f"--driver-memory {args.driver_memory!r} is not a size (e.g. 2g, "
                             "512m)")
-    conf = {}
-    for item in args.conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise KinspectError(f"--conf wants KEY=VALUE, not {item!r}")
-        conf[key.strip()] = value.strip()
+    conf = _spark_conf(args.conf)
     # stages with their time on a terminal; Spark's own logging (--verbose) would tear them
-    with Display(live=False if args.verbose else None) as display, _shared_paths(args.master):
+    live = None
+    if args.verbose:
+        live = False
+    with Display(live=live) as display, _shared_paths(args.master):
         report = _postmortem(args, conf, display.line)
     if args.json:
         print(json.dumps(report.to_json()))
@@ -94,13 +84,42 @@ def cmd_postmortem(args: argparse.Namespace) -> int:
     return 0
 
 
+def _master(args: argparse.Namespace) -> str:
+    """Where Spark runs, checked: --master, or the Connect server --remote names (it stands for
+    the master from here on)."""
+    if args.remote is None:
+        if not MASTER.match(args.master):
+            raise KinspectError(f"--master {args.master!r} is not a Spark master (local[2], "
+                                "local[*], spark://host:7077, yarn, k8s://...)")
+        return str(args.master)
+    if args.master != "local[2]":
+        raise KinspectError("--master and --remote both say where Spark runs: give one")
+    if not REMOTE.match(args.remote):
+        raise KinspectError(f"--remote {args.remote!r} is not a Spark Connect URL "
+                            "(sc://host:15002)")
+    return str(args.remote)
+
+
+def _spark_conf(items: list[str]) -> dict[str, str]:
+    """--conf KEY=VALUE, each checked."""
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise KinspectError(f"--conf wants KEY=VALUE, not {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
 @contextmanager
 def _shared_paths(master: str) -> Iterator[None]:
     """A file the driver listed and an executor cannot open: the run dir is not shared."""
     try:
         yield
     except KinspectError as exc:
-        missing = NOT_THERE.search(str(exc.__context__ or ""))
+        missing = None
+        if exc.__context__ is not None:
+            missing = NOT_THERE.search(str(exc.__context__))
         if master.startswith("local") or missing is None:
             raise
         raise KinspectError(f"the executors of {master} cannot read {missing.group(1)}: on a "
@@ -116,12 +135,23 @@ def _postmortem(args: argparse.Namespace, conf: dict[str, str],
     from kinspect.postmortem import run_postmortem
     from kinspect.postmortem.spark.spark_client import postmortem_if_warm
 
-    plain = not (args.cold or conf or args.verbose or args.driver_memory != "2g")
-    report = (postmortem_if_warm(args.run_dir, args.out, not args.no_chart, say, args.master)
-              if plain else None)
-    return report or run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
+    if _warm_will_do(args, conf):
+        report = postmortem_if_warm(args.run_dir, args.out, not args.no_chart, say, args.master)
+        if report is not None:
+            return report
+    return run_postmortem(args.run_dir, out=args.out, master=args.master, verbose=args.verbose,
                           progress=say, chart=not args.no_chart,
                           memory=args.driver_memory, conf=conf)
+
+
+def _warm_will_do(args: argparse.Namespace, conf: dict[str, str]) -> bool:
+    """The warm engine's session has its own settings: a run that asks for any (a cold start,
+    Spark settings, Spark's logging, another driver memory) starts a session of its own."""
+    if args.cold or args.verbose:
+        return False
+    if conf:
+        return False
+    return bool(args.driver_memory == "2g")
 
 
 def _serve(args: argparse.Namespace) -> int:

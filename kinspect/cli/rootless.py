@@ -23,18 +23,34 @@ def route(args: argparse.Namespace, argv: list[str]) -> int | None:
     if stays_on_host(command) or _other_cluster(args):
         return None
     holder = userns.read_holder(lab_dir())
-    if holder is not None and not holder.alive():
-        return _holder_gone(command, holder)
     if holder is None:
-        if command not in MAKES_A_LAB or not _wants_rootless(args):
-            return None
-        holder = _new_holder(args)
+        holder = _holder_for(command, args)
         if holder is None:
             return None
+    elif not holder.alive():
+        return _holder_gone(command, holder)
     code = userns.run_inside(holder, argv)
-    if command == ("lab", "down") or (command in MAKES_A_LAB and _lab_gone()):
+    if _nothing_to_hold(command):
         userns.stop_holder(lab_dir(), holder)
     return code
+
+
+def _holder_for(command: CommandKey, args: argparse.Namespace) -> userns.Holder | None:
+    """A new namespace, for a command that makes a process lab with network faults."""
+    if command not in MAKES_A_LAB:
+        return None
+    if not _wants_rootless(args):
+        return None
+    return _new_holder(args)
+
+
+def _nothing_to_hold(command: CommandKey) -> bool:
+    """After `lab down`, or a `lab up` that failed inside, the namespace holds nothing."""
+    if command == ("lab", "down"):
+        return True
+    if command not in MAKES_A_LAB:
+        return False
+    return _lab_gone()
 
 
 def _other_cluster(args: argparse.Namespace) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kinspect.checks import host_ports
+from kinspect.validation import host_ports
 from kinspect.errors import KinspectError
 
 SECRET_KEY = re.compile(r"password|secret|jaas|credential|token|key\.pem|private", re.I)

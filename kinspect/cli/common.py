@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.checks import host_ports
+from kinspect.validation import host_ports
 from kinspect.errors import KinspectError
 from kinspect.extras import missing_extra
 from kinspect.lab import running_lab

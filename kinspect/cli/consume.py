@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kinspect.checks import existing_dir, option, topic_name, writable_dir
+from kinspect.validation import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, progress_line, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.lab import sasl

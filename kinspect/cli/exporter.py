@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from kinspect.checks import option
+from kinspect.validation import option
 from kinspect.cli.common import add_cluster_arguments
 from kinspect.cli.observe import make_observer
 from kinspect.errors import KinspectError

@@ -14,7 +14,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from kinspect.checks import option
+from kinspect.validation import option
 from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_with_admin
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.checks import existing_dir, option, topic_name, writable_dir
+from kinspect.validation import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, progress_line, resolve_cluster
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.checks import option, topic_name, writable_dir
+from kinspect.validation import option, topic_name, writable_dir
 from kinspect.cli.common import (
     add_cluster_arguments,
     early_groups,

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.checks import existing_dir
+from kinspect.validation import existing_dir
 from kinspect.cli.common import progress
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kinspect.checks import option
+from kinspect.validation import option
 
 SPEED = option(0.25, 16)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kinspect.checks import option, writable_dir
+from kinspect.validation import option, writable_dir
 from kinspect.cli.common import progress
 from kinspect.cli.lab import stop_loads_on_lab
 from kinspect.cli.progress import Display

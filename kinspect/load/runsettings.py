@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kinspect.checks import number
+from kinspect.validation import number
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import SETTINGS_FILE
 from kinspect.profiles import MASK, is_secret, reference_of, resolve_reference

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kinspect.checks import number, topic_name
+from kinspect.validation import number, topic_name
 from kinspect.errors import KinspectError
 from kinspect.lab import dist, presets
 from kinspect.lab.faults import Fault, FaultKind, Scope

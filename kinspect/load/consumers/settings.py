@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kinspect.checks import number, topic_name
+from kinspect.validation import number, topic_name
 from kinspect.errors import KinspectError
 from kinspect.load.runsettings import optional, stored_extra
 

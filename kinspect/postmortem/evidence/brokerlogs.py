@@ -105,6 +105,26 @@ def _ids(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x.strip().isdigit())
 
 
+def _found(match: re.Match[str] | None) -> str | None:
+    """A search's first group, None when it found nothing."""
+    if match is None:
+        return None
+    return match[1]
+
+
+def _found_int(match: re.Match[str] | None) -> int | None:
+    if match is None:
+        return None
+    return int(match[1])
+
+
+def _known_broker(broker: int) -> int | None:
+    """A leader as a broker id: None for -1 (no leader)."""
+    if broker < 0:
+        return None
+    return broker
+
+
 @dataclass(frozen=True)
 class _Line:
     """A line worth a look: its time, node, text and the broker it is about (its prefix's,
@@ -126,24 +146,25 @@ class _Line:
 
 
 def _isr(found: re.Match[str], line: _Line) -> TimelineEvent:
-    part = _PARTITION_PREFIX.search(line.text)
-    shrink = found[1] == "Shrinking"
-    return line.event(LogKind.ISR_SHRINK if shrink else LogKind.ISR_EXPAND,
-                      Severity.WARN if shrink else Severity.INFO,
+    kind, severity = _ISR_CHANGES[found[1]]
+    return line.event(kind, severity,
                       f"broker {line.broker}: {found[1].lower()} ISR {found[2]} → "
                       f"{found[3] or '(empty)'}", broker=line.broker,
-                      partition=part[1] if part else None,
+                      partition=_found(_PARTITION_PREFIX.search(line.text)),
                       old_isr=_ids(found[2]), new_isr=_ids(found[3]))
+
+
+_ISR_CHANGES = {"Shrinking": (LogKind.ISR_SHRINK, Severity.WARN),
+                "Expanding": (LogKind.ISR_EXPAND, Severity.INFO)}
 
 
 def _starts(found: re.Match[str], line: _Line) -> TimelineEvent:
     epoch, offset, broker = int(found[3]), int(found[4]), line.broker
     if found[1] == "Follower":
-        current = _CURRENT_LEADER.search(line.text)
+        current = _found_int(_CURRENT_LEADER.search(line.text))
         return line.event(LogKind.FOLLOWER_START, Severity.INFO, f"broker {broker} follows at "
                           f"leader epoch {epoch} from offset {offset:,}", broker=broker,
-                          partition=found[2],
-                          epoch=epoch, offset=offset, leader=int(current[1]) if current else None)
+                          partition=found[2], epoch=epoch, offset=offset, leader=current)
     return line.event(LogKind.LEADER_START, Severity.WARN, f"broker {broker} leads from epoch "
                       f"{epoch} at offset {offset:,}", broker=broker, partition=found[2], epoch=epoch,
                       offset=offset)
@@ -171,7 +192,7 @@ def _active(found: re.Match[str], line: _Line) -> TimelineEvent:
 def _leader_set(partition: str, leader: int, epoch: int, why: str, line: _Line) -> TimelineEvent:
     return line.event(LogKind.LEADER_AND_ISR, Severity.INFO, f"controller set leader {leader} at "
                       f"epoch {epoch} ({why})", partition=partition,
-                      broker=leader if leader >= 0 else None, epoch=epoch, leader=leader)
+                      broker=_known_broker(leader), epoch=epoch, leader=leader)
 
 
 def _changed(found: re.Match[str], line: _Line) -> TimelineEvent:
@@ -183,13 +204,24 @@ def _kraft_change(found: re.Match[str], line: _Line) -> list[TimelineEvent]:
     leader replicas, its `elr` before naming it; any release: UNCLEAN, the line's own word),
     plus the ELR change the same record made."""
     leader, lists = int(found[3]), _lists(line.text)
-    unclean = "UNCLEAN partition change" in line.text
-    how = (Election.ELR if leader in lists.get("elr", ((), ()))[0] else
-           Election.LAST_LEADER if unclean and leader in lists.get("lastKnownElr", ((), ()))[0]
-           else Election.UNCLEAN if unclean else None)
-    why = f"was {int(found[2])}" + (f"; {how.words}" if how else "")
+    how = _election(leader, lists, "UNCLEAN partition change" in line.text)
+    why = f"was {int(found[2])}"
+    if how is not None:
+        why += f"; {how.words}"
     event = replace(_leader_set(found[1], leader, int(found[5]), why, line), election=how)
     return [event, *_elr_change(found[1], lists, line)]
+
+
+def _election(leader: int, lists: _Lists, unclean: bool) -> Election | None:
+    """How the leader was chosen: from the eligible leader replicas (before the change), as
+    the last known one of them in an unclean election, unclean otherwise, or cleanly (None)."""
+    if leader in lists.get("elr", _NO_CHANGE)[0]:
+        return Election.ELR
+    if not unclean:
+        return None
+    if leader in lists.get("lastKnownElr", _NO_CHANGE)[0]:
+        return Election.LAST_LEADER
+    return Election.UNCLEAN
 
 
 def _kraft_other_change(found: re.Match[str], line: _Line) -> list[TimelineEvent]:
@@ -198,22 +230,30 @@ def _kraft_other_change(found: re.Match[str], line: _Line) -> list[TimelineEvent
     return _elr_change(found[1], _lists(line.text), line)
 
 
-def _lists(text: str) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+_Ids = tuple[int, ...]
+_Lists = dict[str, tuple[_Ids, _Ids]]  # a list's name -> its ids before and after
+_NO_CHANGE: tuple[_Ids, _Ids] = ((), ())
+
+
+def _lists(text: str) -> _Lists:
     """isr: [2, 1] -> [2], elr: [] -> [1] → {"isr": ((2, 1), (2,)), "elr": ((), (1,))}."""
     return {m[1]: (_ids(m[2]), _ids(m[3])) for m in _LIST_CHANGE.finditer(text)}
 
 
-def _elr_change(partition: str, lists: dict[str, tuple[tuple[int, ...], tuple[int, ...]]],
-                line: _Line) -> list[TimelineEvent]:
+def _elr_change(partition: str, lists: _Lists, line: _Line) -> list[TimelineEvent]:
     if "elr" not in lists:
         return []
     before, after = lists["elr"]
-    isr = lists.get("isr")
-    said = (f"controller: eligible leader replicas {_listed(before)} → {_listed(after)}"
-            + (f" (ISR {_listed(isr[0])} → {_listed(isr[1])})" if isr else ""))
-    return [line.event(LogKind.ELR_CHANGED, Severity.WARN if after else Severity.INFO, said,
-                       broker=None, partition=partition, old_isr=isr[0] if isr else None,
-                       new_isr=isr[1] if isr else None, elr=after)]
+    said = f"controller: eligible leader replicas {_listed(before)} → {_listed(after)}"
+    old_isr = new_isr = None
+    if "isr" in lists:
+        old_isr, new_isr = lists["isr"]
+        said += f" (ISR {_listed(old_isr)} → {_listed(new_isr)})"
+    severity = Severity.INFO
+    if after:
+        severity = Severity.WARN
+    return [line.event(LogKind.ELR_CHANGED, severity, said, broker=None, partition=partition,
+                       old_isr=old_isr, new_isr=new_isr, elr=after)]
 
 
 def _listed(ids: tuple[int, ...]) -> str:
@@ -225,8 +265,11 @@ def _broker_said(kind: LogKind, severity: Severity, words: str
     """A builder for a line about one broker: `words` with {broker} (the line's group 1, else
     the broker the line is about) and {why} (group 2)."""
     def build(found: re.Match[str], line: _Line) -> TimelineEvent:
-        broker = int(found[1]) if found.re.groups else line.broker
-        why = found[2].removeprefix("its ") if found.re.groups > 1 else ""
+        broker, why = line.broker, ""
+        if found.re.groups:
+            broker = int(found[1])
+        if found.re.groups > 1:
+            why = found[2].removeprefix("its ")
         return line.event(kind, severity, words.format(broker=broker, why=why), broker=broker)
     return build
 
@@ -242,10 +285,17 @@ def _session_said(kind: LogKind, severity: Severity, words: str
                   ) -> Callable[[re.Match[str], _Line], TimelineEvent]:
     """A builder for a broker's own ZooKeeper client line; `note` is the session it names."""
     def build(_found: re.Match[str], line: _Line) -> TimelineEvent:
-        session = _SESSION_ID.search(line.text)
         return line.event(kind, severity, words.format(broker=line.broker), broker=line.broker,
-                          note=(session[1] or session[2]) if session else None)
+                          note=_session(line.text))
     return build
+
+
+def _session(text: str) -> str | None:
+    """The ZooKeeper session a broker's line names (`session id = 0x1000`), if any."""
+    found = _SESSION_ID.search(text)
+    if found is None:
+        return None
+    return found[1] or found[2]
 
 
 def _expiring(found: re.Match[str], line: _Line) -> TimelineEvent:
@@ -290,7 +340,9 @@ _RULES: tuple[tuple[str, re.Pattern[str], Builder], ...] = (
 def parse_line(line: str, node: str = "") -> TimelineEvent | None:
     """The (first) event of a line that matters, else None."""
     events = parse_events(line, node)
-    return events[0] if events else None
+    if not events:
+        return None
+    return events[0]
 
 
 def parse_events(line: str, node: str = "") -> list[TimelineEvent]:
@@ -301,14 +353,22 @@ def parse_events(line: str, node: str = "") -> list[TimelineEvent]:
     if match is None:
         return []
     text = match[4]
-    prefix = _BROKER_PREFIX.search(text)
-    said = _Line(parse_ts(match[1], match[2]), node, text,
-                 int(prefix[1]) if prefix else broker_id_of(node))
+    said = _Line(parse_ts(match[1], match[2]), node, text, _about(text, node))
     for word, pattern, build in _RULES:
         if word in text and (found := pattern.search(text)):
             built = build(found, said)
-            return built if isinstance(built, list) else [built]
+            if isinstance(built, list):
+                return built
+            return [built]
     return []
+
+
+def _about(text: str, node: str) -> int | None:
+    """The broker a line is about: its prefix's (`[Broker id=3]`), else the node's."""
+    prefix = _BROKER_PREFIX.search(text)
+    if prefix is None:
+        return broker_id_of(node)
+    return int(prefix[1])
 
 
 def parse_lines(lines: Iterable[str], node: str, topic: str | None = None,
@@ -321,20 +381,41 @@ def parse_lines(lines: Iterable[str], node: str, topic: str | None = None,
     """
     out: list[TimelineEvent] = []
     last_zk: dict[str, int] = {}
-    pattern = re.compile(rf"^{re.escape(topic)}-\d+$") if topic else None
+    ours = _of_topic(topic)
     for event in (e for line in lines for e in parse_events(line, node)):
-        partition = event.partition
-        if partition is not None and pattern is not None and not pattern.match(partition):
+        if not ours(event.partition):
             continue
-        if event.kind in (LogKind.ZK_SESSION, LogKind.ZK_EXPIRED) and sessions is not None \
-                and event.note and event.broker is not None:
-            sessions[event.note] = event.broker
+        if sessions is not None:
+            _note_session(event, sessions)
         if event.kind in REPEATING:
             if event.ts - last_zk.get(event.kind, -10**15) < 5000:
                 continue
             last_zk[event.kind] = event.ts
         out.append(event)
     return out
+
+
+def _of_topic(topic: str | None) -> Callable[[str | None], bool]:
+    """Is an event's partition (None: cluster-wide) one of `topic`'s (None: any topic's)?"""
+    if not topic:
+        return _any_partition
+    pattern = re.compile(rf"^{re.escape(topic)}-\d+$")
+
+    def ours(partition: str | None) -> bool:
+        return partition is None or pattern.match(partition) is not None
+    return ours
+
+
+def _any_partition(_partition: str | None) -> bool:
+    return True
+
+
+def _note_session(event: TimelineEvent, sessions: dict[str, int]) -> None:
+    """The ZooKeeper session a broker's own line names, as the broker's."""
+    if event.kind not in (LogKind.ZK_SESSION, LogKind.ZK_EXPIRED):
+        return
+    if event.note and event.broker is not None:
+        sessions[event.note] = event.broker
 
 
 def read_broker_logs(logs: dict[str, list[Path]], topic: str | None) -> list[TimelineEvent]:
@@ -356,10 +437,12 @@ def whose_sessions(events: Iterable[TimelineEvent], sessions: dict[str, int]
     observer's, a client's) are left out."""
     out = []
     for e in events:
-        broker = sessions.get(e.note or "") if e.kind is LogKind.SESSION_EXPIRED else e.broker
         if e.kind is not LogKind.SESSION_EXPIRED:
             out.append(e)
-        elif broker is not None:
+            continue
+        broker = sessions.get(e.note or "")
+        if broker is not None:
             out.append(replace(e, broker=broker, detail=e.detail.replace(
                 "session ", f"broker {broker}'s session ", 1)))
     return out
+

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from kinspect.clients.decisions import newest_claims, shared_answers
 from kinspect.clients.wire import BrokerClaim
-from kinspect.model import BrokerView, PartitionMeta, ZkView
+from kinspect.model import BrokerView, PartitionDecision, PartitionMeta, ZkView
 
 Key = tuple[str, int]
 Claims = Mapping[int, Mapping[Key, BrokerClaim]]
@@ -39,9 +39,34 @@ def self_claims(claims: Claims) -> dict[Key, dict[int, BrokerClaim]]:
 
 def _decided_leader(key: Key, view: BrokerView, zk: ZkView | None) -> int | None:
     if zk is not None:
-        return zk.partitions[key].leader if key in zk.partitions else None
+        state = zk.partitions.get(key)
+        if state is None:
+            return None
+        return state.leader
     decision = view.decided.get(key)
-    return decision.leader if decision is not None else None
+    if decision is None:
+        return None
+    return decision.leader
+
+
+def _chosen(key: Key, claimants: Mapping[int, BrokerClaim], view: BrokerView,
+            zk: ZkView | None) -> int:
+    """Of several brokers that each say they lead, one against the decision (the zombie)."""
+    decided = _decided_leader(key, view, zk)
+    against = sorted(b for b in claimants if b != decided)
+    if against:
+        return against[0]
+    return next(iter(claimants))
+
+
+def _replicas(base: PartitionMeta | None, decision: PartitionDecision | None,
+              claim: BrokerClaim) -> tuple[int, ...]:
+    """The replicas as the AdminClient said them, else the decision, else the claim."""
+    if base is not None:
+        return base.replicas
+    if decision is not None:
+        return decision.replicas
+    return claim.replicas
 
 
 def merge_claims(view: BrokerView, claims: Claims, zk: ZkView | None) -> BrokerView:
@@ -51,28 +76,49 @@ def merge_claims(view: BrokerView, claims: Claims, zk: ZkView | None) -> BrokerV
     AdminClient's metadata comes from whichever broker, possibly one that has not heard it)."""
     if not claims:
         return view
-    told, decided = view.partitions, view.decided if zk is None else {}
-    partitions = dict(told)
+    decided: Mapping[Key, PartitionDecision] = {}
+    if zk is None:
+        decided = view.decided
+    partitions = dict(view.partitions)
     leaders = self_claims(claims)
+    _take_self_claims(partitions, leaders, decided, view, zk)
+    _take_decisions(partitions, leaders, decided, view.partitions)
+    return replace(view, partitions=partitions)
+
+
+def _take_self_claims(partitions: dict[Key, PartitionMeta],
+                      leaders: Mapping[Key, Mapping[int, BrokerClaim]],
+                      decided: Mapping[Key, PartitionDecision], view: BrokerView,
+                      zk: ZkView | None) -> None:
+    """Each self-claimed partition's leader and ISR, where they differ from the AdminClient's
+    (a healthy cluster: all but a few are skipped, no copy made)."""
+    told = view.partitions
     for key, claimants in leaders.items():
         if len(claimants) == 1:  # the usual case: the one that says it leads is shown
             ((chosen, claim),) = claimants.items()
         else:
-            against = sorted(b for b in claimants if b != _decided_leader(key, view, zk))
-            chosen = against[0] if against else next(iter(claimants))
+            chosen = _chosen(key, claimants, view, zk)
             claim = claimants[chosen]
         base = told.get(key)
         if base is not None and base.leader == chosen and base.isr == claim.isr:
-            continue  # the AdminClient saw it so too (a healthy cluster: all but a few)
-        decision = decided.get(key)
-        replicas = base.replicas if base else decision.replicas if decision else claim.replicas
-        partitions[key] = PartitionMeta(chosen, replicas, claim.isr)
+            continue  # the AdminClient saw it so too
+        partitions[key] = PartitionMeta(chosen, _replicas(base, decided.get(key), claim),
+                                        claim.isr)
+
+
+def _take_decisions(partitions: dict[Key, PartitionMeta],
+                    leaders: Mapping[Key, Mapping[int, BrokerClaim]],
+                    decided: Mapping[Key, PartitionDecision],
+                    told: Mapping[Key, PartitionMeta]) -> None:
+    """KRaft: a partition nobody self-claims shows the decision where the AdminClient's
+    metadata differs from it."""
     for key, decision in decided.items():
-        if key not in leaders:
-            base = told.get(key)
-            if base is not None and base.leader == decision.leader and base.isr == decision.isr:
+        if key in leaders:
+            continue
+        base = told.get(key)
+        replicas = decision.replicas
+        if base is not None:
+            if base.leader == decision.leader and base.isr == decision.isr:
                 continue
-            partitions[key] = PartitionMeta(decision.leader,
-                                            base.replicas if base else decision.replicas,
-                                            decision.isr)
-    return replace(view, partitions=partitions)
+            replicas = base.replicas
+        partitions[key] = PartitionMeta(decision.leader, replicas, decision.isr)

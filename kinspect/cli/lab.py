@@ -9,7 +9,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kinspect.validation import option, writable_dir
 from kinspect.cli.common import progress
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
@@ -20,6 +19,7 @@ from kinspect.lab.netns import can_use_netns
 from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.lab.state import LabState
 from kinspect.paths import kinspect_home
+from kinspect.validation import option, writable_dir
 
 if TYPE_CHECKING:
     from kinspect.lab.authorizer import LabUser

@@ -32,13 +32,33 @@ class InconsistentReport(RuntimeError):
 
 def _int(data: Mapping[str, object], key: str, default: int = 0) -> int:
     value = data.get(key)
-    return int(value) if isinstance(value, int | float) else default
+    if not isinstance(value, int | float):
+        return default
+    return int(value)
 
 
 def opt_int(data: Mapping[str, object], key: str) -> int | None:
     """An int of a JSON object (None: absent, null or not a number)."""
     value = data.get(key)
-    return int(value) if isinstance(value, int | float) else None
+    if not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def _opt_text(data: Mapping[str, object], key: str) -> str | None:
+    """A JSON object's value as text (None: absent or null)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    return str(value)
+
+
+def _opt_object(data: Mapping[str, object], key: str) -> Mapping[str, object] | None:
+    """A JSON object under `key` (None: absent or not one)."""
+    value = data.get(key)
+    if not isinstance(value, Mapping):
+        return None
+    return value
 
 
 def known_sum(values: Iterable[int | None]) -> int | None:
@@ -54,12 +74,13 @@ def known_sum(values: Iterable[int | None]) -> int | None:
 def _objects(data: Mapping[str, object], key: str) -> list[Mapping[str, object]]:
     """A list of JSON objects under `key` ([] when missing or not one)."""
     value = data.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, Mapping)]
 
 
 def _object(data: Mapping[str, object], key: str) -> Mapping[str, object]:
-    value = data.get(key)
-    return value if isinstance(value, Mapping) else {}
+    return _opt_object(data, key) or {}
 
 
 def _ints_by_name(data: Mapping[str, object], key: str) -> dict[str, int]:
@@ -72,7 +93,9 @@ def _texts_by_name(data: Mapping[str, object], key: str) -> dict[str, str]:
 
 def _texts(data: Mapping[str, object], key: str) -> tuple[str, ...]:
     value = data.get(key)
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(v) for v in value)
 
 
 def _plain(obj: DataclassInstance) -> JsonObject:
@@ -99,7 +122,9 @@ class Counts:
     @property
     def client_lost(self) -> int | None:
         """Sent, never answered and not in the log: lost inside a dead generator."""
-        return None if self.unknown_present is None else self.unknown - self.unknown_present
+        if self.unknown_present is None:
+            return None
+        return self.unknown - self.unknown_present
 
     @classmethod
     def total(cls, rows: Iterable[Counts]) -> Counts:
@@ -170,12 +195,14 @@ class Attribution:
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Attribution:
-        method = data.get("method")
         return cls(_int(data, "partition"), opt_int(data, "leader_epoch"),
                    opt_int(data, "broker"), _int(data, "count"), opt_int(data, "measured"),
                    opt_int(data, "first_ack_ts"), opt_int(data, "last_ack_ts"),
                    opt_int(data, "first_offset"), opt_int(data, "last_offset"),
-                   method if method in ("measured", "inferred", "mixed") else None)
+                   _METHODS.get(str(data.get("method"))))
+
+
+_METHODS: dict[str, Method] = {"measured": "measured", "inferred": "inferred", "mixed": "mixed"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,11 +242,20 @@ class RunWindow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> RunWindow:
-        window = data.get("window")
-        start, end = window if isinstance(window, list) and len(window) == 2 else (None, None)
         return cls(opt_int(data, "first_send_ts"), opt_int(data, "first_ack_ts"),
-                   opt_int(data, "last_ack_ts"),
-                   (start if isinstance(start, int) else None, end if isinstance(end, int) else None))
+                   opt_int(data, "last_ack_ts"), _window(data.get("window")))
+
+
+def _window(told: object) -> tuple[int | None, int | None]:
+    """A [start, end] pair of epoch ms, either null."""
+    if not isinstance(told, list) or len(told) != 2:
+        return None, None
+    start, end = told
+    if not isinstance(start, int):
+        start = None
+    if not isinstance(end, int):
+        end = None
+    return start, end
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,11 +325,10 @@ class LostRange:
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> LostRange:
-        how = data.get("commit_how")
         return cls(_int(data, "partition"), _int(data, "first_offset"), _int(data, "last_offset"),
                    str(data.get("cause", "")), opt_int(data, "consumer"),
                    opt_int(data, "incarnation"), opt_int(data, "commit_ts"),
-                   None if how is None else str(how), opt_int(data, "crash_ts"))
+                   _opt_text(data, "commit_how"), opt_int(data, "crash_ts"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,10 +415,9 @@ class ConsumerSide:
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> ConsumerSide:
-        output, counts = data.get("output"), data.get("output_counts")
         return cls(
             group=str(data.get("group", "")), commit=str(data.get("commit", "")),
-            output=None if output is None else str(output),
+            output=_opt_text(data, "output"),
             isolation=str(data.get("isolation", "read_committed")),
             answered_for=_int(data, "answered_for"), processed=_int(data, "processed"),
             never_processed=_int(data, "never_processed"),
@@ -400,8 +434,21 @@ class ConsumerSide:
             partitions=tuple(ConsumerPartition.from_json(p) for p in _objects(data, "partitions")),
             lost_ranges=tuple(LostRange.from_json(r) for r in _objects(data, "lost_ranges")),
             lost_ranges_more=_int(data, "lost_ranges_more"),
-            output_counts=OutputCounts.from_json(counts) if isinstance(counts, Mapping) else None,
+            output_counts=_output_counts(data),
             explanation=str(data.get("explanation", "")))
+
+
+def _output_counts(data: Mapping[str, object]) -> OutputCounts | None:
+    told = _opt_object(data, "output_counts")
+    if told is None:
+        return None
+    return OutputCounts.from_json(told)
+
+
+def _seconds(told: object) -> float:
+    if not isinstance(told, int | float):
+        return 0.0
+    return float(told)
 
 
 LostRanges = dict[str, tuple[tuple[int, int], ...]]  # producer -> (first seq, last seq) runs
@@ -481,10 +528,9 @@ class Report:
         def maybe(key: str) -> int | None:
             return opt_int(data, key)
 
-        fault, side, seconds = data.get("fault"), data.get("consumers"), data.get("seconds")
         return cls(
             engine=str(data.get("engine", "")), run_dir=str(data.get("run_dir", "")),
-            run_id=None if data.get("run_id") is None else str(data.get("run_id")),
+            run_id=_opt_text(data, "run_id"),
             topic=str(data.get("topic", "")), acks=str(data.get("acks", "")),
             sent=count("sent"), acked=count("acked"), failed=count("failed"),
             unknown=count("unknown"), in_log=count("in_log"), in_log_ids=count("in_log_ids"),
@@ -499,7 +545,7 @@ class Report:
             lost_ranges=_lost_ranges(_object(data, "lost_ranges")),
             lost_ranges_more=_ints_by_name(data, "lost_ranges_more"),
             attribution=tuple(Attribution.from_json(a) for a in _objects(data, "attribution")),
-            fault=dict(fault) if isinstance(fault, Mapping) else None,
+            fault=_fault(data),
             timeline=tuple(dict(e) for e in _objects(data, "timeline")),
             timeline_more=count("timeline_more"),
             unavailable=tuple(Unavailable.from_json(w) for w in _objects(data, "unavailable")),
@@ -513,9 +559,8 @@ class Report:
             run=RunWindow.from_json(_object(data, "run")),
             inputs=InputsSummary.from_json(_object(data, "inputs")),
             notes=_texts(data, "notes"), explanation=str(data.get("explanation", "")),
-            consumers=ConsumerSide.from_json(side) if isinstance(side, Mapping) else None,
-            out=str(data.get("out", "")),
-            seconds=float(seconds) if isinstance(seconds, int | float) else 0.0,
+            consumers=_consumers(data), out=str(data.get("out", "")),
+            seconds=_seconds(data.get("seconds")),
             per_second=tuple(Second.from_json(s) for s in _objects(data, "per_second")))
 
     def check_lost(self, lost_total: int) -> None:
@@ -525,6 +570,20 @@ class Report:
             raise InconsistentReport(
                 f"the report's acked_lost ({self.acked_lost:,}) is not the number of acked ids "
                 f"the match found missing ({lost_total:,}): the attribution lost or added rows")
+
+
+def _fault(data: Mapping[str, object]) -> JsonObject | None:
+    told = _opt_object(data, "fault")
+    if told is None:
+        return None
+    return dict(told)
+
+
+def _consumers(data: Mapping[str, object]) -> ConsumerSide | None:
+    told = _opt_object(data, "consumers")
+    if told is None:
+        return None
+    return ConsumerSide.from_json(told)
 
 
 def _lost_ranges(data: Mapping[str, object]) -> LostRanges:

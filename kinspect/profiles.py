@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kinspect.validation import host_ports
 from kinspect.errors import KinspectError
+from kinspect.validation import host_ports
 
 SECRET_KEY = re.compile(r"password|secret|jaas|credential|token|key\.pem|private", re.I)
 _REFERENCE = re.compile(r"^\$\{(env|file):([^}]+)\}$")

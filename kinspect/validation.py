@@ -1,8 +1,10 @@
-"""Checks that run before a command acts: a bad value is one line, exit 2, and nothing is
+"""Input validation before a command acts: a bad value is one line, exit 2, and nothing is
 started or written.
 
-Every front end (the argparse options, scenario files, a run dir's saved settings) checks with
-these, so a number, a path or an address is refused with the same words wherever it came from.
+Every front end (the argparse options, scenario files, a run dir's saved settings) validates
+with these, so a number, a path or an address is refused with the same words wherever it came
+from. In: a raw value (a string, a number, a path). Out: the value typed, or KinspectError.
+(A health check, a doctor's check and a lesson file's validation are other things, elsewhere.)
 """
 
 from __future__ import annotations

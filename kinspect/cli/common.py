@@ -14,13 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.validation import host_ports
 from kinspect.errors import KinspectError
 from kinspect.extras import missing_extra
 from kinspect.lab import running_lab
 from kinspect.lab.state import LabState
 from kinspect.profiles import SECRET_KEY, Profile, load_profile, remember_secret
 from kinspect.target import ClusterTarget, is_lab_cluster, lab_target, profile_target
+from kinspect.validation import host_ports
 
 if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kinspect.validation import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, progress_line, resolve_cluster
 from kinspect.errors import KinspectError
 from kinspect.lab import sasl
+from kinspect.validation import existing_dir, option, topic_name, writable_dir
 
 COMMIT_HELP = ("when offsets are committed: auto (on a timer, whatever processing did), "
                "before (then process), after (process, then commit: the default), "

@@ -12,10 +12,10 @@ import sys
 import threading
 from typing import Any
 
-from kinspect.validation import option
 from kinspect.cli.common import add_cluster_arguments
 from kinspect.cli.observe import make_observer
 from kinspect.errors import KinspectError
+from kinspect.validation import option
 
 
 def register(commands: Any) -> None:

@@ -14,7 +14,6 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from kinspect.validation import option
 from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_with_admin
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
@@ -22,6 +21,7 @@ from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalle
 from kinspect.model.serialize import seconds, unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
+from kinspect.validation import option
 
 if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch

@@ -45,7 +45,7 @@ def worst(codes: list[int]) -> int:
     return min(codes, key=WORST_FIRST.index, default=0)
 
 
-def check(profile: str, args: argparse.Namespace) -> ClusterVerdict:
+def judge(profile: str, args: argparse.Namespace) -> ClusterVerdict:
     """One profile judged; a profile that cannot be read or reached is not judged (3)."""
     from kinspect.cli.health import observe_once
 
@@ -66,7 +66,7 @@ def cmd_health_all(args: argparse.Namespace) -> int:
         raise KinspectError("--all: the profiles file has no [clusters.NAME] (see README, "
                             "On call)")
     with ThreadPoolExecutor(max_workers=min(PARALLEL, len(names))) as pool:
-        verdicts = list(pool.map(lambda name: check(name, args), names))
+        verdicts = list(pool.map(lambda name: judge(name, args), names))
     code = worst([v.exit_code for v in verdicts])
     if args.json:
         print(redact(json.dumps({"clusters": [asdict(v) for v in verdicts], "exit_code": code})))

@@ -82,7 +82,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
     _check_combination(args, action)
     lang = pick_lang(args.lang, os.environ)
     if action == "check":
-        return check_file(args.check)
+        return validate_file(args.check)
     if action == "forget":
         return forget(args.yes)
     lessons = builtin()
@@ -109,7 +109,7 @@ def _check_combination(args: argparse.Namespace, action: str | None) -> None:
         raise KinspectError("give a LESSON or --file F, not both")
 
 
-def check_file(path: Path) -> int:
+def validate_file(path: Path) -> int:
     lesson = read(path)
     fix = ""
     if lesson.fix:

@@ -10,18 +10,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.validation import existing_dir, option, topic_name, writable_dir
 from kinspect.cli.common import add_cluster_arguments, progress_line, resolve_cluster
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
 from kinspect.lab import sasl
+from kinspect.validation import existing_dir, option, topic_name, writable_dir
 
 if TYPE_CHECKING:
     from kinspect.load.runsettings import LoadSettings
+    from kinspect.target import ClusterTarget
 
 
 def _rate(text: str) -> float | None:
-    return None if text == "max" else float(RATE(text))
+    if text == "max":
+        return None
+    return float(RATE(text))
 
 
 RATE = option(0, 10_000_000, low_open=True)
@@ -126,18 +129,7 @@ def first_class(args: argparse.Namespace, kafka: dict[str, str]) -> dict[str, st
             rest[key] = value
             continue
         flag = "--" + name.replace("_", "-")
-        converted: Any
-        if name == "acks":
-            converted = "all" if value.strip() == "-1" else value.strip()
-        elif name == "idempotent":
-            if value.strip().lower() not in ("true", "false"):
-                raise KinspectError(f"-X {key} must be true or false, not {value!r}")
-            converted = value.strip().lower() == "true"
-        else:
-            try:
-                converted = NUMBERS[name](value)
-            except argparse.ArgumentTypeError as exc:
-                raise KinspectError(f"{flag} (-X {key}) {exc}") from None
+        converted = _as_option(name, flag, key, value)
         given = getattr(args, name)
         if given is not None and given != converted:
             raise KinspectError(f"-X {key}={value} contradicts {flag} {given}")
@@ -145,43 +137,101 @@ def first_class(args: argparse.Namespace, kafka: dict[str, str]) -> dict[str, st
     return rest
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from kinspect.load.producer_run import check_run_dir, run_load
+def _as_option(name: str, flag: str, key: str, value: str) -> Any:
+    """A -X property's value as the option `name` takes it, checked as that option."""
+    if name == "acks":
+        if value.strip() == "-1":
+            return "all"
+        return value.strip()
+    if name == "idempotent":
+        if value.strip().lower() not in ("true", "false"):
+            raise KinspectError(f"-X {key} must be true or false, not {value!r}")
+        return value.strip().lower() == "true"
+    try:
+        return NUMBERS[name](value)
+    except argparse.ArgumentTypeError as exc:
+        raise KinspectError(f"{flag} (-X {key}) {exc}") from None
+
+
+def _acks(given: str | None) -> str:
+    """--acks; 1 when not given (or given empty)."""
+    if not given:
+        return "1"
+    return str(given)
+
+
+def _count(args: argparse.Namespace) -> int | None:
+    """The messages to send: --count, none for a --duration, else 100,000."""
+    if args.duration is not None:
+        return None
+    if args.count is None:
+        return 100_000
+    return int(args.count)
+
+
+def _load_settings(args: argparse.Namespace, cluster: ClusterTarget) -> LoadSettings:
     from kinspect.load.runsettings import LoadSettings
 
-    topic_name(args.topic)
-    writable_dir(args.run_dir, "--run-dir")
-    check_run_dir(args.run_dir)
-    cluster = resolve_cluster(args)
     extra = first_class(args, cluster.kafka)
-    count = args.count if args.count is not None or args.duration else 100_000
-    if args.duration is not None:
-        count = None
-    settings = LoadSettings(
-        topic=args.topic, acks=str(args.acks or "1"), count=count, duration_s=args.duration,
+    return LoadSettings(
+        topic=args.topic, acks=_acks(args.acks), count=_count(args), duration_s=args.duration,
         rate=args.rate, producers=args.producers, size=args.size,
         idempotent=bool(args.idempotent), retries=args.retries,
         delivery_timeout_ms=args.delivery_timeout_ms, max_in_flight=args.max_in_flight,
         linger_ms=args.linger_ms, extra=extra, bootstrap=cluster.bootstrap,
         crash_at_s=args.crash_at, buffer_full=args.buffer_full,
     )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kinspect.load.producer_run import check_run_dir
+
+    topic_name(args.topic)
+    writable_dir(args.run_dir, "--run-dir")
+    check_run_dir(args.run_dir)
+    cluster = resolve_cluster(args)
+    settings = _load_settings(args, cluster)
     settings.validate()
-    zookeeper = None if args.no_timeline else cluster.zookeeper
     with Display() as display:
-        shown = load_bar(display, count, args.duration)
-        summary = run_load(settings, args.run_dir,
-                           progress=None if args.json and not display.live else shown,
-                           zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
-                           zk_auth=list(cluster.zk_auth) or None, origin=args.origin,
-                           secret_files=sasl.secret_files(),
-                           controllers=None if args.no_timeline else cluster.controllers)
+        summary = _run_load(args, cluster, settings, display)
     if args.json:
         print(json.dumps(summary))
         return 0
-    if sys.stderr.isatty() and not display.live:
-        print(file=sys.stderr)
+    _end_line(display)
     print(format_summary(summary))
     return 0
+
+
+def _run_load(args: argparse.Namespace, cluster: ClusterTarget, settings: LoadSettings,
+              display: Display) -> dict[str, Any]:
+    """The load, observing the cluster beside it unless --no-timeline."""
+    from kinspect.load.producer_run import run_load
+
+    zookeeper, controllers = cluster.zookeeper, cluster.controllers
+    if args.no_timeline:
+        zookeeper = controllers = None
+    zk_auth = None
+    if cluster.zk_auth:
+        zk_auth = list(cluster.zk_auth)
+    return run_load(settings, args.run_dir,
+                    progress=_load_progress(display, args.json, _count(args), args.duration),
+                    zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
+                    zk_auth=zk_auth, origin=args.origin, secret_files=sasl.secret_files(),
+                    controllers=controllers)
+
+
+def _load_progress(display: Display, as_json: bool, count: int | None,
+                   duration_s: float | None) -> Callable[[str], None] | None:
+    """A bar on a terminal, else the runner's lines on stderr (none beside --json)."""
+    if as_json and not display.live:
+        return None
+    return load_bar(display, count, duration_s)
+
+
+def _end_line(display: Display) -> None:
+    """The progress line rewritten in place on a terminal (no bars) ends before the answer."""
+    if sys.stderr.isatty() and not display.live:
+        print(file=sys.stderr)
 
 
 # What the runner's progress line says (runner.format_progress), read back for the bar.
@@ -212,7 +262,7 @@ def load_bar(display: Display, count: int | None,
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    failed = summary.get("failed_by_error") or {}
+    failed = summary.get("failed_by_error")
     lines = [
         f"sent {summary['sent']:,}  acked {summary['acked']:,}  failed {summary['failed']:,}  "
         f"unknown {summary['unknown']:,}  in {summary.get('elapsed_s', 0):.1f} s",
@@ -257,7 +307,7 @@ def cmd_slow(args: argparse.Namespace) -> int:
     topic_name(args.topic)
     cluster = resolve_cluster(args)
     extra = first_class(args, cluster.kafka)
-    acks = str(args.acks or "1")
+    acks = _acks(args.acks)
     if acks not in {"0", "1", "all", "-1"}:
         raise KinspectError(f"--acks must be 0, 1 or all, not {acks!r}")
     return run_slow(cluster.bootstrap, args.topic, acks, args.count, extra)
@@ -286,7 +336,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if topic != args.topic:
         raise KinspectError(f"{args.run_dir} is a run on {topic!r}, not {args.topic!r}")
     with Display() as display:
-        say = display.line if display.live or not args.json else None
+        say = None  # --json without a terminal: no lines at all
+        if display.live or not args.json:
+            say = display.line
         verified = verify_run(args.run_dir, cluster.bootstrap, cluster.kafka, cluster.lab, say,
                               timeout_s=args.timeout, count=records_bar(display, "reading back"))
     reads, total = verified.reads, sum(r.records for r in verified.reads)
@@ -296,8 +348,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             {"partition": r.partition, "log_start": r.log_start,
              "high_watermark": r.high_watermark, "records": r.records} for r in reads]}))
         return 0
-    if sys.stderr.isatty() and not display.live:
-        print(file=sys.stderr)
+    _end_line(display)
     for read in reads:
         print(f"{args.topic}-{read.partition}: {read.records:,} records "
               f"(offsets {read.log_start:,}..{read.high_watermark:,})")

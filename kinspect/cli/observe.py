@@ -11,7 +11,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.validation import option, topic_name, writable_dir
 from kinspect.cli.common import (
     add_cluster_arguments,
     early_groups,
@@ -19,6 +18,7 @@ from kinspect.cli.common import (
     resolve_with_admin,
 )
 from kinspect.errors import KinspectError
+from kinspect.validation import option, topic_name, writable_dir
 
 if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.validation import existing_dir
 from kinspect.cli.common import progress
 from kinspect.cli.progress import Display
 from kinspect.errors import KinspectError
+from kinspect.validation import existing_dir
 
 if TYPE_CHECKING:
     from kinspect.postmortem.story.values import Report

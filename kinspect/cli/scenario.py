@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kinspect.validation import option, writable_dir
 from kinspect.cli.common import progress
 from kinspect.cli.lab import stop_loads_on_lab
 from kinspect.cli.progress import Display
@@ -18,6 +17,7 @@ from kinspect.lab.backend import MODES
 from kinspect.lab.dist import parse_version, resolve_version
 from kinspect.paths import kinspect_home
 from kinspect.scenarios.platform import Platform, platforms
+from kinspect.validation import option, writable_dir
 
 MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
 # The side-by-side table (one column group per platform) has a block of its own.

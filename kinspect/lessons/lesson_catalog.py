@@ -1,6 +1,6 @@
 """The lessons (one TOML file each, beside the scenario catalogue) and lookup by name or path.
 
-A lesson file is checked whole on load, as a scenario file is: an unknown key, a missing
+A lesson file is validated whole on load, as a scenario file is: an unknown key, a missing
 language, a scenario not in the catalogue, a step waiting on a fault its scenario never
 carries out, or a question no run could bear out is one line naming the file and the key,
 before any lab is touched. The format is in kinspect/lessons/catalog/README.md.
@@ -58,7 +58,7 @@ def find(name_or_path: str) -> Lesson:
 
 
 def read(path: Path) -> Lesson:
-    """One lesson file, parsed and checked whole."""
+    """One lesson file, parsed and validated whole."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -186,7 +186,7 @@ def _question(raw: Any, index: int, path: Path) -> Question:
     if all(c.when is None for c in choices):
         raise _fail(path, f"{where}.choices: no choice could be right (give one a when = "
                           "\"METRIC OP VALUE\" that the run measures)")
-    _check_disjoint(choices, where, path)
+    _validate_disjoint(choices, where, path)
     return Question(ask=_text(raw["ask"], f"{where}.ask", path), choices=choices)
 
 
@@ -210,7 +210,7 @@ def _overlap(a: Span, b: Span) -> bool:
     return low[0] < high[0] or (low[0] == high[0] and not low[1] and high[1])
 
 
-def _check_disjoint(choices: Sequence[Choice], where: str, path: Path) -> None:
+def _validate_disjoint(choices: Sequence[Choice], where: str, path: Path) -> None:
     """No two choices on one metric may both be right: one outcome, one right answer."""
     for i, first in enumerate(choices):
         for j in range(i + 1, len(choices)):
@@ -295,7 +295,7 @@ def _known_scenario(name: Any, where: str, path: Path) -> Scenario:
     return scenarios[name]
 
 
-def _check_required(data: Mapping[str, Any], path: Path) -> None:
+def _validate_required(data: Mapping[str, Any], path: Path) -> None:
     for key in ("name", "scenario"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise _fail(path, f"{key} is required (a string)")
@@ -312,9 +312,9 @@ def _check_required(data: Mapping[str, Any], path: Path) -> None:
 
 
 def parse(data: Mapping[str, Any], path: Path) -> Lesson:
-    """A checked Lesson from a parsed TOML document."""
+    """A validated Lesson from a parsed TOML document."""
     _only(data, _TOP_KEYS, "the top level", path)
-    _check_required(data, path)
+    _validate_required(data, path)
     scenario = _known_scenario(data["scenario"], "scenario", path)
     questions = _array(data, "question", "question", path, required=True)
     steps = _array(data, "step", "step", path, required=True)
@@ -326,11 +326,11 @@ def parse(data: Mapping[str, Any], path: Path) -> Lesson:
         explain=_text(data["explain"], "explain", path), fix=_fix(data, path),
         learned=_texts(data, "learned", path, required=True),
         hints=_texts(data, "hints", path, required=False), mode=data.get("mode"), path=path)
-    _check_steps(lesson.steps, scenario, path)
+    _validate_steps(lesson.steps, scenario, path)
     return lesson
 
 
-def _check_steps(steps: Sequence[Step], scenario: Scenario, path: Path) -> None:
+def _validate_steps(steps: Sequence[Step], scenario: Scenario, path: Path) -> None:
     """Each step's moment must come in this scenario's run: a lesson never waits on a fault
     (or what a fault sets off) that its scenario does not carry out."""
     done = carried_out(scenario)

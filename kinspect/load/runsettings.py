@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kinspect.validation import number
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import SETTINGS_FILE
 from kinspect.profiles import MASK, is_secret, reference_of, resolve_reference
+from kinspect.validation import number
 
 SECRETS_NOTE = "secrets_note"  # in settings.json beside the fields: which values are masked
 

@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinspect.validation import writable_dir
 from kinspect.errors import KinspectError
 from kinspect.load.run_timeline import read_live_loss
 from kinspect.load.rundir import POSTMORTEM_DIR
@@ -28,6 +27,7 @@ from kinspect.postmortem.story.values import (
     Unavailable,
     known_sum,
 )
+from kinspect.validation import writable_dir
 
 if TYPE_CHECKING:
     from kinspect.postmortem.matching.results import LostEpoch, PartDuplicates, QueryResults

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kinspect.validation import number, topic_name
 from kinspect.errors import KinspectError
 from kinspect.lab import dist, presets
 from kinspect.lab.faults import Fault, FaultKind, Scope
@@ -30,6 +29,7 @@ from kinspect.lab.topology import (
 from kinspect.load.consumers.settings import ConsumeSettings
 from kinspect.load.runsettings import LoadSettings
 from kinspect.scenarios.platform import NEEDS, Platform
+from kinspect.validation import number, topic_name
 
 # A step's `do`, in the scenario files' words, is one of the lab's faults (FaultKind.in_steps);
 # an isolation names a scope other than all in the word ("isolate-zk").

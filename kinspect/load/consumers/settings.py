@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kinspect.validation import number, topic_name
 from kinspect.errors import KinspectError
 from kinspect.load.runsettings import optional, stored_extra
+from kinspect.validation import number, topic_name
 
 COMMIT_MODES = ("auto", "before", "after", "transaction")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")

@@ -22,6 +22,7 @@ from kinspect.validation import option, writable_dir
 MARK_START, MARK_END = "<!-- scenario-matrix -->", "<!-- /scenario-matrix -->"
 # The side-by-side table (one column group per platform) has a block of its own.
 PLATFORM_MARKS = ("<!-- platform-matrix -->", "<!-- /platform-matrix -->")
+Row = dict[str, Any]  # one scenario's result, as scenario.json and results.jsonl hold it
 
 
 def check_table_file(path: Path, marks: tuple[str, str] = (MARK_START, MARK_END)) -> str:
@@ -31,8 +32,10 @@ def check_table_file(path: Path, marks: tuple[str, str] = (MARK_START, MARK_END)
     if path.is_dir():
         raise KinspectError(f"--out {path} is a directory; give a file")
     writable_dir(path.parent, "--out's folder")
+    if not path.exists():
+        return ""
     try:
-        text = path.read_text() if path.exists() else ""
+        text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise KinspectError(f"--out {path} cannot be read: {getattr(exc, 'strerror', exc)}") from None
     if text.strip() and not (start in text and end in text):
@@ -53,15 +56,17 @@ def write_table(path: Path, table: str, marks: tuple[str, str] = (MARK_START, MA
         path.write_text(table + "\n")
 
 
-def write_tables(path: Path | None, rows: list[dict[str, Any]], columns: list[Platform],
+def write_tables(path: Path | None, rows: list[Row], columns: list[Platform],
                  markdown: bool, first_in_full: bool = False) -> str:
     """The table printed and written to --out: one platform's rows in full (the scenario-matrix
     block); several side by side (the platform-matrix block), and with `first_in_full` (a
     matrix, which ran every row) the first platform's rows in full too."""
     from kinspect.scenarios.table import markdown_table, platform_of, side_by_side, text_table
 
-    def full(chosen: list[dict[str, Any]]) -> str:
-        return markdown_table(chosen) if markdown else text_table(chosen)
+    def full(chosen: list[Row]) -> str:
+        if markdown:
+            return markdown_table(chosen)
+        return text_table(chosen)
 
     if len(columns) == 1:
         table = full(rows)
@@ -141,8 +146,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max(len(s.name) for s in scenarios)
     for s in scenarios:
         print(f"{s.name.ljust(width)}  {s.title}")
-        print(f"{'':{width}}  expect {s.expectation_text()}"
-              + (f"   [{s.source}]" if s.source else ""))
+        source = ""
+        if s.source:
+            source = f"   [{s.source}]"
+        print(f"{'':{width}}  expect {s.expectation_text()}{source}")
         for scope, words in (("kraft", "in KRaft"), ("kafka4", "on Kafka 4.x")):
             if scope in s.expect_on:
                 told = " and ".join(map(str, s.expect_on[scope]))
@@ -199,9 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from kinspect.scenarios.catalog import builtin, find
-    from kinspect.scenarios.scenario_run import run_scenario, skipped_row
-    scenarios = [find(n) for n in args.names] if args.names else builtin()
+    scenarios = _chosen(args.names)
     for scenario in scenarios:
         check_load(scenario)
     columns, dropped = platforms(args.modes, args.kafka)
@@ -221,26 +226,38 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         progress(line)
     progress(f"{runs} runs on {', '.join(p.label for p in columns)}; results go to {results} "
              "as they finish")
-    rows: list[dict[str, Any]] = []
+    rows = _run_matrix(scenarios, args.repeat, columns, results)
+    print(write_tables(args.out, rows, columns, args.markdown, first_in_full=True))
+    return 0
+
+
+def _chosen(names: list[str]) -> list[Any]:
+    """The scenarios named, else the whole catalogue."""
+    from kinspect.scenarios.catalog import builtin, find
+
+    if not names:
+        return builtin()
+    return [find(n) for n in names]
+
+
+def _run_matrix(scenarios: list[Any], repeat: int, columns: list[Platform],
+                results: Path) -> list[Row]:
+    """Every run in turn, each row appended to `results` as it finishes. Spark warms up while
+    the first scenario resets the lab and loads it; its post-mortem and every later one then
+    start at once."""
+    runs = len(scenarios) * repeat * len(columns)
+    rows: list[Row] = []
     spark = None
-    # Spark warms up while the first scenario resets the lab and loads it; its post-mortem
-    # and every later one then start at once.
     warming = _WarmSpark()
     display = Display().start()  # a bar over the runs; each run's steps as stages
     try:
-        for n, scenario, platform in _runs(scenarios, args.repeat, columns):
+        for n, scenario, platform in _runs(scenarios, repeat, columns):
             display.bar("matrix", len(rows), runs, "runs", scenario.name)
-            display.say(f"--- {scenario.name} on {platform.label} (run {n + 1} of {args.repeat})")
+            display.say(f"--- {scenario.name} on {platform.label} (run {n + 1} of {repeat})")
             if spark is None and "netem" not in scenario.needs:
                 spark = warming.session()
             name = f"{scenario.name}-{platform.mode}-{platform.kafka}-{n + 1}"
-            try:
-                row = run_scenario(scenario, root / name, display.line, spark=spark,
-                                   platform=platform)
-            except KinspectError as exc:  # one broken run does not lose the others
-                row = {**skipped_row(scenario, str(exc), platform), "status": "error",
-                       "expectation_met": False}
-                display.say(f"{scenario.name} on {platform.label}: {exc}")
+            row = _matrix_run(scenario, platform, results.parent / name, display, spark)
             rows.append(row)
             with open(results, "a") as handle:
                 handle.write(json.dumps(row) + "\n")
@@ -248,8 +265,20 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     finally:
         display.stop()
         warming.stop()
-    print(write_tables(args.out, rows, columns, args.markdown, first_in_full=True))
-    return 0
+    return rows
+
+
+def _matrix_run(scenario: Any, platform: Platform, run_dir: Path, display: Display,
+                spark: Any) -> Row:
+    """One run of the matrix; a broken one is an error row (it does not lose the others)."""
+    from kinspect.scenarios.scenario_run import run_scenario, skipped_row
+
+    try:
+        return run_scenario(scenario, run_dir, display.line, spark=spark, platform=platform)
+    except KinspectError as exc:
+        display.say(f"{scenario.name} on {platform.label}: {exc}")
+        return {**skipped_row(scenario, str(exc), platform), "status": "error",
+                "expectation_met": False}
 
 
 def cmd_table(args: argparse.Namespace) -> int:
@@ -264,19 +293,29 @@ def cmd_table(args: argparse.Namespace) -> int:
     columns = sorted(dict.fromkeys(platform_of(r) for r in rows),  # ZooKeeper, then by release
                      key=lambda p: (p.kraft, parse_version(p.kafka)))
     if args.out:  # only the block of the table printed: recorded rows may be a partial set
-        check_table_file(args.out, PLATFORM_MARKS if len(columns) > 1 else (MARK_START, MARK_END))
+        check_table_file(args.out, _marks(columns))
     print(write_tables(args.out, rows, columns, args.markdown))
     return 0
 
 
-def _recorded_rows(path: Path) -> list[dict[str, Any]]:
+def _marks(columns: list[Platform]) -> tuple[str, str]:
+    """The block of the document a table of these platforms goes in."""
+    if len(columns) > 1:
+        return PLATFORM_MARKS
+    return MARK_START, MARK_END
+
+
+def _recorded_rows(path: Path) -> list[Row]:
     """The rows of one results file: JSON lines, or one JSON object (scenario.json)."""
     try:
         text = path.read_text()
     except OSError as exc:
         raise KinspectError(f"cannot read {path}: {exc.strerror}") from None
+    lines = [text]  # scenario.json: one object
+    if path.suffix == ".jsonl":
+        lines = text.splitlines()
     rows = []
-    for number, line in enumerate(text.splitlines() if path.suffix == ".jsonl" else [text], 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:

@@ -499,13 +499,15 @@ class LabBackend(ABC):
         state.groups = [list(g) for g in groups]
         state.clients_with = fault.clients_with
         save_state(state, self.root)
-        text = " | ".join(",".join(g) for g in groups)
+        text = journal.cut_text(groups)
         if fault.clients_with:
             text += f" (clients with {fault.clients_with})"
-        journal.record(FaultKind.PARTITION, state.lab_id, groups=state.groups,
-                       detail=f"partition {text}", root=self.root)
         if fault.kind is FaultKind.ISOLATE:
+            journal.record(FaultKind.ISOLATE, state.lab_id, node=fault.node, groups=groups,
+                           detail=text, root=self.root, scope=fault.scope)
             return f"isolated {fault.node} {fault.scope.words_in(state.kraft)}: {text}"
+        journal.record(FaultKind.PARTITION, state.lab_id, groups=groups,
+                       detail=f"partition {text}", root=self.root)
         return f"partitioned: {text}"
 
     def _heal(self, state: LabState) -> str:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
+from kinspect.lab.faults import FaultKind
+
 
 @dataclass(frozen=True)
 class UiAction:
@@ -20,24 +22,26 @@ class UiAction:
     group: str         # "broker" | "cluster" | "view" | "app"
     fault: bool = False         # acts on the lab: hidden and refused on other clusters
     footer: bool = True
+    kind: FaultKind | None = None  # the lab's fault the key applies (its repair: the same key)
 
 
 ACTIONS: tuple[UiAction, ...] = (
     UiAction("kill", "k", "kill", "SIGKILL the selected broker (a crash)", "broker",
-             fault=True),
+             fault=True, kind=FaultKind.KILL),
     UiAction("stop", "s", "stop", "stop the selected broker cleanly (controlled shutdown)",
-             "broker", fault=True, footer=False),
+             "broker", fault=True, footer=False, kind=FaultKind.STOP),
     UiAction("start", "r", "start", "start the selected broker, or restart it if it runs",
-             "broker", fault=True),
+             "broker", fault=True, kind=FaultKind.RESTART),
     UiAction("pause", "p", "pause", "freeze (SIGSTOP) or thaw the selected broker: a long GC",
-             "broker", fault=True),
+             "broker", fault=True, kind=FaultKind.PAUSE),
     UiAction("isolate", "i", "isolate", "cut the selected broker off from ZooKeeper, the "
-             "other brokers, or all", "broker", fault=True),
+             "other brokers, or all", "broker", fault=True, kind=FaultKind.ISOLATE),
     UiAction("slow", "w", "slow link", "slow the selected broker's link (rate + loss), "
-             "or restore it", "broker", fault=True, footer=False),
+             "or restore it", "broker", fault=True, footer=False, kind=FaultKind.SLOW),
     UiAction("partition", "x", "partition", "build network partition groups from any nodes",
-             "cluster", fault=True, footer=False),
-    UiAction("heal", "h", "heal", "remove every network partition", "cluster", fault=True),
+             "cluster", fault=True, footer=False, kind=FaultKind.PARTITION),
+    UiAction("heal", "h", "heal", "remove every network partition", "cluster", fault=True,
+             kind=FaultKind.HEAL),
     UiAction("load", "l", "load", "start or stop a load generator", "cluster", fault=True),
     UiAction("consumers", "g", "consumers", "start or stop a consumer group reading the load "
              "(crashes, failures; m judges it)", "cluster", fault=True, footer=False),

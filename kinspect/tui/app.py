@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
@@ -29,6 +29,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from kinspect.errors import KinspectError, error_line
+from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity
@@ -324,7 +325,7 @@ class KinspectApp(ActingApp):
     def saw_events(self, events: Sequence[Event]) -> None:
         """The events just drawn (a lesson's narration follows them)."""
 
-    def saw_lab(self, faults: Sequence[Mapping[str, Any]], load: LoadStatus | None) -> None:
+    def saw_lab(self, faults: Sequence[JournalEntry], load: LoadStatus | None) -> None:
         """The lab's new journal entries and the load's counters, just drawn."""
 
     def progressed(self, message: TaskStep) -> None:

@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState
 from kinspect.load.liveloss import LedgerTail
 from kinspect.load.load_process import LoadStatus, load_status
@@ -88,7 +89,7 @@ class RecordedFeed(Feed):
     """A fixed, recorded model (for snapshot tests): posts it once and goes quiet."""
 
     def __init__(self, snapshot: ClusterSnapshot, lab: LabState | None = None,
-                 events: list[Event] | None = None, faults: list[dict[str, Any]] | None = None,
+                 events: list[Event] | None = None, faults: list[JournalEntry] | None = None,
                  load: LoadStatus | None = None, title: str = "recorded model") -> None:
         self.snapshot, self.lab, self.events = snapshot, lab, events or []
         self.faults, self.load, self.title = faults or [], load, title
@@ -127,7 +128,7 @@ class LiveFeed(Feed):
         if self.recording is not None:
             self.recording.attach_run(run_dir)
 
-    def _load(self, observer: Observer, faults: list[dict[str, Any]]) -> LoadStatus | None:
+    def _load(self, observer: Observer, faults: list[JournalEntry]) -> LoadStatus | None:
         """The load's counters, and its acknowledgements judged against the leaders now: the
         ledger read as it grows, the observer asked where each written partition's epoch
         starts (in the feed's thread: reading chunks never reaches the event loop)."""
@@ -140,7 +141,7 @@ class LiveFeed(Feed):
         self._tail.refresh()
         if observer.admin is not None:
             observer.admin.watch_partitions(self._tail.partitions())
-        self._trend.fault_at(int(entry["ts"]) for entry in faults)
+        self._trend.fault_at(entry.ts for entry in faults)
         stats = status.stats or {}
         if stats.get("ts"):
             self._trend.observe(int(stats["ts"]), int(stats.get("acked", 0)),
@@ -224,7 +225,7 @@ class LabPoll:
         self.lab_backed, self.since = lab_backed, since_ms
         self.lab: LabState | None = None
 
-    def look(self, post: Post, load: Callable[[list[dict[str, Any]]], LoadStatus | None],
+    def look(self, post: Post, load: Callable[[list[JournalEntry]], LoadStatus | None],
              ) -> tuple[str, ...]:
         """Post what is there now; a lab that cannot be read is said and the last one kept."""
         from kinspect.errors import error_line
@@ -238,6 +239,6 @@ class LabPoll:
                 failed = (f"reading the lab: {error_line(exc)}",)
         faults = journal.read(since_ms=self.since) if self.lab_backed else []
         if faults:
-            self.since = int(faults[-1]["ts"]) + 1
+            self.since = faults[-1].ts + 1
         post(LabArrived(self.lab, faults, load(faults)))
         return failed

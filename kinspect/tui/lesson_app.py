@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +23,8 @@ from textual.binding import Binding
 from textual.events import Resize
 
 from kinspect.errors import KinspectError, error_line
+from kinspect.lab.faults import FaultKind
+from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState
 from kinspect.lessons import words as w
 from kinspect.lessons.flow import Flow, Happening, Phase, RunResult
@@ -56,8 +58,6 @@ EVENT_TRIGGERS: dict[EventKind, Trigger] = {
     EventKind.BROKER_GONE: Trigger.BROKER_GONE,
     EventKind.BROKER_FENCED: Trigger.BROKER_GONE,
 }
-# The lab journal's actions a step's `do` may name (the scenario files' words, STEP_FAULTS).
-JOURNAL_FAULTS = frozenset({"kill", "stop", "start", "pause", "resume", "slow", "unslow"})
 POINTED = "pointed"
 NARROW = 120  # columns under which the warnings panel gives way to the lesson
 READ_ONLY = "a lesson's recording: it shows what was recorded and acts on nothing"
@@ -165,7 +165,7 @@ class LessonApp(KinspectApp):
         if seen:
             self._moved(self.flow.saw_all(seen))
 
-    def saw_lab(self, faults: Sequence[Mapping[str, Any]], load: LoadStatus | None) -> None:
+    def saw_lab(self, faults: Sequence[JournalEntry], load: LoadStatus | None) -> None:
         seen = [happening for entry in faults for happening in journal_happenings(entry)]
         if load is not None and load.live is not None and load.live.doomed_total > 0:
             seen.append(Happening(Trigger.LIVE_LOST))
@@ -357,15 +357,16 @@ class LessonApp(KinspectApp):
                                    timeout=10))
 
 
-def journal_happenings(entry: Mapping[str, Any]) -> list[Happening]:
-    """A lab journal entry as the steps see it: the fault by the scenario files' word (the lab
-    isolates a node by partitioning it off), and a heal is also the HEAL trigger."""
-    action = str(entry.get("action") or "")
-    if action == "partition":
-        return [Happening(Trigger.FAULT, "isolate")]
-    if action == "heal":
-        return [Happening(Trigger.HEAL), Happening(Trigger.FAULT, "heal")]
-    return [Happening(Trigger.FAULT, action)] if action in JOURNAL_FAULTS else []
+def journal_happenings(entry: JournalEntry) -> list[Happening]:
+    """A lab journal entry as the steps see it: a fault a step may name, by its kind's word
+    (a step's "isolate-zk" matches an isolation), and a heal is also the HEAL trigger."""
+    kind = entry.kind
+    if kind is None or not kind.in_steps:
+        return []
+    fault = Happening(Trigger.FAULT, kind.value)
+    if kind is FaultKind.HEAL:
+        return [Happening(Trigger.HEAL), fault]
+    return [fault]
 
 
 def with_predictions(flow: Flow) -> Callable[[Progress], Progress]:

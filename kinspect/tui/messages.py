@@ -6,13 +6,14 @@ feeds (feed.py, replay_feed.py), the engine keeper and the acting workers import
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
 
+from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot, Event, HealthReport, Severity, assess
@@ -129,7 +130,7 @@ class SnapshotArrived(Message):
 class LabArrived(Message):
     """The lab as it is now, new fault journal entries, and the load's counters."""
 
-    def __init__(self, lab: LabState | None, faults: list[dict[str, Any]],
+    def __init__(self, lab: LabState | None, faults: Sequence[JournalEntry],
                  load: LoadStatus | None) -> None:
         super().__init__()
         self.lab, self.faults, self.load = lab, faults, load

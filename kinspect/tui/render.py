@@ -7,15 +7,15 @@ is only a type here), so they are cheap to test and reuse.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.filesize import decimal
 from rich.style import Style
 from rich.text import Text
 
+from kinspect.lab.journal import cut_text
 from kinspect.model import (
     ClusterSnapshot,
     EligibleLeaders,
@@ -37,6 +37,7 @@ from kinspect.model.snapshot import BrokerInfo, Throttle
 from kinspect.tui.partition_rows import BrokerCounts, broker_counts
 
 if TYPE_CHECKING:
+    from kinspect.lab.journal import JournalEntry
     from kinspect.lab.state import LabState, NodeRecord
     from kinspect.tui.partition_rows import TopicSummary
 
@@ -399,13 +400,13 @@ def event_line(event: Event) -> Text:
     return text.append(event.detail)
 
 
-def fault_line(entry: Mapping[str, Any]) -> Text:
-    text = Text(clock_text(int(entry.get("ts", 0))) + " ", "dim")
-    text.append(f"{'fault: ' + str(entry.get('action')):<24}", "bold magenta")
-    target = entry.get("node") or ""
-    groups = entry.get("groups")
-    detail = " | ".join(",".join(g) for g in groups) if groups else entry.get("detail") or ""
-    return text.append(f"{target} {detail}".strip())
+def fault_line(entry: JournalEntry) -> Text:
+    text = Text(clock_text(entry.ts) + " ", "dim")
+    text.append(f"{'fault: ' + entry.action:<24}", "bold magenta")
+    detail = entry.detail
+    if entry.groups:
+        detail = cut_text(entry.groups)
+    return text.append(f"{entry.node or ''} {detail}".strip())
 
 
 def warnings_text(snapshot: ClusterSnapshot | None, health: HealthReport | None = None) -> Text:

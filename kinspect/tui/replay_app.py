@@ -13,6 +13,7 @@ from textual import on
 from textual.binding import Binding
 from textual.widgets import RichLog, Static
 
+from kinspect.lab.journal import JournalEntry
 from kinspect.sources.playback import Recording
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import ReadOnlyConsole
@@ -64,7 +65,7 @@ class ReplayApp(KinspectApp):
         log.clear()
         for item in message.history:
             if isinstance(item, dict):
-                log.write(fault_line(item))
+                log.write(fault_line(JournalEntry.from_json(item)))
             else:
                 log.write(event_line(item))
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState, NodeRecord
 from kinspect.load.liveloss import LiveLoss
 from kinspect.load.load_process import LoadStatus
@@ -230,7 +231,8 @@ class ReplayFeed(Feed):
 
     def _show(self, post: Post, mailbox: Mailbox, before: Frame, frame: Frame) -> None:
         if frame.lab is not before.lab or frame.load is not before.load or frame.faults:
-            post(LabArrived(lab_from(frame.lab), list(frame.faults), load_from(frame.load)))
+            faults = [JournalEntry.from_json(entry) for entry in frame.faults]
+            post(LabArrived(lab_from(frame.lab), faults, load_from(frame.load)))
         if frame.problems != before.problems:
             post(ProblemsChanged(frame.problems))
         changed = frame.snapshot is not before.snapshot or frame.events

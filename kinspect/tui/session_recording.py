@@ -55,7 +55,8 @@ class SessionRecording:
     def post(self, message: Message) -> object:
         """The feed's post, recording what it carries on the way."""
         if isinstance(message, LabArrived):
-            self.recorder.lab(asdict(message.lab) if message.lab else None, message.faults,
+            self.recorder.lab(asdict(message.lab) if message.lab else None,
+                              [entry.to_json() for entry in message.faults],
                               load_json(message.load))
         elif isinstance(message, ProblemsChanged):
             self.recorder.problems(message.problems)

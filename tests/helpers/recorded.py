@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState, NodeRecord
 from kinspect.load.liveloss import DoomedAcks, LiveLoss
 from kinspect.load.load_process import LoadStatus
@@ -86,9 +87,10 @@ def recorded_load() -> LoadStatus:
 
 
 def recorded_app(read_only: bool = False) -> KinspectApp:
-    faults = [{"ts": T0 - 12_000, "action": "partition", "node": None,
-               "groups": [["kafka1", "kafka2", "kafka3"], ["kafka1", "kafka2", "zk1"]],
-               "detail": "", "lab_id": "recorded"}]
+    faults = [JournalEntry.from_json({
+        "ts": T0 - 12_000, "action": "partition", "node": None,
+        "groups": [["kafka1", "kafka2", "kafka3"], ["kafka1", "kafka2", "zk1"]],
+        "detail": "", "lab_id": "recorded"})]
     feed = RecordedFeed(recorded_snapshot(), recorded_lab(),
                         recorded_events(), faults, load=recorded_load(),
                         title="lab (demo preset, process)")

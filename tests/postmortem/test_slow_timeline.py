@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kinspect.lab.journal import JournalEntry
 from kinspect.model.events import TimelineEvent
 from kinspect.postmortem.evidence.inputs import fault_event, observer_events
 from kinspect.postmortem.story import timeline as tl
@@ -9,7 +10,7 @@ from kinspect.postmortem.story.report import slow_link_markdown
 
 
 def _journal(ts: int, action: str, node: str | None, detail: str) -> TimelineEvent:
-    return fault_event({"ts": ts, "action": action, "node": node, "detail": detail})
+    return fault_event(JournalEntry(ts, action, node=node, detail=detail))
 
 
 def test_a_shrink_of_a_slowed_broker_is_timed_and_said() -> None:

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
 from kinspect.lab.faults import hurts
+from kinspect.lab.journal import JournalEntry
 from kinspect.lab.topology import broker_id_of
 from kinspect.load.ack_ledger import LEDGER_SCHEMA, LedgerMark, read_marks
 from kinspect.load.rundir import (
@@ -128,50 +129,24 @@ def read_faults(path: Path) -> Evidence | None:
     lines = read_jsonl(path)
     if lines is None:
         return None
-    return Evidence([fault_event(entry) for _, entry in lines.entries], lines.skipped)
+    entries = [JournalEntry.from_json(entry) for _, entry in lines.entries]
+    return Evidence([fault_event(entry) for entry in entries], lines.skipped)
 
 
-def fault_event(entry: JsonObject) -> TimelineEvent:
-    """One journal entry (`kill kafka2`, `partition a | b,c`) as the timeline tells it."""
-    action = str(entry.get("action", "?"))
-    node, lab_id = _text(entry.get("node")), _text(entry.get("lab_id"))
-    groups = _groups(entry.get("groups"))
-    what = action
-    if node:
-        what = f"{action} {node}"
-    if groups:
-        what += " " + " | ".join(",".join(g) for g in groups)
-    note = str(entry.get("detail") or "")
+def fault_event(entry: JournalEntry) -> TimelineEvent:
+    """One journal entry (`kill kafka2`, `partition a | b,c`) as the timeline tells it; its
+    action as written (an older journal's isolation stays the partition it made)."""
+    what, note = entry.words, entry.detail
     detail = f"fault: {what}"
     if note and note != what:
         detail += f" ({note})"
     severity = Severity.INFO
-    if hurts(action):
+    if hurts(entry.action):
         severity = Severity.ERROR
     return TimelineEvent(
-        _ms(entry["ts"]), JournalKind.FAULT, detail, broker=broker_id_of(node),
-        severity=severity, source=Source.FAULTS, node=node, action=action, note=note,
-        groups=groups, lab_id=lab_id)
-
-
-def _text(value: object) -> str | None:
-    if value is None:
-        return None
-    return str(value)
-
-
-def _groups(told: object) -> tuple[tuple[str, ...], ...] | None:
-    """A partition's groups of nodes as the journal has them (lists of names)."""
-    if not isinstance(told, list):
-        return None
-    return tuple(tuple(map(str, g)) for g in told if isinstance(g, list))
-
-
-def _ms(ts: object) -> int:
-    """A journal entry's time (read_jsonl let through only numbers)."""
-    if isinstance(ts, int | float):
-        return int(ts)
-    return 0
+        entry.ts, JournalKind.FAULT, detail, broker=broker_id_of(entry.node),
+        severity=severity, source=Source.FAULTS, node=entry.node, action=entry.action,
+        note=note, groups=entry.groups, lab_id=entry.lab_id)
 
 
 def read_jsonl(path: Path) -> JsonLines | None:

@@ -26,9 +26,8 @@ def collect_lab_evidence(run_dir: Path, lab: LabState, window: tuple[int, int],
     end of verify, the brokers' logs, and the replica snapshots of its topic taken meanwhile."""
     start, end = window
     kept: list[str] = []
-    entries = [e for e in journal.read(since_ms=start)
-               if e.get("lab_id") == lab.lab_id and int(e.get("ts", 0)) <= end]
-    (run_dir / FAULTS_FILE).write_text("".join(json.dumps(e) + "\n" for e in entries))
+    entries = [e for e in journal.read(since_ms=start) if e.lab_id == lab.lab_id and e.ts <= end]
+    (run_dir / FAULTS_FILE).write_text("".join(json.dumps(e.to_json()) + "\n" for e in entries))
     kept.append(f"{FAULTS_FILE} ({len(entries)} faults)")
     backend = open_backend(lab.backend)
     for broker in [n for n in lab.nodes if n.role in ("broker", "controller", "zookeeper")]:

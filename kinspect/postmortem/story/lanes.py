@@ -250,6 +250,9 @@ def _window(seconds: list[int], events: Sequence[TimelineEvent]) -> tuple[int, i
     return lo - pad, hi + pad
 
 
+CUTS = (FaultKind.PARTITION, FaultKind.ISOLATE)  # the faults that cut the network in groups
+
+
 def bands(faults: Sequence[TimelineEvent], hi: int, short_ms: int = 1000) -> list[Band]:
     """Each fault from its start to its undo (heal, start, resume, unslow); a fault with no
     undo in the events lasts to `hi`, an instant one (a restart) is `short_ms` wide."""
@@ -263,7 +266,7 @@ def bands(faults: Sequence[TimelineEvent], hi: int, short_ms: int = 1000) -> lis
                 out.append(_instant(f, short_ms))
             continue
         if kind.disruptive:
-            if kind is FaultKind.PARTITION:  # new groups replace the old ones
+            if kind in CUTS:  # new groups replace the old ones
                 out += _close(open_, _undone(open_, Lane.NET, None), f.ts, short_ms)
             open_.append((kind.lane, f.node, f))
             continue
@@ -307,7 +310,7 @@ def label(fault: TimelineEvent) -> str:
     action = fault.action or ""
     if not action:
         return (fault.detail or "fault").removeprefix("fault: ")
-    if action == FaultKind.PARTITION:
+    if action in CUTS:  # an isolation is journaled with its groups too
         groups = fault.groups or _groups_in_words(fault)
         if groups:
             return _partition_words([list(g) for g in groups])

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.load.run_timeline import read_live_loss
 from kinspect.load.rundir import POSTMORTEM_DIR
-from kinspect.model.events import TimelineEvent
+from kinspect.model.events import JsonObject, TimelineEvent
 from kinspect.postmortem.evidence.brokerlogs import read_broker_logs
 from kinspect.postmortem.evidence.inputs import RunInputs, evidence_window, load_inputs, run_window
 from kinspect.postmortem.matching.leadership import leaderships
@@ -30,6 +30,7 @@ from kinspect.postmortem.story.values import (
 from kinspect.validation import writable_dir
 
 if TYPE_CHECKING:
+    from kinspect.postmortem.matching.match import Match
     from kinspect.postmortem.matching.results import LostEpoch, PartDuplicates, QueryResults
 
 __all__ = ["run_postmortem"]
@@ -44,73 +45,130 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     `spark` lets tests share one session; a session started here is stopped here.
     """
     started = time.monotonic()
-    say = progress or (lambda _line: None)
+    say = progress or _silent
     inputs = load_inputs(run_dir)
-    out = out or run_dir / POSTMORTEM_DIR
+    if out is None:
+        out = run_dir / POSTMORTEM_DIR
     writable_dir(out, "--out")  # before Spark: a long job must not lose its result to a path
     out.mkdir(parents=True, exist_ok=True)
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     fault = tl.main_fault(inputs.faults, start, end)
-    every_line = [e for e in read_broker_logs(inputs.broker_logs, inputs.topic)
-                  if end is None or e.ts <= end]
-    log_events = [e for e in every_line if start is None or e.ts >= start]
-    if inputs.broker_logs:
-        say(f"broker logs: {len(log_events):,} relevant lines from {len(inputs.broker_logs)} nodes")
+    every_line, log_events = _broker_log_events(inputs, start, end, say)
     # Who led since when reaches back before the run: the leader at its start was elected earlier.
     history = [h.row() for h in leaderships([*(inputs.timeline or []), *every_line], inputs.topic)]
-    from kinspect.postmortem.spark import job
-
     # The kept replica snapshots are read (in Python) while Spark starts and matches; only
     # the attribution waits for them.
     snapshots = ThreadPoolExecutor(1, thread_name_prefix="kinspect-snapshots")
     held_table = snapshots.submit(_held_table, inputs, out, say)
     snapshots.shutdown(wait=False)
-    own = spark is None
+    session = _Session(spark, master, verbose, memory, conf)
     try:
-        if own:
-            say(f"starting Spark ({master})…")
-            try:
-                spark = job.start_spark(master, verbose, memory, conf)
-            except Exception as exc:
-                raise KinspectError(f"cannot start Spark ({master}): {_first_line(exc)}") from None
-        try:
-            results = _run_queries(spark, inputs, fault.ts if fault else None, say,
-                                   history, held_table.result)
-            held_table.result()  # a failure to read them fails the job even when none was lost
-            consumer_side = _consumer_side(spark, inputs, say)
-        finally:
-            if own:
-                spark.stop()
+        results, consumer_side = _in_spark(session, inputs, _ts(fault), say, history,
+                                           held_table.result)
     except KinspectError:
         raise
     except Exception as exc:  # Py4J and Spark errors: one line, the rest with --verbose
-        raise KinspectError(f"the Spark job failed: {_first_line(exc)}"
-                            + ("" if verbose else " (rerun with --verbose for Spark's log)")) from None
+        raise KinspectError(_spark_failed(exc, verbose)) from None
     report, events = _assemble(inputs, results, fault, log_events)
     report.check_lost(results.lost_total)
     report = replace(_with_consumer_side(report, consumer_side), out=str(out),
                      seconds=round(time.monotonic() - started, 2),
                      per_second=tuple(results.timing.per_second))
-    _write(report, events, out, inputs.topic if chart else None)
+    rep.write(report, out)
+    if chart:
+        _chart(report, events, out, inputs.topic)
     say(f"done in {report.seconds:.1f} s: {out}")
     return report
 
 
-def _write(report: Report, events: list[TimelineEvent], out: Path, chart_topic: str | None,
-           ) -> None:
-    """report.json and report.md, and the chart (unless `chart_topic` is None)."""
-    rep.write(report, out)
-    if chart_topic is not None:
-        from kinspect.postmortem.story.chart import draw
+def _silent(_line: str) -> None:
+    """Progress told to no one."""
 
-        draw([s.to_json() for s in report.per_second], events,
-             [a.to_json() for a in report.attribution], out / "timeline.png",
-             f"{chart_topic}, acks={report.acks}: faults, leaders, acknowledgements")
+
+def _broker_log_events(inputs: RunInputs, start: int | None, end: int | None,
+                       say: Callable[[str], None]
+                       ) -> tuple[list[TimelineEvent], list[TimelineEvent]]:
+    """The brokers' logs' events up to the window's end (the leadership history reaches back
+    before the run), and those inside the window."""
+    every_line = read_broker_logs(inputs.broker_logs, inputs.topic)
+    if end is not None:
+        every_line = [e for e in every_line if e.ts <= end]
+    log_events = every_line
+    if start is not None:
+        log_events = [e for e in every_line if e.ts >= start]
+    if inputs.broker_logs:
+        say(f"broker logs: {len(log_events):,} relevant lines from {len(inputs.broker_logs)} nodes")
+    return every_line, log_events
+
+
+@dataclass(frozen=True)
+class _Session:
+    """The Spark session the caller gave (None: one is started, and stopped, here) and how
+    to start one."""
+
+    given: Any
+    master: str
+    verbose: bool
+    memory: str
+    conf: dict[str, str] | None
+
+
+def _in_spark(session: _Session, inputs: RunInputs, fault_ts: int | None,
+              say: Callable[[str], None], history: list[tuple[Any, ...]],
+              held_table: Callable[[], Path | None]) -> tuple[QueryResults, ConsumerSide | None]:
+    """The queries' results and the consumer side, in the session given or one started here."""
+    spark = session.given
+    if spark is None:
+        spark = _start_spark(session, say)
+    try:
+        results = _run_queries(spark, inputs, fault_ts, say, history, held_table)
+        held_table()  # a failure to read them fails the job even when none was lost
+        return results, _consumer_side(spark, inputs, say)
+    finally:
+        if session.given is None:
+            spark.stop()
+
+
+def _start_spark(session: _Session, say: Callable[[str], None]) -> Any:
+    from kinspect.postmortem.spark import job
+
+    say(f"starting Spark ({session.master})…")
+    try:
+        return job.start_spark(session.master, session.verbose, session.memory, session.conf)
+    except Exception as exc:
+        raise KinspectError(f"cannot start Spark ({session.master}): {_first_line(exc)}") from None
+
+
+def _spark_failed(exc: BaseException, verbose: bool) -> str:
+    """A Spark job's failure in one line; without --verbose, how to see Spark's log."""
+    said = f"the Spark job failed: {_first_line(exc)}"
+    if verbose:
+        return said
+    return said + " (rerun with --verbose for Spark's log)"
+
+
+def _ts(event: TimelineEvent | None) -> int | None:
+    if event is None:
+        return None
+    return event.ts
+
+
+def _chart(report: Report, events: list[TimelineEvent], out: Path, topic: str) -> None:
+    """timeline.png: the run's faults, leaders and acknowledgements."""
+    from kinspect.postmortem.story.chart import draw
+
+    draw([s.to_json() for s in report.per_second], events,
+         [a.to_json() for a in report.attribution], out / "timeline.png",
+         f"{topic}, acks={report.acks}: faults, leaders, acknowledgements")
+
 
 
 def _first_line(exc: BaseException) -> str:
+    """An exception's first line of words (its type's name when it has none), cut at 300."""
     text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
+    if not text:
+        return type(exc).__name__[:300]
+    return text[0][:300]
 
 
 def _held_table(inputs: RunInputs, out: Path, say: Callable[[str], None]) -> Path | None:
@@ -160,23 +218,22 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
         lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
         kept.append(lost)
         path = held_table()
-        held = frames.held_frame(spark, path, inputs.run_id) if path else None
+        held = None
+        if path:
+            held = frames.held_frame(spark, path, inputs.run_id)
         return queries.lost_by_epoch(queries.attribute(lost, every_run, held, history,
                                                        found.lost_total))
 
     def timing() -> AckTiming:
         return queries.ack_timing(ledger, fault_ts, found.lost_words,
-                                  load_end_ms=inputs.run.load_ended_at_ms if inputs.run else None)
+                                  load_end_ms=_load_end(inputs))
 
     def duplicates() -> list[PartDuplicates]:
         return found.duplicates(every_run, inputs.run_id)
 
-    labels = (f"acked but lost: {found.lost_total:,}; who acknowledged them…"
-              if found.lost is not None else "", "acknowledgements over time…",
-              "copies in the final log…" if len(found.suspects) else "")
     try:
         epochs, acks, dups = run_jobs(together, attribution, timing, duplicates, say=say,
-                                      labels=labels)
+                                      labels=_labels(found))
     finally:
         for frame in kept:
             frame.unpersist()
@@ -184,11 +241,24 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
                         found.lost_ranges, found.log_stats, acks, found.notes, found.lost_total)
 
 
-def _with_consumer_side(report: Report, side: ConsumerSide | None) -> Report:
+def _labels(found: Match) -> tuple[str, str, str]:
+    """What the progress line says of each job ("": a job with nothing to do)."""
+    attribution = copies = ""
+    if found.lost is not None:
+        attribution = f"acked but lost: {found.lost_total:,}; who acknowledged them…"
+    if len(found.suspects):
+        copies = "copies in the final log…"
+    return attribution, "acknowledgements over time…", copies
+
+
+def _with_consumer_side(
+report: Report, side: ConsumerSide | None) -> Report:
     if side is None:
         return report
-    return replace(report, consumers=side, explanation=report.explanation
-                   + ((" " + side.explanation) if side.explanation else ""))
+    explanation = report.explanation
+    if side.explanation:
+        explanation += " " + side.explanation
+    return replace(report, consumers=side, explanation=explanation)
 
 
 def _consumer_side(spark: Any, inputs: RunInputs, say: Callable[[str], None],
@@ -242,13 +312,9 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
     partitions = rep.partition_rows(results.groups, results.epochs, results.log_stats,
                                     inputs.final_log_partitions)
     lost_ranges, more = rep.ranges_by_producer(results.lost_ranges)
-    load_end = inputs.run.load_ended_at_ms if inputs.run else None
-    gaps = [Unavailable(f"{inputs.topic}-{g.pp}", g.start, g.end,
-                        "no successful acknowledgement" + (
-                            ", records unanswered to the load's end" if g.end == load_end
-                            else "")) for g in results.timing.gaps]
+    gaps = _unacknowledged(inputs, results)
     no_leader = tl.no_leader_windows(events, bounds.last_ack_ts)
-    entries, timeline_more = tl.report_entries(events, fault.ts if fault else None)
+    entries, timeline_more = tl.report_entries(events, _ts(fault))
     report = Report(
         engine=results.engine, run_dir=str(inputs.run_dir), run_id=inputs.run_id,
         topic=inputs.topic, acks=inputs.acks, sent=total.sent, acked=total.acked,
@@ -263,14 +329,13 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
         reordered=sum(p.reordered for p in partitions), partitions=tuple(partitions),
         lost_ranges=lost_ranges, lost_ranges_more=more,
         attribution=tuple(rep.attribution(results.epochs)),
-        fault=fault.journal_json() if fault else None, timeline=tuple(entries),
+        fault=_journal_json(fault), timeline=tuple(entries),
         timeline_more=timeline_more,
         unavailable=tuple(sorted(gaps + no_leader, key=lambda w: w.start)),
         unavailable_ms=max((w.ms for w in gaps + no_leader), default=0),
         unavailable_total_ms=sum(w.ms for w in gaps), no_leader_ms=sum(w.ms for w in no_leader),
         slow_links=tuple(line.to_json() for line in links),
-        slowed_left_isr_ms=next((s.left_isr_ms for s in links if s.left_isr_ms is not None),
-                                None),
+        slowed_left_isr_ms=_first_left_isr(links),
         isr_min=tl.smallest_isr(events),
         first_ack_after_fault_ms=_after(bounds.first_ack_after_fault_ts, fault),
         first_kept_ack_after_fault_ms=_after(bounds.first_kept_ack_after_fault_ts, fault),
@@ -280,11 +345,50 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
     return replace(report, explanation=rep.explain(report, events, leaders)), events
 
 
+def _load_end(inputs: RunInputs) -> int | None:
+    """When the load ended, from run.json (None: a run dir made before it was written)."""
+    if inputs.run is None:
+        return None
+    return inputs.run.load_ended_at_ms
+
+
+def _unacknowledged(inputs: RunInputs, results: QueryResults) -> list[Unavailable]:
+    """The windows of a partition without a successful acknowledgement; one that reaches the
+    load's end says its records went unanswered."""
+    load_end = _load_end(inputs)
+    out = []
+    for gap in results.timing.gaps:
+        reason = "no successful acknowledgement"
+        if gap.end == load_end:
+            reason += ", records unanswered to the load's end"
+        out.append(Unavailable(f"{inputs.topic}-{gap.pp}", gap.start, gap.end, reason))
+    return out
+
+
+def _journal_json(fault: TimelineEvent | None) -> JsonObject | None:
+    if fault is None:
+        return None
+    return fault.journal_json()
+
+
+def _first_left_isr(links: Sequence[tl.SlowLink]) -> int | None:
+    """How long the first slowed link that left the ISR took to leave it."""
+    for link in links:
+        if link.left_isr_ms is not None:
+            return link.left_isr_ms
+    return None
+
+
 def _live_lost(run_dir: Path) -> int | None:
     """What the live figure said when the producers were done (None: not observed)."""
-    doomed = (read_live_loss(run_dir) or {}).get("doomed")
-    return None if doomed is None else int(doomed)
+    live = read_live_loss(run_dir)
+    if live is None or live.get("doomed") is None:
+        return None
+    return int(live["doomed"])
 
 
 def _after(ts: int | None, fault: TimelineEvent | None) -> int | None:
-    return None if fault is None or ts is None else int(ts - fault.ts)
+    if fault is None or ts is None:
+        return None
+    return int(ts - fault.ts)
+

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from kinspect.lab.host_checks import Diagnosis, Status
+from kinspect.lab.host_checks import Diagnosis, Status, UsePath
 
 SCHEMA = 1
 EXIT_HELP = ("exit codes: 0 a lab with network faults (partitions, slow links) can run here; "
@@ -21,6 +21,7 @@ EXIT_HELP = ("exit codes: 0 a lab with network faults (partitions, slow links) c
              "2 a usage error")
 COLOURS = {Status.OK: "32", Status.WARN: "33", Status.MISSING: "31", Status.UNKNOWN: "35"}
 STATUS_WIDTH = 9  # MISSING and a space
+VERDICTS = {True: ("yes", "32"), False: ("no ", "31")}  # a path works here: word, colour
 
 
 def register(commands: Any) -> None:
@@ -53,14 +54,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def as_json(diagnosis: Diagnosis) -> dict[str, Any]:
     """The stable shape scripts rely on (SCHEMA grows only by new keys)."""
-    faults = diagnosis.faults_path
+    faults = None
+    if diagnosis.faults_path:
+        faults = diagnosis.faults_path.name
     return {
         "schema": SCHEMA,
         "checks": [{"name": c.name, "status": str(c.status), "found": c.found, "fix": c.fix,
                     "enables": c.enables} for c in diagnosis.checks],
         "summary": {
             "exit_code": diagnosis.exit_code,
-            "network_faults": faults.name if faults else None,
+            "network_faults": faults,
             "missing": list(diagnosis.missing),
             "paths": [{"name": p.name, "works": p.works, "network_faults": p.network_faults,
                        "blocked_by": list(p.blocked_by), "via": list(p.via)}
@@ -70,11 +73,32 @@ def as_json(diagnosis: Diagnosis) -> dict[str, Any]:
 
 
 def _colour_wanted() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    if not sys.stdout.isatty():
+        return False
+    if "NO_COLOR" in os.environ:
+        return False
+    return os.environ.get("TERM") != "dumb"
 
 
 def _paint(text: str, code: str, colour: bool) -> str:
-    return f"\033[{code}m{text}\033[0m" if colour else text
+    if not colour:
+        return text
+    return f"\033[{code}m{text}\033[0m"
+
+
+def _path_line(path: UsePath, width: int, colour: bool) -> str:
+    """`yes  name  via ...`, or `no   name  needs: ...`."""
+    word, code = VERDICTS[path.works]
+    verdict = _paint(word, code, colour)
+    return f"  {verdict}  {path.name:<{width}}{_why(path)}".rstrip()
+
+
+def _why(path: UsePath) -> str:
+    if not path.works:
+        return "needs: " + ", ".join(path.blocked_by)
+    if path.via:
+        return "via " + ", ".join(path.via)
+    return ""
 
 
 def render(diagnosis: Diagnosis, colour: bool = False) -> str:
@@ -91,10 +115,7 @@ def render(diagnosis: Diagnosis, colour: bool = False) -> str:
     lines += ["", "paths:"]
     width = max((len(p.name) for p in diagnosis.paths), default=0) + 2
     for path in diagnosis.paths:
-        verdict = _paint("yes" if path.works else "no ", "32" if path.works else "31", colour)
-        why = ("needs: " + ", ".join(path.blocked_by) if not path.works
-               else "via " + ", ".join(path.via) if path.via else "")
-        lines.append(f"  {verdict}  {path.name:<{width}}{why}".rstrip())
+        lines.append(_path_line(path, width, colour))
     lines.append("")
     if diagnosis.faults_path:
         lines.append(f"exit 0: a lab with network faults can run here ({diagnosis.faults_path.name})")

@@ -1,4 +1,10 @@
-"""The `kinspect` command: argparse front end; every user error is one line and exit code 2."""
+"""The `kinspect` command: argparse front end; every user error is one line and exit code 2.
+
+In: the command line (and the profiles file for a named cluster). Out: one subcommand run, from
+a module of its own imported only when its word is given (COMMANDS): text or JSON on stdout,
+the screen (through kinspect.tui), files in a run dir, an exit code. The top layer: it may
+import every other one.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""The lab that acts: start, break and tear down a local Kafka cluster (zk1 + kafka1..N)."""
+"""The lab that acts: start, break and tear down a local Kafka cluster (zk1 + kafka1..N).
+
+In: `UpOptions` (ZooKeeper or KRaft, brokers, a preset, SASL, TLS, ACLs) and `Fault` values
+(faults.py: the one fault vocabulary every front end builds). Out: a running lab behind one
+interface (backend.py: the process backend in network namespaces, or docker), its state on disk
+(state.py) for any later command, the fault journal (journal.py) and replica snapshots kept as
+evidence (replicas.py). `kinspect doctor`'s lab-side probes are host_checks.py. The lab acts;
+it does not observe (the sources do, and the two do not import each other).
+"""
 
 from __future__ import annotations
 

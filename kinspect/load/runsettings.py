@@ -2,7 +2,7 @@
 
 The run dir holds no secret (it is what people attach to bug reports): settings.json keeps a
 secret's reference (`${env:…}`, `${file:…}`, the lab's password file), or *** with a note; the
-workers get the values on stdin from the runner (see runner.py), never from disk.
+workers get the values on stdin from the runner (see producer_run.py), never from disk.
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ def ledger_totals(run_dir: Path) -> dict[str, Any]:
     """sent / acked / failed / unknown and failures by error, as `ledger_summary(read_ledger())`
     says them, streamed a few record batches at a time: memory does not grow with the run.
 
-    No set of ids is needed: each seq has one row at most (see ledger.py), and read_ledger
+    No set of ids is needed: each seq has one row at most (see ack_ledger.py), and read_ledger
     adds an 'unknown' row for each seq up to a producer's sent_upto that has none, so a
     producer sent max(sent_upto, its largest seq) + 1 messages, and those beyond its rows are
     the synthesized unknowns."""

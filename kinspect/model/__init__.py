@@ -1,4 +1,11 @@
-"""The pure model: immutable snapshots and events. No I/O, no threads, no Textual."""
+"""The pure model: immutable snapshots and events. No I/O, no threads, no Textual.
+
+In: raw views as the sources read them (views.py: ZooKeeper's or KRaft's decisions, the brokers'
+metadata). Out: a `ClusterSnapshot` (build.py, snapshot.py), the `Event`s between two of them
+(events.py), cluster warnings and the health verdict (warnings.py, assessment.py), and JSON
+(serialize.py: the `snapshot --json` contract). Every layer above reads these values; this one
+imports nothing of ours (a contract holds it). The names below are its public surface.
+"""
 
 from kinspect.model.assessment import HealthReport, Unchecked, Verdict, assess
 from kinspect.model.build import build_snapshot

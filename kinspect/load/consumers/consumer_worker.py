@@ -2,7 +2,7 @@
 
 The modes are the source material's consumer cases (settings.py). Processing one record takes
 `process_ms` and fails with probability `fail_rate`; its outcome line in the consumer ledger
-is the processing (ledger.py). With `output`, processing is consume-transform-produce: each
+is the processing (consumer_ledger.py). With `output`, processing is consume-transform-produce: each
 poll's records are copied to the output topic inside one transaction, which aborts with
 probability `fail_rate`. A planned crash (`crash_after`, `crash_at_s`) is a SIGKILL of this
 process by itself: nothing runs after it, as in a real crash; the runner may start a new

@@ -121,7 +121,7 @@ class ConsumeSettings:
 
     def save(self, run_dir: Path, secret_files: Sequence[Path] = ()) -> None:
         """settings.json with every secret of `extra` as its reference or *** (as the
-        producer's: the workers get the values on a pipe, see runner.py)."""
+        producer's: the workers get the values on a pipe, see producer_run.py)."""
         folder = consumer_dir(run_dir)
         folder.mkdir(parents=True, exist_ok=True)
         data = asdict(self)

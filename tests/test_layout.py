@@ -4,6 +4,7 @@ and every post-mortem sub-package saying what flows in and out."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -54,3 +55,32 @@ def test_every_postmortem_subpackage_says_what_flows_in_and_out() -> None:
     for package in packages:
         doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
         assert "In:" in doc and "Out:" in doc, package.name
+
+
+def test_every_package_says_what_flows_in_and_out() -> None:
+    """kinspect/postmortem/__init__.py is the model: a newcomer reads a package's docstring and
+    knows what it takes and what it gives, before opening a module."""
+    packages = [p.parent for p in (ROOT / "kinspect").rglob("__init__.py")
+                if "__pycache__" not in p.parts]
+    silent = []
+    for package in packages:
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+        if "In:" not in doc or "Out:" not in doc:
+            silent.append(str(package.relative_to(ROOT)))
+    assert sorted(silent) == []
+
+
+def test_no_docstring_names_a_module_that_is_not_there() -> None:
+    """Docstrings named engine.py, runner.py and ledger.py long after those were renamed."""
+    modules = {p.name for p in (ROOT / "kinspect").rglob("*.py")}
+    named = re.compile(r"(?<![\w/.])(\w+\.py)\b")
+    stale = []
+    for path in (ROOT / "kinspect").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                     ast.AsyncFunctionDef)):
+                continue
+            for name in named.findall(ast.get_docstring(node) or ""):
+                if name not in modules:
+                    stale.append(f"{path.relative_to(ROOT)}: {name}")
+    assert stale == []

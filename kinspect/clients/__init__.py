@@ -4,6 +4,11 @@ Quiet kazoo and librdkafka factories, a ZooKeeper session as a context manager, 
 of a partition's state znode, and the probe that asks one broker what it believes. The lab
 (which acts), the sources (which observe) and the load all build on these and on nothing of
 each other.
+
+In: a cluster target's addresses and security settings. Out: connected, quiet clients (kazoo,
+librdkafka, kafka-python's wire), and typed answers to the questions the AdminClient does not
+ask for us (DescribeQuorum, DescribeLogDirs, ListPartitionReassignments,
+DescribeTopicPartitions, a broker's own beliefs, consumer groups in a process of their own).
 """
 
 import importlib.util

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -92,12 +92,22 @@ def failover_ms(report: Report, fault_ts: int | None) -> int | None:
     if fault_ts is None:
         return None
     for entry in report.timeline:
-        seen = entry.get("seen")
-        observed = (seen.get("observer") if isinstance(seen, dict) and seen
-                    else entry["ts"] if entry.get("source") == "observer" else None)
-        if (entry.get("kind") in ELECTED and entry.get("new") not in (None, -1)
-                and isinstance(observed, int) and observed > fault_ts):
+        if entry.get("kind") not in ELECTED or entry.get("new") in (None, -1):
+            continue
+        observed = _observed_at(entry)
+        if isinstance(observed, int) and observed > fault_ts:
             return int(observed - fault_ts)
+    return None
+
+
+def _observed_at(entry: Mapping[str, object]) -> object:
+    """When the observer saw a timeline entry: its time in the entry's `seen`, else the
+    entry's own when the observer told it (None: the observer did not see it)."""
+    seen = entry.get("seen")
+    if isinstance(seen, dict) and seen:
+        return seen.get("observer")
+    if entry.get("source") == "observer":
+        return entry["ts"]
     return None
 
 
@@ -109,13 +119,15 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
     controller chose leaders is counted only from its own log (`controller_log`: kept in the
     run dir); without it the counts are unknown, not zero."""
     kraft = platform is not None and platform.kraft
+    counted: dict[str, int | None] = {}  # unknown without the controller's log
+    if kraft and controller_log:
+        counted = elections(report)
     measured = Measured(
         faults_applied=len(log.disruptive()),
         lost_blamed_on_target=lost_blamed_on_target(report, log),
         generator_crashes=int((summary.get("crashed") or {}).get("generators", 0)),
         consumed_during_fault=probe.get("consumed_during_fault"),
-        **group_metrics(report.consumers),
-        **(elections(report) if kraft and controller_log else {}))
+        **group_metrics(report.consumers), **counted)
     row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
     row.update({name: metric_value(name, report, measured) for name in METRICS})
     row["blamed_broker"] = blamed_broker(report)
@@ -127,7 +139,9 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
                                               if not c.holds(row))]
     row["expectation_met"] = not row["expectation_failed"]
     row["faults"] = log.entries
-    row["notes"] = problems + ([UNREAD_CONTROLLER] if kraft and not controller_log else [])
+    row["notes"] = problems
+    if kraft and not controller_log:
+        row["notes"] = [*problems, UNREAD_CONTROLLER]
     row["explanation"] = report.explanation
     return row
 
@@ -156,25 +170,31 @@ def group_metrics(side: ConsumerSide | None) -> dict[str, int | None]:
     """The consumer group's numbers under the names [expect] uses (none without a group)."""
     if not side:
         return {}
-    output = side.output_counts
-    return {"never_processed": side.never_processed, "consumer_crashes": side.crashes,
-            "committed_unprocessed": side.committed_unprocessed,
-            "processed_twice": side.processed_twice,
-            "redelivered": side.redelivered_records,
-            "aborted_visible": output.aborted_visible if output else None,
-            "output_duplicates": side.extra_processings if output else None}
+    metrics: dict[str, int | None] = {
+        "never_processed": side.never_processed, "consumer_crashes": side.crashes,
+        "committed_unprocessed": side.committed_unprocessed,
+        "processed_twice": side.processed_twice, "redelivered": side.redelivered_records,
+        "aborted_visible": None, "output_duplicates": None}  # none without an output topic
+    if side.output_counts:
+        metrics["aborted_visible"] = side.output_counts.aborted_visible
+        metrics["output_duplicates"] = side.extra_processings
+    return metrics
 
 
 def plan_problems(log: PlanLog, plan_error: str | None) -> list[str]:
     """Why the planned faults did not all happen, one line each."""
-    skipped = [f"fault step skipped: {reason}" for reason in log.skipped]
-    return skipped + ([f"fault plan failed: {plan_error}"] if plan_error else [])
+    problems = [f"fault step skipped: {reason}" for reason in log.skipped]
+    if plan_error:
+        problems.append(f"fault plan failed: {plan_error}")
+    return problems
 
 
 def blamed_broker(report: Report) -> int | None:
     """The broker that acknowledged most of the lost messages, for display."""
     counts = blamed(report)
-    return max(counts, key=lambda broker: counts[broker]) if counts else None
+    if not counts:
+        return None
+    return max(counts, key=lambda broker: counts[broker])
 
 
 def lost_blamed_on_target(report: Report, log: PlanLog) -> float | None:
@@ -183,8 +203,10 @@ def lost_blamed_on_target(report: Report, log: PlanLog) -> float | None:
     None when nothing was lost or the first fault hit no broker."""
     lost = report.acked_lost
     disruptive = log.disruptive()
-    hit = set(disruptive[0]["nodes"]) if disruptive else set()
-    if not lost or not any(broker_id_of(node) is not None for node in hit):
+    if not lost or not disruptive:
+        return None
+    hit = set(disruptive[0]["nodes"])
+    if not any(broker_id_of(node) is not None for node in hit):
         return None
     on_target = sum(count for broker, count in blamed(report).items()
                     if broker is not None and broker_node(broker) in hit)
@@ -193,9 +215,12 @@ def lost_blamed_on_target(report: Report, log: PlanLog) -> float | None:
 
 def skipped_row(scenario: Scenario, reason: str, platform: Platform | None = None
                 ) -> dict[str, Any]:
-    return {"scenario": scenario.name, "status": "skipped", "reason": reason, "source": scenario.source,
-            "expectation": scenario.expectation_text(platform), "expectation_met": None,
-            **(platform.fields if platform else {})}
+    row = {"scenario": scenario.name, "status": "skipped", "reason": reason,
+           "source": scenario.source, "expectation": scenario.expectation_text(platform),
+           "expectation_met": None}
+    if platform is not None:
+        row.update(platform.fields)
+    return row
 
 
 def unshapeable(scenario: Scenario) -> str | None:
@@ -206,7 +231,11 @@ def unshapeable(scenario: Scenario) -> str | None:
     kit = open_backend().shaping_kit()
     if "netem" in scenario.needs and not kit.netem:
         return kit.unavailable or "this kernel has no netem (sch_netem)"
-    return next((why for shape in shapes if (why := kit.refuse(shape)) is not None), None)
+    for shape in shapes:
+        why = kit.refuse(shape)
+        if why is not None:
+            return why
+    return None
 
 
 def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
@@ -214,7 +243,8 @@ def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = F
     """Run it on a lab of that platform (in KRaft the controller quorum stands where
     ZooKeeper stood); return the result row (also written to RUN_DIR/scenario.json). A
     platform the scenario needs more than (KRaft, Kafka 4.x) is a skipped row with why."""
-    platform = platform or Platform.of("zookeeper")
+    if platform is None:
+        platform = Platform.of("zookeeper")
     why = platform.refuses(scenario.needs, bool(scenario.features)) or unshapeable(scenario)
     if why is not None:
         row = skipped_row(scenario, why, platform)
@@ -235,10 +265,13 @@ def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = F
 def lab_options(scenario: Scenario, platform: Platform) -> UpOptions:
     """The lab a scenario asks for, on this platform (the quorum's size and feature levels
     only where there is a quorum)."""
+    controllers: int | None = None
+    features: dict[str, int] = {}
+    if platform.kraft:
+        controllers, features = scenario.controllers, dict(scenario.features)
     return UpOptions(brokers=scenario.brokers, preset=scenario.preset,
                      overrides=scenario.broker_config, mode=platform.mode, kafka=platform.kafka,
-                     controllers=scenario.controllers if platform.kraft else None,
-                     features=dict(scenario.features) if platform.kraft else {})
+                     controllers=controllers, features=features)
 
 
 def _save(run_dir: Path, row: dict[str, Any]) -> None:
@@ -251,25 +284,11 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
     bootstrap = state.bootstrap
     run_id = new_run_id()  # the load's and the group's: the group starts first
     group = scenario.consume_settings(bootstrap, run_id)
-    topics = {scenario.topic: scenario.partitions}
-    if group is not None and group.output is not None:
-        topics[group.output] = scenario.partitions
-    create_topics(bootstrap, topics, scenario.replication_factor, scenario.topic_config)
-    _wait(lambda: _full_isr(decided, scenario), 90, f"a full ISR on {scenario.topic}")
-    if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
-        raise KinspectError("the consumer group never got an assignment before the fault")
+    _prepare_topics(scenario, group, bootstrap, decided)
     settings = scenario.load_settings(bootstrap)
     probe_result: dict[str, int] = {}
-
-    count = probes.group_count if scenario.consumer_group else probes.read_count
-
-    def probe() -> None:  # mid-fault: can a group consume / can anyone still read?
-        probe_result["consumed_during_fault"] = count(bootstrap, scenario.topic, 6.0)
-
-    wants_probe = scenario.consumer_group or any(
-        c.metric == "consumed_during_fault" for c in scenario.conditions(platform))
     plan = FaultPlan(scenario.steps, lab, decided, scenario.topic, run_dir, settings.count or 0, say,
-                     probe if wants_probe else None)
+                     _mid_fault_probe(scenario, platform, bootstrap, probe_result))
     expected = {b.broker_id: b.address for b in state.brokers if b.broker_id is not None}
     say(f"load: {settings.count:,} messages, acks={settings.acks}, "
         f"{settings.producers} producer(s)")
@@ -294,16 +313,49 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
                       kept_controller_log(run_dir, state))
 
 
+def _prepare_topics(scenario: Scenario, group: ConsumeSettings | None, bootstrap: str,
+                    decided: Decisions) -> None:
+    """The scenario's topics (and its group's output topic) created with a full ISR, and the
+    group assigned, before any fault."""
+    topics = {scenario.topic: scenario.partitions}
+    if group is not None and group.output is not None:
+        topics[group.output] = scenario.partitions
+    create_topics(bootstrap, topics, scenario.replication_factor, scenario.topic_config)
+    _wait(lambda: _full_isr(decided, scenario), 90, f"a full ISR on {scenario.topic}")
+    if scenario.consumer_group and not probes.warm_group(bootstrap, scenario.topic):
+        raise KinspectError("the consumer group never got an assignment before the fault")
+
+
+def _mid_fault_probe(scenario: Scenario, platform: Platform, bootstrap: str,
+                     result: dict[str, int]) -> Callable[[], None] | None:
+    """What the plan asks mid-fault, into `result`: can the group consume, or anyone still
+    read? None when no condition looks at it."""
+    wanted = any(c.metric == "consumed_during_fault" for c in scenario.conditions(platform))
+    if not scenario.consumer_group and not wanted:
+        return None
+    count = probes.read_count
+    if scenario.consumer_group:
+        count = probes.group_count
+
+    def probe() -> None:
+        result["consumed_during_fault"] = count(bootstrap, scenario.topic, 6.0)
+    return probe
+
+
 @contextmanager
-def consumers_along(group: ConsumeSettings | None, run_dir: Path, say: Say) -> Iterator[None]:
+def consumers_along(
+group: ConsumeSettings | None, run_dir: Path, say: Say) -> Iterator[None]:
     """The scenario's consumer group, as `kinspect consume run` in its own process (its
     workers need the main thread's signals), reading along from before the first message;
     at the end of the block it is left to drain until idle, then waited for."""
     if group is None:
         yield
         return
-    say(f"consumer group {group.group}: {group.consumers} consumer(s), commit {group.commit}"
-        + (f", crash after {group.crash_after:,} records" if group.crash_after else ""))
+    said = f"consumer group {group.group}: {group.consumers} consumer(s), commit {group.commit}"
+    if group.crash_after:
+        said += f", crash after {group.crash_after:,} records"
+    say(said)
+
     group.save(run_dir)  # the runner reads its settings from here (no secret in a lab's)
     process = subprocess.Popen([sys.executable, "-m", "kinspect.load.consumers.group_run",
                                 "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL)

@@ -88,8 +88,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         output=args.output, duration_s=args.duration, idle_stop_s=args.idle_stop,
         extra=dict(cluster.kafka))
     settings.validate()
-    summary = run_consumers(settings, args.run_dir, None if args.json else progress_line,
-                            secret_files=sasl.secret_files())
+    shown = None  # --json: stderr stays quiet
+    if not args.json:
+        shown = progress_line
+    summary = run_consumers(settings, args.run_dir, shown, secret_files=sasl.secret_files())
     if args.json:
         print(json.dumps(summary))
         return 0

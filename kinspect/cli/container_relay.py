@@ -81,7 +81,9 @@ def _for_lab(args: argparse.Namespace, state: LabState, choice: RelayChoice) -> 
     if not verdict.relay and choice is RelayChoice.AUTO:
         return None
     network = state.extra.get("docker_network")
-    return Relay(str(network) if network else None, state, verdict.why)
+    if not network:
+        return Relay(None, state, verdict.why)
+    return Relay(str(network), state, verdict.why)
 
 
 def _aims_at_lab(args: argparse.Namespace, state: LabState) -> bool:
@@ -132,7 +134,7 @@ def run_in_container(argv: list[str], relay: Relay) -> int:
                             "command (Docker Desktop installs it)")
     image = _image()
     name = f"ks-relay-{uuid.uuid4().hex[:10]}"
-    command = [docker_cli, "run", "--rm", "-i", *(["-t"] if _terminal() else []),
+    command = [docker_cli, "run", "--rm", "-i", *_terminal(),
                "--name", name, "--label", f"{reach.RELAY_LABEL}=1", "--pid", "host",
                *_network(relay), *_engine_access(), *_mounts(argv), "-w", str(Path.cwd()),
                *_environment(name), image, *argv]
@@ -155,8 +157,11 @@ def _image() -> str:
         return images.ensure_kinspect(client, dist.ensure(display.line), display.line)
 
 
-def _terminal() -> bool:
-    return sys.stdin.isatty() and sys.stdout.isatty()
+def _terminal() -> list[str]:
+    """A terminal for the container (-t) when this command has one on both ends."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return ["-t"]
+    return []
 
 
 def _network(relay: Relay) -> list[str]:
@@ -193,7 +198,9 @@ def _engine_access() -> list[str]:
     desktop = _desktop()
     if not address.startswith("unix://") and not desktop:
         return ["-e", f"DOCKER_HOST={address}"]
-    socket_path = SOCKET if desktop else address.removeprefix("unix://")
+    socket_path = SOCKET  # Docker Desktop's, inside its VM
+    if not desktop:
+        socket_path = address.removeprefix("unix://")
     options = ["-v", f"{socket_path}:{SOCKET}"]
     if platform.system() == "Linux" and not desktop and os.geteuid() != 0:
         options += ["--user", f"{os.geteuid()}:{os.getegid()}",
@@ -208,10 +215,12 @@ def _mounts(argv: list[str]) -> list[str]:
     for folder in (home, cache):
         folder.mkdir(parents=True, exist_ok=True)  # made by the user, not by the engine as root
     wanted = [home, cache, Path.cwd().resolve(), *_argument_folders(argv)]
-    config = os.environ.get("KINSPECT_CONFIG") or str(Path.home() / ".config" / "kinspect")
-    if Path(config).exists():
-        wanted.append(Path(config).resolve().parent if Path(config).is_file()
-                      else Path(config).resolve())
+    config = _config(Path.home() / ".config" / "kinspect")
+    if config.exists():
+        folder = config.resolve()
+        if config.is_file():
+            folder = folder.parent
+        wanted.append(folder)
     from kinspect.lab.images import docker_folder
 
     docker_dir = docker_folder()  # the Kafka image's tag is computed from it in there too
@@ -225,8 +234,18 @@ def _argument_folders(argv: list[str]) -> list[Path]:
         value = word.split("=", 1)[-1]
         if value.startswith("/") and Path(value).parent.is_dir():
             path = Path(value).resolve()
-            folders.append(path if path.is_dir() else path.parent)
+            if not path.is_dir():
+                path = path.parent
+            folders.append(path)
     return folders
+
+
+def _config(default: Path) -> Path:
+    """The profiles file or folder: $KINSPECT_CONFIG, `default` when it is unset or empty."""
+    given = os.environ.get("KINSPECT_CONFIG")
+    if not given:
+        return default
+    return Path(given)
 
 
 def _outermost(folders: list[Path]) -> list[Path]:
@@ -249,8 +268,7 @@ def _environment(name: str) -> list[str]:
     env.update({"KINSPECT_HOME": str(kinspect_home().resolve()),
                 "KINSPECT_CACHE": str(cache_dir().resolve()), DOCKER_DIR_ENV: str(docker_folder()),
                 reach.RELAY_CONTAINER_ENV: name, reach.IN_CONTAINER_ENV: "1"})
-    config = os.environ.get("KINSPECT_CONFIG") or str(Path.home() / ".config" / "kinspect"
-                                                     / "config.toml")
-    if Path(config).is_file():
-        env["KINSPECT_CONFIG"] = str(Path(config).resolve())
+    config = _config(Path.home() / ".config" / "kinspect" / "config.toml")
+    if config.is_file():
+        env["KINSPECT_CONFIG"] = str(config.resolve())
     return [option for key, value in sorted(env.items()) for option in ("-e", f"{key}={value}")]

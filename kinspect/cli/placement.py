@@ -23,9 +23,13 @@ MAKES_A_LAB: frozenset[CommandKey] = frozenset({
 
 def command_key(args: argparse.Namespace) -> CommandKey:
     """The command and its action (plain `kinspect` is the TUI)."""
-    name = args.command or "ui"
+    name = args.command
+    if not name:
+        name = "ui"
     action = getattr(args, f"{name}_command", None)
-    return name, str(action) if action else None
+    if not action:
+        return name, None
+    return name, str(action)
 
 
 def stays_on_host(key: CommandKey) -> bool:

@@ -32,7 +32,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from kinspect.sources.playback import open_recording, parse_at
 
     recording = open_recording(args.dir)
-    at = parse_at(args.at, recording) if args.at is not None else None
+    at = None  # from the start
+    if args.at is not None:
+        at = parse_at(args.at, recording)
     from kinspect.tui.replay_app import run_replay
 
     return run_replay(recording, at, float(args.speed), f"replay of {args.dir}", args.paused)

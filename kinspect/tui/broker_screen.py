@@ -30,21 +30,60 @@ COLUMNS = (("partition", 24), ("role", 9), ("in ISR", 7), ("log end", 12), ("lea
 GAP = "  "
 
 
+UNTOLD = "?"  # a value the broker did not tell
+
+
 def replica_cells(r: HostedReplica) -> list[Text]:
-    """A replica's cells, in COLUMNS order."""
-    behind = r.behind
-    return [
-        Text(r.name),
-        Text(r.role, "bold" if r.role is Role.LEADER else ""),
-        Text("OFFLINE", "bold red") if r.offline else
-        Text("yes", "green") if r.in_isr else Text("NO", "bold red"),
-        Text("?" if r.log_end is None else f"{r.log_end:,}", "dim" if r.log_end is None else ""),
-        Text("?" if r.leader_end is None else f"{r.leader_end:,}", "dim"),
-        Text("?", "dim") if behind is None else
-        Text(f"{behind:,}", "bold yellow" if behind > 0 else "bold red" if behind < 0 else "dim"),
-        Text("?", "dim") if r.size is None else Text(decimal(r.size)),
-        Text(PurePath(r.log_dir).name, "") if r.log_dir else Text("?", "dim"),
-    ]
+    """A replica's cells, in COLUMNS order (only the lines on screen are drawn)."""
+    return [Text(r.name), _role_cell(r), _isr_cell(r), _offset_cell(r.log_end, ""),
+            _offset_cell(r.leader_end, "dim"), _behind_cell(r.behind), _size_cell(r.size),
+            _log_dir_cell(r.log_dir)]
+
+
+def _untold() -> Text:
+    return Text(UNTOLD, "dim")
+
+
+def _role_cell(r: HostedReplica) -> Text:
+    if r.role is Role.LEADER:
+        return Text(r.role, "bold")
+    return Text(r.role, "")
+
+
+def _isr_cell(r: HostedReplica) -> Text:
+    if r.offline:
+        return Text("OFFLINE", "bold red")
+    if r.in_isr:
+        return Text("yes", "green")
+    return Text("NO", "bold red")
+
+
+def _offset_cell(offset: int | None, style: str) -> Text:
+    if offset is None:
+        return _untold()
+    return Text(f"{offset:,}", style)
+
+
+BEHIND_STYLES = {1: "bold yellow", -1: "bold red", 0: "dim"}  # by the sign: behind, ahead, level
+
+
+def _behind_cell(behind: int | None) -> Text:
+    if behind is None:
+        return _untold()
+    sign = (behind > 0) - (behind < 0)
+    return Text(f"{behind:,}", BEHIND_STYLES[sign])
+
+
+def _size_cell(size: int | None) -> Text:
+    if size is None:
+        return _untold()
+    return Text(decimal(size))
+
+
+def _log_dir_cell(log_dir: str | None) -> Text:
+    if not log_dir:
+        return _untold()
+    return Text(PurePath(log_dir).name, "")
 
 
 class ReplicaList(ScrollView, can_focus=True):
@@ -62,11 +101,16 @@ class ReplicaList(ScrollView, can_focus=True):
         self._strips: dict[tuple[int, bool], Strip] = {}
 
     def set_rows(self, rows: list[HostedReplica]) -> None:
-        keep = self.rows[self.cursor].name if self.cursor < len(self.rows) else None
+        """New rows; the cursor stays on its replica while it is listed, else where it was."""
+        keep = None
+        if self.cursor < len(self.rows):
+            keep = self.rows[self.cursor].name
         self.rows = rows
         names = [r.name for r in rows]
-        self.cursor = names.index(keep) if keep in names else min(self.cursor,
-                                                                   max(0, len(rows) - 1))
+        if keep in names:
+            self.cursor = names.index(keep)
+        else:
+            self.cursor = min(self.cursor, max(0, len(rows) - 1))
         self._strips.clear()
         self.virtual_size = Size(sum(w for _, w in COLUMNS) + len(GAP) * len(COLUMNS),
                                  len(rows) + 1)
@@ -95,8 +139,13 @@ class ReplicaList(ScrollView, can_focus=True):
             line.append_text(cell).append(" " * (width - cell.cell_len) + GAP, PAD_STYLE)
         if cursor:
             line.append(" " * max(0, self.size.width - line.cell_len), PAD_STYLE)
-            line.stylize("reverse" if self.has_focus else "on #303030")
+            line.stylize(self._cursor_style())
         return Strip(line.render(self.app.console), line.cell_len)
+
+    def _cursor_style(self) -> str:
+        if self.has_focus:
+            return "reverse"
+        return "on #303030"
 
     def action_move(self, by: int) -> None:
         if not self.rows:
@@ -151,7 +200,9 @@ class BrokerScreen(Screen[None]):
     def show(self, snapshot: ClusterSnapshot | None) -> None:
         """A new snapshot: the replicas again, the same sort, filter and cursor."""
         self.snapshot = snapshot
-        self.replicas = hosted_by(snapshot, self.broker) if snapshot is not None else ()
+        self.replicas = ()
+        if snapshot is not None:
+            self.replicas = hosted_by(snapshot, self.broker)
         self._refresh_rows()
 
     def _refresh_rows(self) -> None:
@@ -167,16 +218,29 @@ class BrokerScreen(Screen[None]):
         sep(text, "·").append(f"follows {load.hosted - load.leads:,}")
         for count, words in ((load.out_of_isr, "not in ISR"), (load.offline, "offline"),
                              (load.behind, "behind the leader")):
-            sep(text, "·").append(f"{count:,} {words}", "bold red" if count else "dim")
-        sep(text, "·").append(f"{decimal(load.size)} on disk" if load.size is not None
-                         else "size not told")
+            style = "dim"
+            if count:
+                style = "bold red"
+            sep(text, "·").append(f"{count:,} {words}", style)
+        size = "size not told"
+        if load.size is not None:
+            size = f"{decimal(load.size)} on disk"
+        sep(text, "·").append(size)
         text.append("\n").append(f"sorted by {self.sort}", "dim")
-        if self.text or self.unhealthy_only:
-            sep(text, "·").append(f"showing {shown:,}"
-                             + (f" matching '{self.text}'" if self.text else "")
-                             + (" unhealthy or behind" if self.unhealthy_only else ""), "dim")
+        filtered = self._filtered()
+        if filtered:
+            sep(text, "·").append(f"showing {shown:,}{filtered}", "dim")
         sep(text, "·").append("s sort · / filter · u unhealthy · Esc back", "dim")
         return text
+
+    def _filtered(self) -> str:
+        """What the list is filtered by, as the summary says it ("" when not)."""
+        words = ""
+        if self.text:
+            words += f" matching '{self.text}'"
+        if self.unhealthy_only:
+            words += " unhealthy or behind"
+        return words
 
     def action_close(self) -> None:
         box = self.query_one("#broker-filter", Input)

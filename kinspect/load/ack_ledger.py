@@ -65,7 +65,7 @@ ACKED, FAILED, UNKNOWN = 0, 1, 2  # status codes of `LedgerWriter.append`
 # Dictionaries where values repeat, min/max statistics where someone reads them (the
 # post-mortem reads seq and the times from the footers): half the cost of Parquet's defaults,
 # which try a dictionary of unique ids and keep min/max of every string.
-WRITE_OPTIONS: dict[str, Any] = {
+WRITE_OPTIONS: dict[str, list[str]] = {
     "use_dictionary": ["producer", "topic", "partition", "leader_epoch", "status", "error"],
     "write_statistics": ["producer", "seq", "partition", "offset", "leader_epoch", "send_ts",
                          "ack_ts"],
@@ -184,17 +184,14 @@ class LedgerWriter:
         `errors` None when no row failed; `ack_ts` None when no row was answered."""
         self._seal()
         n = len(seqs)
-
-        def column(values: Any, kind: pa.DataType) -> pa.Array:
-            return pa.array(values, kind) if values is not None else pa.nulls(n, kind)
-
-        offset, epoch = column(offsets, pa.int64()), column(epochs, pa.int32())
+        offset, epoch = _column(offsets, pa.int64(), n), _column(epochs, pa.int32(), n)
         self._add(pa.record_batch([
             pa.array(seqs, pa.int64()), pa.array(partitions, pa.int32()),
             pc.fill_null(pc.if_else(pc.less(offset, 0), -1, offset), -1),
             pc.if_else(pc.less(epoch, 0), pa.scalar(None, pa.int32()), epoch),
             pc.take(STATUS_NAMES, pa.array(status, pa.int8())),
-            column(errors, pa.string()), column(send_ts, pa.int64()), column(ack_ts, pa.int64()),
+            _column(errors, pa.string(), n), _column(send_ts, pa.int64(), n),
+            _column(ack_ts, pa.int64(), n),
         ], schema=_BODY))
 
     def _add(self, batch: pa.RecordBatch) -> None:
@@ -270,6 +267,13 @@ class LedgerWriter:
                         None, send_ts, None)
 
 
+def _column(values: Any, kind: pa.DataType, n: int) -> pa.Array:
+    """A batch's column; all null when the batch has no values for it (None)."""
+    if values is None:
+        return pa.nulls(n, kind)
+    return pa.array(values, kind)
+
+
 def chunk_producer(path: Path) -> int:
     """The producer a chunk belongs to, from its name (pNNN-CCCCCC.parquet)."""
     return int(path.name[1:4])
@@ -277,7 +281,9 @@ def chunk_producer(path: Path) -> int:
 
 def chunk_sent_upto(meta: dict[bytes, bytes] | None) -> int:
     """`kinspect.sent_upto` of a chunk's footer metadata (-1: none)."""
-    return int((meta or {}).get(b"kinspect.sent_upto", b"-1"))
+    if meta is None:
+        return -1
+    return int(meta.get(b"kinspect.sent_upto", b"-1"))
 
 
 def read_ledger(run_dir: Path) -> pa.Table:
@@ -293,30 +299,64 @@ def read_ledger(run_dir: Path) -> pa.Table:
     marks = read_marks(run_dir)
     if not files and not marks:
         return LEDGER_SCHEMA.empty_table()
-    tables: list[pa.Table] = []
     sent_upto = {producer: mark.upto for producer, mark in marks.items()}
     names = {producer: (mark.run_id, mark.topic) for producer, mark in marks.items()}
+    ledger = _read_chunks(files, sent_upto, names)
+    missing = _missing_rows(ledger, sent_upto, names)
+    if not missing:
+        return ledger
+    return pa.concat_tables([ledger, *missing])
+
+
+def _read_chunks(files: list[Path], sent_upto: dict[int, int],
+                 names: dict[int, tuple[str, str]]) -> pa.Table:
+    """The chunks as one table; each chunk's footer raises its producer's sent_upto and names
+    its run and topic (`sent_upto` and `names` are updated)."""
+    if not files:
+        return LEDGER_SCHEMA.empty_table()
+    tables = []
     for path in files:
-        table = pq.read_table(path, schema=LEDGER_SCHEMA)
-        meta = pq.read_schema(path).metadata or {}
+        tables.append(pq.read_table(path, schema=LEDGER_SCHEMA))
+        meta = pq.read_schema(path).metadata
+        if meta is None:
+            meta = {}
         producer = chunk_producer(path)
-        upto = chunk_sent_upto(meta)
-        sent_upto[producer] = max(sent_upto.get(producer, -1), upto)
-        run_id, topic = names.get(producer, ("", ""))
-        names[producer] = (meta.get(b"kinspect.run", b"").decode() or run_id,
-                           meta.get(b"kinspect.topic", b"").decode() or topic)
-        tables.append(table)
-    ledger = pa.concat_tables(tables) if tables else LEDGER_SCHEMA.empty_table()
+        sent_upto[producer] = max(sent_upto.get(producer, -1), chunk_sent_upto(meta))
+        names[producer] = _names(meta, names.get(producer, ("", "")))
+    return pa.concat_tables(tables)
+
+
+def _names(meta: dict[bytes, bytes], known: tuple[str, str]) -> tuple[str, str]:
+    """A producer's run id and topic: the chunk's where its footer says them, else as known."""
+    run_id, topic = known
+    chunk_run = meta.get(b"kinspect.run", b"").decode()
+    if chunk_run:
+        run_id = chunk_run
+    chunk_topic = meta.get(b"kinspect.topic", b"").decode()
+    if chunk_topic:
+        topic = chunk_topic
+    return run_id, topic
+
+
+def _missing_rows(ledger: pa.Table, sent_upto: dict[int, int],
+                  names: dict[int, tuple[str, str]]) -> list[pa.Table]:
+    """'unknown' rows for each producer's seqs sent (up to its sent_upto) with no row; a
+    producer with no name of its own takes the first named one's."""
     any_run = next((run for run, _ in names.values() if run), "")
     any_topic = next((topic for _, topic in names.values() if topic), "")
     missing = []
     for producer, upto in sorted(sent_upto.items()):
         seqs = pc.filter(ledger["seq"], pc.equal(ledger["producer"], producer)).to_numpy()
         absent = np.setdiff1d(np.arange(upto + 1, dtype=np.int64), seqs)
-        if len(absent):
-            run_id, topic = names.get(producer, ("", ""))
-            missing.append(_unknown_rows(run_id or any_run, producer, absent, topic or any_topic))
-    return pa.concat_tables([ledger, *missing]) if missing else ledger
+        if not len(absent):
+            continue
+        run_id, topic = names.get(producer, ("", ""))
+        if not run_id:
+            run_id = any_run
+        if not topic:
+            topic = any_topic
+        missing.append(_unknown_rows(run_id, producer, absent, topic))
+    return missing
 
 
 def _unknown_rows(run_id: str, producer: int, seqs: Any, topic: str) -> pa.Table:
@@ -338,6 +378,9 @@ def ledger_summary(table: pa.Table) -> dict[str, Any]:
     counts = {row["values"]: row["counts"] for row in pc.value_counts(status).to_pylist()}
     failed = pc.filter(table["error"], pc.equal(status, "failed"))
     by_error = {row["values"]: row["counts"] for row in pc.value_counts(failed).to_pylist()}
-    return {"sent": pc.count_distinct(table["id"]).as_py() if len(table) else 0,
+    sent = 0
+    if len(table):
+        sent = pc.count_distinct(table["id"]).as_py()
+    return {"sent": sent,
             "acked": counts.get("acked", 0), "failed": counts.get("failed", 0),
             "unknown": counts.get("unknown", 0), "failed_by_error": by_error}

@@ -71,8 +71,18 @@ def merge(observer: Sequence[TimelineEvent] | None, faults: Sequence[TimelineEve
     events = controller_moves([e for e in observer or [] if _ours(e.partition, topic)])
     events += faults or []
     events += [e for e in logs if _ours(e.partition, topic)]
-    return fold([e for e in events
-                 if (start is None or e.ts >= start) and (end is None or e.ts <= end)])
+    return fold(_within(events, start, end))
+
+
+def _within(events: list[TimelineEvent], start: int | None, end: int | None
+            ) -> list[TimelineEvent]:
+    """The events in [start, end] (None: open on that side)."""
+    if start is not None:
+        events = [e for e in events if e.ts >= start]
+    if end is not None:
+        events = [e for e in events if e.ts <= end]
+    return events
+
 
 
 def controller_moves(observed: Sequence[TimelineEvent]) -> list[TimelineEvent]:
@@ -88,13 +98,21 @@ def controller_moves(observed: Sequence[TimelineEvent]) -> list[TimelineEvent]:
     kraft = first.detail.startswith("quorum leader")
     # the first change's epoch is the one before it when it only emptied the seat
     moves = ControllerMoves()
-    moves.see(first.ts, ControllerState(first.old, first.epoch if first.new is None else None))
+    moves.see(first.ts, ControllerState(first.old, _emptied_epoch(first)))
     told: list[ControllerMove] = []
     for e in changes:
         told += moves.see(e.ts, ControllerState(e.new, e.epoch), kraft)
     told += moves.flush()
     rest = [e for e in observed if e.kind is not EventKind.CONTROLLER_CHANGED]
     return sorted(rest + [_move_event(m, kraft) for m in told], key=lambda e: e.ts)
+
+
+def _emptied_epoch(change: TimelineEvent) -> int | None:
+    """The epoch before a change that only emptied the controller's seat (None: it named
+    a new controller, whose epoch is not the old one's)."""
+    if change.new is None:
+        return change.epoch
+    return None
 
 
 def _move_event(move: ControllerMove, kraft: bool) -> TimelineEvent:
@@ -108,34 +126,54 @@ def witness(e: TimelineEvent) -> str:
     broker's own."""
     if e.kind is LogKind.SESSION_EXPIRED:
         return "zookeeper log"
-    if e.source is Source.BROKER_LOG:
-        return "controller log" if isinstance(e.kind, LogKind) and e.kind.by_controller \
-            else "broker log"
-    return e.source.value
+    if e.source is not Source.BROKER_LOG:
+        return e.source.value
+    if isinstance(e.kind, LogKind) and e.kind.by_controller:
+        return "controller log"
+    return "broker log"
 
 
 def _fact(e: TimelineEvent) -> tuple[object, ...] | None:
     """What an event says, as a key shared by every sighting of the same fact (None: unique)."""
     kind, partition = e.kind, e.partition
-    if _leader(e) is not None and e.epoch is not None:
-        return ("election", partition, e.epoch)
-    if kind is LogKind.LEADER_AND_ISR and e.epoch is not None:  # no leader: each KRaft voter's
-        return ("leaderless", partition, e.epoch)
+    if kind in ELECTION:
+        return _election_fact(e)
     if kind in ISR:
-        isr = e.new_isr
-        return ("isr", partition, kind in EXPANDED, tuple(sorted(isr))) if isr is not None else None
-    if kind in CONTROLLER and e.broker is not None and e.epoch is not None:
+        if e.new_isr is None:
+            return None
+        return ("isr", partition, kind in EXPANDED, tuple(sorted(e.new_isr)))
+    if kind in CONTROLLER:
+        if e.broker is None or e.epoch is None:
+            return None
         return ("controller", e.broker, e.epoch)
-    if kind in REGISTERED and e.broker is not None:
-        return ("registered", e.broker)
-    if kind in GONE and e.broker is not None:
-        return ("gone", e.broker)
-    if kind in FENCED and e.broker is not None:
-        return ("fenced", e.broker)
+    about_broker = _BROKER_FACTS.get(kind)
+    if about_broker is not None:
+        if e.broker is None:
+            return None
+        return (about_broker, e.broker)
     if kind is LogKind.TRUNCATE:  # the fetcher and the log itself both say it
         return ("truncate", e.broker, partition, e.offset)
     if kind is LogKind.ELR_CHANGED:  # every controller of the quorum logs the record it replays
         return ("elr", partition, e.elr, e.new_isr)
+    return None
+
+
+# The facts about one broker: each family's kinds -> the fact's name.
+_BROKER_FACTS: dict[TimelineKind, str] = {
+    kind: name for name, family in (("registered", REGISTERED), ("gone", GONE),
+                                    ("fenced", FENCED))
+    for kind in family}
+
+
+def _election_fact(e: TimelineEvent) -> tuple[object, ...] | None:
+    """An election at its epoch; a controller's decision of no leader (each KRaft voter logs
+    it) is a fact of its own."""
+    if e.epoch is None:
+        return None
+    if _leader(e) is not None:
+        return ("election", e.partition, e.epoch)
+    if e.kind is LogKind.LEADER_AND_ISR:
+        return ("leaderless", e.partition, e.epoch)
     return None
 
 
@@ -156,9 +194,16 @@ def fold(events: Sequence[TimelineEvent]) -> list[TimelineEvent]:
             group = open_groups[key] = []
             groups.append(group)
         group.append(e)
-    out += [_one(g) if len(g) > 1 else g[0] for g in groups]
+    out += [_folded(g) for g in groups]
     out.sort(key=lambda e: (e.ts, e.source is not Source.FAULTS))
     return out
+
+
+def _folded(group: list[TimelineEvent]) -> TimelineEvent:
+    """A fact seen once stays the event it was."""
+    if len(group) == 1:
+        return group[0]
+    return _one(group)
 
 
 def _one(group: list[TimelineEvent]) -> TimelineEvent:
@@ -181,18 +226,29 @@ def _one(group: list[TimelineEvent]) -> TimelineEvent:
 
 
 def _first(known: T | None, other: T | None) -> T | None:
-    return known if known is not None else other
+    if known is None:
+        return other
+    return known
 
 
 def _leader(e: TimelineEvent) -> int | None:
     """The leader an election sighting names (None: not an election, or no leader)."""
     if e.kind not in ELECTION:
         return None
+    leader = _named_leader(e)
+    if e.kind is LogKind.FOLLOWER_START:
+        leader = e.leader
+    if leader is None or leader < 0:
+        return None
+    return leader
+
+
+def _named_leader(e: TimelineEvent) -> int | None:
+    """The broker an election or leader sighting names: the observer's new leader, else the
+    line's own broker."""
     if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE):
-        leader = e.new
-    else:
-        leader = e.leader if e.kind is LogKind.FOLLOWER_START else e.broker
-    return leader if leader is not None and leader >= 0 else None
+        return e.new
+    return e.broker
 
 
 def _election_detail(e: TimelineEvent) -> str:
@@ -215,15 +271,20 @@ def main_fault(faults: Sequence[TimelineEvent] | None, start: int | None,
     for f in sorted(faults or [], key=lambda f: f.ts):
         if not hurts(str(f.action)):
             continue
-        if (start is None or f.ts >= start - 5000) and (end is None or f.ts <= end):
-            return replace(f, node=f.node or isolated_node(f.groups))
+        if start is not None and f.ts < start - 5000:
+            continue
+        if end is not None and f.ts > end:
+            continue
+        return replace(f, node=f.node or isolated_node(f.groups))
     return None
 
 
 def isolated_node(groups: Sequence[Sequence[str]] | None) -> str | None:
     """A partition that puts one node alone (`lab isolate X --from all`) is a fault against X."""
     alone = [g[0] for g in groups or [] if len(g) == 1]
-    return alone[0] if len(alone) == 1 else None
+    if len(alone) != 1:
+        return None
+    return alone[0]
 
 
 def epoch_leaders(events: Sequence[TimelineEvent]) -> dict[tuple[str, int], tuple[int, int]]:
@@ -234,14 +295,15 @@ def epoch_leaders(events: Sequence[TimelineEvent]) -> dict[tuple[str, int], tupl
         rank = LEADER_RANK.get(e.kind)
         if rank is None or e.partition is None or e.epoch is None:
             continue
-        broker = e.new if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE) \
-            else e.broker
+        broker = _named_leader(e)
         if broker is None or broker < 0:
             continue
         key = (e.partition, e.epoch)
         old = best.get(key)
-        if old is None or rank < old[0]:
-            best[key] = (rank, broker, min(e.ts, old[2]) if old else e.ts)
+        if old is None:
+            best[key] = (rank, broker, e.ts)
+        elif rank < old[0]:
+            best[key] = (rank, broker, min(e.ts, old[2]))
         else:
             best[key] = (old[0], old[1], min(e.ts, old[2]))
     return {k: (v[1], v[2]) for k, v in best.items()}
@@ -275,7 +337,9 @@ def report_entries(events: Sequence[TimelineEvent], fault_ts: int | None,
     out = []
     for e in events[:cap]:
         entry = e.to_json()
-        entry["delta_ms"] = e.ts - fault_ts if fault_ts is not None else None
+        entry["delta_ms"] = None
+        if fault_ts is not None:
+            entry["delta_ms"] = e.ts - fault_ts
         out.append(entry)
     return out, max(0, len(events) - cap)
 
@@ -284,7 +348,9 @@ def _moved(e: TimelineEvent) -> set[int]:
     """The replicas an ISR entry removed or added."""
     if e.old_isr is not None and e.new_isr is not None:
         return set(e.old_isr) ^ set(e.new_isr)
-    return {e.replica} if e.replica is not None else set()
+    if e.replica is None:
+        return set()
+    return {e.replica}
 
 
 @dataclass(frozen=True)
@@ -303,7 +369,9 @@ class SlowLink:
     @property
     def left_isr_ms(self) -> int | None:
         """From the link slowed to the broker leaving an ISR."""
-        return None if self.left_isr_ts is None else self.left_isr_ts - self.slowed_ts
+        if self.left_isr_ts is None:
+            return None
+        return self.left_isr_ts - self.slowed_ts
 
     def to_json(self) -> JsonObject:
         """As report.json's `slow_links` lists it."""
@@ -323,7 +391,10 @@ class _SlowLinks:
     def slowing(self, broker: int) -> SlowLink | None:
         """The broker's line while its link is slowed, else None."""
         at = self.latest.get(broker)
-        return self.lines[at] if at is not None and self.lines[at].unslowed_ts is None else None
+        if at is None or self.lines[at].unslowed_ts is not None:
+            return None
+        return self.lines[at]
+
 
     def line(self, broker: int) -> SlowLink:
         return self.lines[self.latest[broker]]

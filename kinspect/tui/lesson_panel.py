@@ -48,8 +48,10 @@ def lesson_text(flow: Flow, ctx: PanelContext) -> Text:
     body(flow, ctx, text)
     for hint in lesson.hints[:flow.hints_shown]:
         text.append(f"\n{w.HINT(lang)}: ", "bold cyan").append(prose(hint(lang)) + "\n")
-    keys = w.STAGE_KEYS(lang) if flow.stage else w.KEYS(lang)
-    return text.append("\n" + keys + "\n", "dim")
+    keys = w.KEYS
+    if flow.stage:
+        keys = w.STAGE_KEYS
+    return text.append("\n" + keys(lang) + "\n", "dim")
 
 
 def prose(text: str) -> str:
@@ -62,9 +64,17 @@ def prose(text: str) -> str:
 def _joined(lines: list[str]) -> str:
     out = ""
     for line in lines:
-        wide = out and cell_len(out[-1]) == 2 and cell_len(line[:1]) == 2
-        out = f"{out}{'' if wide or not out else ' '}{line}"
+        if out:
+            out += _separator(out[-1], line[:1])
+        out += line
     return out
+
+
+def _separator(before: str, after: str) -> str:
+    """A space between two lines of a paragraph; none between two wide (Chinese) characters."""
+    if cell_len(before) == 2 and cell_len(after) == 2:
+        return ""
+    return " "
 
 
 def _story(flow: Flow, ctx: PanelContext, text: Text) -> None:
@@ -92,13 +102,22 @@ def _answers(flow: Flow, lang: Lang, text: Text, verdicts: tuple[bool | None, ..
     for i, (q, a) in enumerate(zip(flow.lesson.questions, flow.answers, strict=False)):
         text.append(f"{q.ask(lang)}\n", "dim")
         text.append(f"  {w.YOU_SAID(lang)}{w.COLON(lang)}").append(q.choices[a].text(lang), "bold")
-        verdict = verdicts[i] if i < len(verdicts) else None
         if verdicts:
+            verdict = None
+            if i < len(verdicts):
+                verdict = verdicts[i]
             text.append("  ")
-            text.append(*(("✓ " + w.RIGHT(lang), "bold green") if verdict else
-                          ("✗ " + w.WRONG(lang), "bold red") if verdict is False else
-                          ("? " + w.NOT_MEASURED(lang), "yellow")))
+            text.append(*_verdict_words(verdict, lang))
         text.append("\n")
+
+
+def _verdict_words(verdict: bool | None, lang: Lang) -> tuple[str, str]:
+    """A prediction's verdict and its style: right, wrong, or not measured by the run."""
+    if verdict is None:
+        return "? " + w.NOT_MEASURED(lang), "yellow"
+    if verdict:
+        return "✓ " + w.RIGHT(lang), "bold green"
+    return "✗ " + w.WRONG(lang), "bold red"
 
 
 def _ready(flow: Flow, ctx: PanelContext, text: Text) -> None:
@@ -138,9 +157,11 @@ def _step(step: Step, lang: Lang, text: Text, current: bool) -> None:
 def _reveal(flow: Flow, ctx: PanelContext, text: Text) -> None:
     lang, result = ctx.lang, flow.result
     text.append(w.REVEAL(lang) + "\n", "bold yellow")
-    if result is None or result.failure is not None:
-        why = result.failure if result else "?"
-        text.append(w.FAILED(lang).format(why=why) + "\n", "bold red")
+    if result is None:
+        _failed("?", lang, text)
+        return
+    if result.failure is not None:
+        _failed(result.failure, lang, text)
         return
     _answers(flow, lang, text, flow.verdicts())
     text.append(f"\n{w.MEASURED(lang)}{w.COLON(lang)}", "bold").append(
@@ -149,6 +170,10 @@ def _reveal(flow: Flow, ctx: PanelContext, text: Text) -> None:
     if result.story:
         text.append("\n" + prose(result.story) + "\n", "italic")
     text.append("\n" + w.REPORT_KEY(lang) + "\n" + w.GO_ON(lang) + "\n", "dim")
+
+
+def _failed(why: str, lang: Lang, text: Text) -> None:
+    text.append(w.FAILED(lang).format(why=why) + "\n", "bold red")
 
 
 def metrics_of(lesson: Lesson) -> tuple[str, ...]:
@@ -173,7 +198,9 @@ def metric_value(value: Any) -> str:
         return "?"
     if isinstance(value, float) and 0 <= value <= 1:
         return f"{value:.0%}"
-    return f"{value:,}" if isinstance(value, int | float) else str(value)
+    if isinstance(value, int | float):
+        return f"{value:,}"
+    return str(value)
 
 
 def _fix(flow: Flow, ctx: PanelContext, text: Text) -> None:
@@ -182,14 +209,17 @@ def _fix(flow: Flow, ctx: PanelContext, text: Text) -> None:
         return
     text.append(w.FIX_ASK(lang) + "\n", "bold yellow").append(fix.ask(lang) + "\n")
     for i, choice in enumerate(fix.choices, 1):
-        picked = flow.fix_choice == i - 1
-        text.append(f" {i} ", "bold reverse").append(f" {choice.text(lang)}\n",
-                                                      "bold underline" if picked else "")
+        style = ""
+        if flow.fix_choice == i - 1:  # picked
+            style = "bold underline"
+        text.append(f" {i} ", "bold reverse").append(f" {choice.text(lang)}\n", style)
     chosen = flow.chosen_fix
     if chosen is None:
         text.append(w.CHOOSE(lang).format(n=len(fix.choices)) + "\n", "dim")
     elif chosen.scenario is None:
-        why = chosen.why(lang) if chosen.why else ""
+        why = ""
+        if chosen.why:
+            why = chosen.why(lang)
         text.append("\n" + w.FIX_WRONG(lang).format(why=why) + "\n", "bold red")
     else:
         text.append("\n" + w.FIX_RUN(lang) + "\n", "bold yellow")
@@ -208,11 +238,13 @@ def _fix_done(flow: Flow, ctx: PanelContext, text: Text) -> None:
     if result is None or fix is None:
         return
     if result.failure is not None:
-        text.append(w.FAILED(lang).format(why=result.failure) + "\n", "bold red")
+        _failed(result.failure, lang, text)
         return
     text.append(prose(fix.expect(lang)) + "\n\n")
-    style, said = (("bold green", w.FIX_HELD) if result.held else ("bold red", w.FIX_NOT_HELD))
-    text.append(said(lang) + "\n", style)
+    if result.held:
+        text.append(w.FIX_HELD(lang) + "\n", "bold green")
+    else:
+        text.append(w.FIX_NOT_HELD(lang) + "\n", "bold red")
     text.append(f"{w.MEASURED(lang)}{w.COLON(lang)}", "bold").append(
         measured_line(flow.lesson, result.row, skip_unmeasured=True) + "\n")
     text.append("\n" + w.REPORT_KEY(lang) + "\n" + w.GO_ON(lang) + "\n", "dim")
@@ -252,7 +284,9 @@ def _cuts(plain: str, width: int) -> list[int]:
                 cells == 2 or cell_len(plain[i - 1]) == 2 or plain[i - 1] == " "):
             last = i  # a line may start here
         if col + cells > width and i > start:
-            cut = last if last > start else i
+            cut = i
+            if last > start:
+                cut = last
             cuts.append(cut)
             start, last, col = cut, -1, cell_len(plain[cut:i])
         col += cells
@@ -276,7 +310,9 @@ class LessonPanel(VerticalScroll):
     def show(self, flow: Flow, ctx: PanelContext) -> None:
         self.shown = (flow, ctx)
         static = self.query_one("#lesson-text", Static)
-        width = static.size.width or self.size.width - 4
+        width = static.size.width
+        if not width:  # not laid out yet: the panel's own, less its border and padding
+            width = self.size.width - 4
         static.update(wrapped(lesson_text(flow, ctx), max(10, width)))
         # the narration grows at the bottom: the newest step stays in view on a short screen
         if flow.phase is Phase.RUN:

@@ -74,8 +74,12 @@ class SendWindow:
 
     def _slide(self) -> None:
         used = self.end - self.base
-        first = int(np.argmin(self.done[:used])) if used else 0
-        step = first if used and not self.done[first] else used
+        if not used:
+            return
+        first = int(np.argmin(self.done[:used]))  # the oldest unreported seq
+        step = used  # none is: every seq in the window is reported
+        if not self.done[first]:
+            step = first
         if step:
             keep = used - step
             self.ts[:keep] = self.ts[step:used]
@@ -140,8 +144,9 @@ class Worker:
                                    settings.run_id)
         self.stats = StatsPublisher(run_dir, producer_id)
         self.refuse_when_full = settings.buffer_full == "refuse"
-        self.crash_at = (time.monotonic() + settings.crash_at_s
-                         if settings.crash_at_s is not None else None)
+        self.crash_at: float | None = None
+        if settings.crash_at_s is not None:
+            self.crash_at = time.monotonic() + settings.crash_at_s
         self.crash_file = run_dir / STATS_DIR / f"p{producer_id:03d}{CRASH_SUFFIX}"
 
     def _value_template(self, seq: int) -> tuple[bytes, int]:
@@ -155,7 +160,10 @@ class Worker:
         """poll(), then stamp the reports it served with the time it returned (their ack_ts)."""
         self.producer.poll(timeout)
         count = len(self._reports)
-        if count > (self._stamps[-1][0] if self._stamps else 0):
+        stamped = 0  # reports already stamped
+        if self._stamps:
+            stamped = self._stamps[-1][0]
+        if count > stamped:
             self._stamps.append((count, now_ms()))
             if count >= ABSORB_AT:
                 self._absorb()
@@ -168,7 +176,10 @@ class Worker:
             return
         now = now_ms()
         self._absorbed_ms = now
-        if count > (stamps[-1][0] if stamps else 0):  # served outside _poll (none expected)
+        stamped = 0
+        if stamps:
+            stamped = stamps[-1][0]
+        if count > stamped:  # served outside _poll (none expected)
             stamps.append((count, now))
         seqs = self._seqs(list(map(Message.value, reports)))
         partitions = list(map(Message.partition, reports))
@@ -202,7 +213,9 @@ class Worker:
         """The seq in each value (`prefix<seq>|…`). Values all of the message size, as with
         any size that fits 18 digits, are read as one byte matrix, a digit count at a time."""
         start, size = len(self.prefix), self.settings.size
-        joined = b"".join(values) if size >= start + 20 else b""
+        joined = b""  # a size too small for 18 digits and the `|`: read one by one
+        if size >= start + 20:
+            joined = b"".join(values)
         if len(joined) != size * len(values):  # a value longer than the size: one by one
             return np.array([int(v[start : v.index(124, start)]) for v in values], np.int64)
         raw = np.frombuffer(joined, np.uint8).reshape(len(values), size)
@@ -210,8 +223,10 @@ class Worker:
         widths = np.argmax(head == ord("|"), axis=1)
         narrow, wide = int(widths.min()), int(widths.max())
         seqs = np.empty(len(values), np.int64)
-        for width in range(narrow, wide + 1):  # nearly always one
-            rows = slice(None) if narrow == wide else widths == width
+        rows: Any = slice(None)  # nearly always: one digit count, every row
+        for width in range(narrow, wide + 1):
+            if narrow != wide:
+                rows = widths == width
             digits = head[rows, :width].astype(np.int64) - ord("0")
             seqs[rows] = digits @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
         return seqs
@@ -238,16 +253,24 @@ class Worker:
         a slow rate still writes the mark once per batch, and a crash over-counts at most one
         batch as unknown."""
         end = self.seq + SEND_BATCH - 1
-        return end if self.total is None else min(end, self.total - 1)
+        if self.total is None:
+            return end
+        return min(end, self.total - 1)
 
     def run(self) -> int:
         settings = self.settings
-        self.rate = settings.rate / settings.producers if settings.rate else None
+        self.rate: float | None = None  # as fast as it can
+        if settings.rate:
+            self.rate = settings.rate / settings.producers
         self.total: int | None = None
         if settings.count is not None:
             share, extra = divmod(settings.count, settings.producers)
-            self.total = share + (1 if self.id < extra else 0)
-        deadline = time.monotonic() + settings.duration_s if settings.duration_s else None
+            self.total = share
+            if self.id < extra:  # the first producers send one more each
+                self.total += 1
+        deadline = None
+        if settings.duration_s:
+            deadline = time.monotonic() + settings.duration_s
         self.started = time.monotonic()
         while not self.stopping:
             if self.total is not None and self.seq >= self.total:
@@ -280,7 +303,10 @@ class Worker:
         refused: list[int] = []
         full = False
         while done < count and not full:
-            left = iter(values[done:] if done else values)
+            rest = values
+            if done:
+                rest = values[done:]
+            left = iter(rest)
             try:  # produce(topic, value) for each value, looped in C
                 deque(map(produce, repeat(topic), left), maxlen=0)
                 done = count
@@ -334,7 +360,10 @@ class Worker:
 
     def _finish(self) -> int:
         """Wait for outstanding reports (bounded by the delivery timeout), then record the rest."""
-        limit = time.monotonic() + (self.settings.delivery_timeout_ms or 120000) / 1000 + 5
+        timeout_ms = self.settings.delivery_timeout_ms
+        if timeout_ms is None:  # librdkafka's own default
+            timeout_ms = 120000
+        limit = time.monotonic() + timeout_ms / 1000 + 5
         while self._outstanding() > 0 and time.monotonic() < limit and not self.stopping:
             self._poll(0.1)
             self._tick()

@@ -1,7 +1,10 @@
 """A load started for a screen: `kinspect load run` as its own process, and its status.
 
 The TUI's `l` key starts one here and follows it through `load_status` once a second; the load
-outlives the TUI (quitting says which keep running), and stops through `stop_load`.
+outlives the TUI (quitting says which keep running), and stops through `stop_load`. The status
+is typed where it is read from the run dir (the settings, the producers' and the consumers'
+counters: load/counts.py), so the screen reads fields, never keys; a session recording keeps
+it as `LoadStatus.to_json` and the replay reads it back with `from_json`.
 """
 
 from __future__ import annotations
@@ -11,16 +14,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
 from kinspect.load.consumers.settings import consumer_dir
 from kinspect.load.consumers.stats import STATS_DIR, read_consumer_stats
+from kinspect.load.counts import ConsumerCounts, ProducerCounts
 from kinspect.load.liveloss import LiveLoss
 from kinspect.load.rundir import SETTINGS_FILE, load_running, new_run_dir
-from kinspect.load.trend import RateSample
+from kinspect.load.runsettings import LoadSettings
+from kinspect.load.trend import RateSample, trend_from_json, trend_to_json
 
 __all__ = ["LoadRequest", "LoadStatus", "load_status", "start_load", "stop_load"]
 
@@ -44,13 +49,68 @@ class LoadRequest:
 
 @dataclass(frozen=True)
 class LoadStatus:
+    """A run as the screen follows it. `settings` None: not written yet (the load starting);
+    `stats` None: a recording made before its producers published."""
+
     run_dir: Path
     running: bool
-    settings: Mapping[str, Any]
-    stats: Mapping[str, Any]
-    consumers: Mapping[str, Any] | None = None  # the group reading along: counters, running
+    settings: LoadSettings | None
+    stats: ProducerCounts | None
+    consumers: ConsumerCounts | None = None  # the group reading along, if one was started
     live: LiveLoss | None = None  # acknowledgements judged against the leaders now (the feed's)
     trend: tuple[RateSample, ...] = ()  # acked/failed per second, faults marked (the feed's)
+
+    def topic(self) -> str:
+        """The topic it writes to; "" before its settings are written."""
+        if self.settings is None:
+            return ""
+        return self.settings.topic
+
+    def consumers_running(self) -> bool:
+        return self.consumers is not None and self.consumers.running
+
+    def to_json(self) -> dict[str, Any]:
+        """As a session recording keeps it (the replay's load panel: `from_json`)."""
+        return {"run_dir": str(self.run_dir), "running": self.running,
+                "settings": _json_of(self.settings, {}), "stats": _json_of(self.stats, {}),
+                "consumers": _json_of(self.consumers, None), "live": _json_of(self.live, None),
+                "trend": trend_to_json(self.trend)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LoadStatus:
+        """A recorded status, of this kinspect or an older one (a key it did not write is
+        what that writer meant by leaving it out); KeyError, TypeError or ValueError for a
+        shape of another kind."""
+        live = None
+        if data.get("live"):
+            live = LiveLoss.from_json(data["live"])
+        return cls(Path(data["run_dir"]), bool(data["running"]),
+                   LoadSettings.from_json(data["settings"]), _counts(data["stats"]),
+                   _consumer_counts(data.get("consumers")), live,
+                   trend_from_json(data.get("trend") or ()))
+
+
+def _json_of(value: LoadSettings | ProducerCounts | ConsumerCounts | LiveLoss | None,
+             empty: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A part's recorded form; `empty` when there is none (the recordings hold {} for settings
+    not written yet, None for no consumer group)."""
+    if value is None:
+        return empty
+    if isinstance(value, LoadSettings):
+        return asdict(value)
+    return value.to_json()
+
+
+def _counts(data: Mapping[str, Any] | None) -> ProducerCounts | None:
+    if not data:
+        return None
+    return ProducerCounts.from_json(data)
+
+
+def _consumer_counts(data: Mapping[str, Any] | None) -> ConsumerCounts | None:
+    if not data:
+        return None
+    return ConsumerCounts.from_json(data)
 
 
 def spawn(arguments: list[str], output: Path, what: str) -> None:
@@ -83,16 +143,21 @@ def load_status(run_dir: Path | None) -> LoadStatus | None:
         return None
     from kinspect.load.runstats import aggregate, read_stats  # the load extra, once one runs
 
-    try:
-        settings = json.loads((run_dir / SETTINGS_FILE).read_text())
-    except (OSError, ValueError):
-        settings = {}  # not written yet: the load is starting
     consumers = None
     if (consumer_dir(run_dir) / STATS_DIR).is_dir():
-        consumers = {**read_consumer_stats(run_dir),
-                     "running": load_running(consumer_dir(run_dir))}
-    return LoadStatus(run_dir, load_running(run_dir), settings, aggregate(read_stats(run_dir)),
-                      consumers)
+        consumers = ConsumerCounts.from_json({**read_consumer_stats(run_dir),
+                                              "running": load_running(consumer_dir(run_dir))})
+    return LoadStatus(run_dir, load_running(run_dir), _settings(run_dir),
+                      aggregate(read_stats(run_dir)), consumers)
+
+
+def _settings(run_dir: Path) -> LoadSettings | None:
+    """The run's settings.json as far as it goes; None: not written yet (the load starting)."""
+    try:
+        data = json.loads((run_dir / SETTINGS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return LoadSettings.from_json(data)
 
 
 def stop_load(run_dir: Path) -> bool:

@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient
 from kinspect.clients.kafka import client_config, list_topics
 from kinspect.errors import KinspectError
 from kinspect.load.active import registered
+from kinspect.load.counts import ProducerCounts
 from kinspect.load.run_timeline import recording_timeline
 from kinspect.load.rundir import (
     CRASH_SUFFIX,
@@ -89,13 +90,12 @@ def prepare_run_dir(run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
-def format_progress(totals: dict[str, Any], elapsed: float) -> str:
-    failed = totals.get("failed_by_error") or {}
-    errors = " ".join(f"{k}={v}" for k, v in sorted(failed.items())) or "-"
-    return (f"{elapsed:6.1f}s  rate {totals.get('rate', 0):>8.0f}/s  sent {totals.get('sent', 0):>9}"
-            f"  acked {totals.get('acked', 0):>9}  failed {totals.get('failed', 0):>6} ({errors})"
-            f"  in flight {totals.get('in_flight', 0):>6}  p50 {totals.get('latency_p50_ms', 0):.0f}"
-            f" ms  p99 {totals.get('latency_p99_ms', 0):.0f} ms")
+def format_progress(totals: ProducerCounts, elapsed: float) -> str:
+    errors = " ".join(f"{k}={v}" for k, v in sorted(totals.failed_by_error.items())) or "-"
+    return (f"{elapsed:6.1f}s  rate {totals.rate:>8.0f}/s  sent {totals.sent:>9}"
+            f"  acked {totals.acked:>9}  failed {totals.failed:>6} ({errors})"
+            f"  in flight {totals.in_flight:>6}  p50 {totals.latency_p50_ms:.0f}"
+            f" ms  p99 {totals.latency_p99_ms:.0f} ms")
 
 
 def run_load(settings: LoadSettings, run_dir: Path,

@@ -8,7 +8,7 @@ workers get the values on stdin from the runner (see producer_run.py), never fro
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -127,11 +127,19 @@ class LoadSettings:
             raise KinspectError(f"{path} cannot be read: "
                                 f"{getattr(exc, 'strerror', None) or exc}") from None
         check_saved(data, str(path))
-        names = {f.name for f in fields(cls)}
         missing = [n for n in ("topic", "bootstrap") if n not in data]
         if missing:
             raise KinspectError(f"{path} lacks {' and '.join(missing)}: not a kinspect run dir")
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**_known(data))
+
+    @classmethod
+    def from_json(cls, data: object) -> LoadSettings | None:
+        """The settings as a run dir being written or a session recording holds them, read as
+        far as they go (the screen shows them; `load` is the run's own, checked reading): None
+        when none were written yet; a field an older kinspect did not write is its default."""
+        if not isinstance(data, dict) or not data:
+            return None
+        return cls(**{"topic": "", "bootstrap": "", **_known(data)})
 
     def with_secrets(self, where: str = "settings.json") -> LoadSettings:
         """These settings with every `${env:…}`/`${file:…}` of `extra` read now; a masked
@@ -181,9 +189,13 @@ def check_saved(data: object, where: str) -> None:
     types and in range: one line naming the file, never a traceback later in the post-mortem."""
     if not isinstance(data, dict):
         raise KinspectError(f"{where} is not a JSON object")
-    names = {f.name for f in fields(LoadSettings)}
-    known = {k: v for k, v in data.items() if k in names}
     try:
-        LoadSettings(**{"topic": "", "bootstrap": "", "count": None, **known}).validate()
+        LoadSettings(**{"topic": "", "bootstrap": "", "count": None, **_known(data)}).validate()
     except KinspectError as exc:
         raise KinspectError(f"{where}: {exc}") from None
+
+
+def _known(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The saved keys that are settings (SECRETS_NOTE and a newer kinspect's are not)."""
+    names = {f.name for f in fields(LoadSettings)}
+    return {key: value for key, value in data.items() if key in names}

@@ -14,8 +14,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kinspect.load.ack_ledger import chunk_producer, chunk_sent_upto, ledger_dir, read_marks
+from kinspect.load.counts import ProducerCounts
 from kinspect.load.rundir import STATS_DIR
 
+SUMMED = ("sent", "acked", "failed", "in_flight")  # the counts a run's producers add up
 READ_BATCH = 65_536  # ledger rows read at a time by `ledger_totals`
 
 # Log-scale latency buckets (ms): O(1) per message, percentiles good to a bucket's width.
@@ -106,22 +108,26 @@ def read_stats(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals over producers; latency percentiles are the worst producer's (conservative)."""
-    total: dict[str, Any] = {"producers": len(stats), "sent": 0, "acked": 0, "failed": 0,
-                             "in_flight": 0, "rate": 0.0, "failed_by_error": {},
-                             "latency_p50_ms": 0.0, "latency_p99_ms": 0.0,
-                             "done": bool(stats) and all(s.get("done") for s in stats),
-                             "ts": max((s.get("ts", 0) for s in stats), default=0)}
+def aggregate(stats: list[dict[str, Any]]) -> ProducerCounts:
+    """Totals over the producers' published counts (`read_stats`, decoded here once); a key a
+    producer of an older kinspect did not publish counts as 0."""
+    sums = dict.fromkeys(SUMMED, 0)
+    rate, p50, p99 = 0.0, 0.0, 0.0
+    by_error: dict[str, int] = {}
     for s in stats:
-        for key in ("sent", "acked", "failed", "in_flight"):
-            total[key] += s.get(key, 0)
-        total["rate"] += 0 if s.get("done") else s.get("rate", 0)
+        for key in SUMMED:
+            sums[key] += s.get(key, 0)
+        if not s.get("done"):
+            rate += s.get("rate", 0)  # a finished producer sends nothing more
         for name, count in (s.get("failed_by_error") or {}).items():
-            total["failed_by_error"][name] = total["failed_by_error"].get(name, 0) + count
-        for key in ("latency_p50_ms", "latency_p99_ms"):
-            total[key] = max(total[key], s.get(key, 0))
-    return total
+            by_error[name] = by_error.get(name, 0) + count
+        p50, p99 = max(p50, s.get("latency_p50_ms", 0)), max(p99, s.get("latency_p99_ms", 0))
+    done = False
+    if stats:
+        done = all(s.get("done") for s in stats)
+    return ProducerCounts(len(stats), sums["sent"], sums["acked"], sums["failed"],
+                          sums["in_flight"], rate, by_error, p50, p99, done,
+                          max((s.get("ts", 0) for s in stats), default=0))
 
 
 def ledger_totals(run_dir: Path) -> dict[str, Any]:

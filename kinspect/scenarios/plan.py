@@ -133,7 +133,7 @@ class FaultPlan(threading.Thread):
             self.say(f"fault plan failed: {self.error}")
 
     def _acked(self) -> int:
-        return int(aggregate(read_stats(self.run_dir)).get("acked", 0))
+        return aggregate(read_stats(self.run_dir)).acked
 
     def _wait_for(self, step: FaultStep) -> bool:
         if step.after_s is not None:

@@ -231,11 +231,11 @@ class ActingApp(App[None]):
             self.notify("start a load with l first: the group reads its topic, and m judges "
                         "both sides", severity="warning")
             return
-        if self.load.consumers and self.load.consumers.get("running"):  # the feed's word
+        if self.load.consumers_running():  # the feed's word
             self._ask("Stop the consumer group?", str(run_dir),
                       lambda: self.stop_consumers(run_dir))
             return
-        topic = str(self.load.settings.get("topic") or "")
+        topic = self.load.topic()
         self.push_screen(ConsumerForm(topic), lambda request: self._start_consumers(
             request, run_dir))
 

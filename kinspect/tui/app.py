@@ -167,7 +167,7 @@ class KinspectApp(ActingApp):
 
     def load_topics(self) -> tuple[str, ...]:
         """The topic the load runs on (l, or any load whose run dir is watched): shown first."""
-        topic = self.load.settings.get("topic") if self.load else None
+        topic = self.load.topic() if self.load else None
         return (str(topic),) if topic else ()
 
     @work(thread=True, exclusive=True, group="feed", exit_on_error=False)

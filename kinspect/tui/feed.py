@@ -142,10 +142,9 @@ class LiveFeed(Feed):
         if observer.admin is not None:
             observer.admin.watch_partitions(self._tail.partitions())
         self._trend.fault_at(entry.ts for entry in faults)
-        stats = status.stats or {}
-        if stats.get("ts"):
-            self._trend.observe(int(stats["ts"]), int(stats.get("acked", 0)),
-                                int(stats.get("failed", 0)))
+        stats = status.stats
+        if stats is not None and stats.ts:
+            self._trend.observe(int(stats.ts), int(stats.acked), int(stats.failed))
         return replace(status, live=self._tail.judge(observer.latest), trend=self._trend.frozen())
 
     def start(self, post: Post) -> None:

@@ -9,14 +9,13 @@ zombie's acknowledgements and the recovery can be pointed at while they happen.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rich.text import Text
 from textual.widget import Widget
 
+from kinspect.load.counts import ConsumerCounts, ProducerCounts
 from kinspect.load.liveloss import LiveLoss
 from kinspect.load.load_process import LoadStatus
+from kinspect.load.runsettings import LoadSettings
 from kinspect.load.trend import RateSample
 from kinspect.tui.render import sep
 
@@ -63,47 +62,67 @@ def doomed_text(live: LiveLoss | None) -> Text:
     return text.append(f"\n  {who}lost unless it leads again", "red")
 
 
-def load_panel_text(stats: Mapping[str, Any] | None, settings: Mapping[str, Any] | None,
-                    running: bool, consumers: Mapping[str, Any] | None = None,
+def load_panel_text(stats: ProducerCounts | None, settings: LoadSettings | None,
+                    running: bool, consumers: ConsumerCounts | None = None,
                     live: LiveLoss | None = None, trend: tuple[RateSample, ...] = (),
                     width: int = 42, read_only: bool = False) -> Text:
-    if not settings:
+    if settings is None:
         if read_only:
             return Text("no load running (read-only: kinspect loads only labs it started)",
                         "dim")
         return Text("no load running — press l to start one", "dim")
-    text = Text.assemble(("load ", "bold"), (f"{settings.get('topic')} ", "bold cyan"),
-                         f"acks={settings.get('acks')} ")
-    text.append("running\n" if running else "finished\n", "green" if running else "dim")
-    if not stats:
+    text = _run_line(settings, running)
+    if stats is None:
         return text.append("starting…", "dim")
-    failed = stats.get("failed", 0)
-    text.append(f"acked {stats.get('acked', 0):,}")
-    sep(text, "·").append(f"failed {failed:,}", "bold red" if failed else "dim")
-    sep(text, "·").append(f"{stats.get('rate', 0):,.0f}/s\n")
-    if str(settings.get("acks")) == "0":  # no broker answered: no offset to judge
+    text.append_text(_counts_line(stats))
+    if str(settings.acks) == "0":  # no broker answered: no offset to judge
         text.append("acks=0: no broker acknowledged anything", "dim")
     else:
         text.append_text(doomed_text(live))
     text.append("\n")
     text.append_text(trend_text(trend, width))
     text.append("\n")
-    by_error = stats.get("failed_by_error") or {}
-    if consumers:
-        bad = consumers.get("failed", 0) + consumers.get("aborted", 0)
-        text.append(f"processed {consumers.get('processed', 0):,} of "
-                    f"{consumers.get('received', 0):,}")
-        if bad:
-            text.append(f" failed {bad:,}", "bold red")
-        if consumers.get("crashes"):
-            text.append(f" crashed {consumers['crashes']}", "bold red")
-    elif by_error:
-        top = sorted(by_error.items(), key=lambda kv: -kv[1])[:1]
-        text.append(", ".join(f"{k} {v:,}" for k, v in top), "red")
-    else:
-        text.append(f"in flight {stats.get('in_flight', 0):,} · p50 "
-                    f"{stats.get('latency_p50_ms', 0):.0f} ms · p99 "
-                    f"{stats.get('latency_p99_ms', 0):.0f} ms", "dim")
+    return text.append_text(_last_line(stats, consumers))
+
+
+def _run_line(settings: LoadSettings, running: bool) -> Text:
+    """What the run writes where, and whether it still runs."""
+    text = Text.assemble(("load ", "bold"), (f"{settings.topic} ", "bold cyan"),
+                         f"acks={settings.acks} ")
+    if running:
+        return text.append("running\n", "green")
+    return text.append("finished\n", "dim")
+
+
+def _counts_line(stats: ProducerCounts) -> Text:
+    """What the producers were told: acked, failed, and the rate."""
+    text = Text(f"acked {stats.acked:,}")
+    failed_style = "dim"
+    if stats.failed:
+        failed_style = "bold red"
+    sep(text, "·").append(f"failed {stats.failed:,}", failed_style)
+    return sep(text, "·").append(f"{stats.rate:,.0f}/s\n")
+
+
+def _last_line(stats: ProducerCounts, consumers: ConsumerCounts | None) -> Text:
+    """The consumer group's counts when one reads along; else the commonest error when sends
+    failed; else what is in flight and how long acknowledgements take."""
+    if consumers is not None:
+        return _consumers_line(consumers)
+    if stats.failed_by_error:
+        top = sorted(stats.failed_by_error.items(), key=lambda kv: -kv[1])[:1]
+        return Text(", ".join(f"{k} {v:,}" for k, v in top), "red")
+    return Text(f"in flight {stats.in_flight:,} · p50 {stats.latency_p50_ms:.0f} ms · p99 "
+                f"{stats.latency_p99_ms:.0f} ms", "dim")
+
+
+def _consumers_line(consumers: ConsumerCounts) -> Text:
+    text = Text(f"processed {consumers.processed:,} of {consumers.received:,}")
+    bad = consumers.bad()
+    if bad:
+        text.append(f" failed {bad:,}", "bold red")
+    if consumers.crashes:
+        text.append(f" crashed {consumers.crashes}", "bold red")
     return text
 
 

@@ -13,14 +13,11 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState, NodeRecord
-from kinspect.load.liveloss import LiveLoss
 from kinspect.load.load_process import LoadStatus
-from kinspect.load.trend import trend_from_json
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.sources.playback import Cursor, Frame, Recording
 from kinspect.tui.feed import Feed, Mailbox
@@ -53,12 +50,7 @@ def load_from(data: dict[str, Any] | None) -> LoadStatus | None:
     if not data:
         return None
     try:
-        live = None
-        if data.get("live"):
-            live = LiveLoss.from_json(data["live"])
-        return LoadStatus(Path(data["run_dir"]), bool(data["running"]), data["settings"],
-                          data["stats"], data.get("consumers"), live,
-                          trend_from_json(data.get("trend") or ()))
+        return LoadStatus.from_json(data)
     except (KeyError, TypeError, ValueError, IndexError):  # another version: an empty panel
         return None
 

@@ -16,7 +16,6 @@ from textual.message import Message
 
 from kinspect.errors import error_line
 from kinspect.load.load_process import LoadStatus
-from kinspect.load.trend import trend_to_json
 from kinspect.model import ClusterSnapshot, Event, Severity
 from kinspect.sources.recording import RECORDING_DIR, Recorder
 from kinspect.tui.messages import LabArrived, Post, ProblemsChanged, Said
@@ -26,11 +25,7 @@ def load_json(load: LoadStatus | None) -> dict[str, Any] | None:
     """The load panel's counters as recorded (the replay builds a LoadStatus from them)."""
     if load is None:
         return None
-    return {"run_dir": str(load.run_dir), "running": load.running,
-            "settings": dict(load.settings), "stats": dict(load.stats),
-            "consumers": None if load.consumers is None else dict(load.consumers),
-            "live": None if load.live is None else load.live.to_json(),
-            "trend": trend_to_json(load.trend)}
+    return load.to_json()
 
 
 class SessionRecording:

@@ -16,6 +16,7 @@ import pytest
 from kinspect.cli import progress as pr
 from kinspect.cli.load import LOAD_LINE, load_bar, records_bar
 from kinspect.lab.dist import Tick
+from kinspect.load.counts import ProducerCounts
 from kinspect.load.producer_run import format_progress
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,9 +76,9 @@ def test_a_failure_marks_the_stage(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_load_bar_reads_the_runners_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    line = format_progress({"rate": 9000, "sent": 12345, "acked": 12000, "failed": 45,
-                            "failed_by_error": {"_MSG_TIMED_OUT": 45}, "in_flight": 300,
-                            "latency_p50_ms": 3, "latency_p99_ms": 40}, 12.5)
+    line = format_progress(ProducerCounts(rate=9000, sent=12345, acked=12000, failed=45,
+                                          failed_by_error={"_MSG_TIMED_OUT": 45}, in_flight=300,
+                                          latency_p50_ms=3, latency_p99_ms=40), 12.5)
     found = LOAD_LINE.match(line)
     assert found is not None, line
     assert (found["elapsed"], found["sent"], found["acked"], found["failed"]) == (

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from kinspect.lab.journal import JournalEntry
 from kinspect.lab.state import LabState, NodeRecord
+from kinspect.load.counts import ProducerCounts
 from kinspect.load.liveloss import DoomedAcks, LiveLoss
 from kinspect.load.load_process import LoadStatus
+from kinspect.load.runsettings import LoadSettings
 from kinspect.load.trend import RateSample
 from kinspect.model import ClusterSnapshot, Event, PartitionInfo, ReplicaLog
 from kinspect.tui.app import KinspectApp
@@ -80,9 +82,10 @@ def recorded_load() -> LoadStatus:
     trend = tuple(RateSample(T0 - (40 - s) * 1000, 5_000.0 if s != 35 else 2_400.0, 0.0,
                              s == 34) for s in range(40))
     live = LiveLoss(160_097, (DoomedAcks("test1", 0, 39_895, (3,)),))
-    stats = {"acked": 160_097, "failed": 0, "rate": 5_003.0, "in_flight": 12,
-             "latency_p50_ms": 5.0, "latency_p99_ms": 22.0, "ts": T0}
-    return LoadStatus(Path("/recorded/run"), True, {"topic": "test1", "acks": "1"}, stats,
+    stats = ProducerCounts(acked=160_097, failed=0, rate=5_003.0, in_flight=12,
+                           latency_p50_ms=5.0, latency_p99_ms=22.0, ts=T0)
+    return LoadStatus(Path("/recorded/run"), True,
+                      LoadSettings(topic="test1", bootstrap="", acks="1"), stats,
                       live=live, trend=trend)
 
 

@@ -231,10 +231,10 @@ def test_stats_publish_and_aggregate(tmp_path: Path) -> None:
     a.maybe_publish(5000, sent=5, in_flight=1, force=True)
     b.maybe_publish(5000, sent=1, in_flight=0, done=True, force=True)
     totals = aggregate(read_stats(tmp_path))
-    assert totals["sent"] == 6 and totals["acked"] == 4 and totals["failed"] == 1
-    assert totals["failed_by_error"] == {"NOT_ENOUGH_REPLICAS": 1}
-    assert 1 <= totals["latency_p50_ms"] <= 4 and totals["latency_p99_ms"] >= 40
-    assert not totals["done"]
+    assert totals.sent == 6 and totals.acked == 4 and totals.failed == 1
+    assert totals.failed_by_error == {"NOT_ENOUGH_REPLICAS": 1}
+    assert 1 <= totals.latency_p50_ms <= 4 and totals.latency_p99_ms >= 40
+    assert not totals.done and totals.producers == 2
 
 
 @pytest.mark.parametrize(("changes", "message"), [

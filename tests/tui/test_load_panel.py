@@ -31,8 +31,11 @@ def test_the_doomed_line_names_the_broker_that_holds_them() -> None:
 
 
 def test_acks0_has_nothing_to_judge() -> None:
-    text = load_panel_text({"acked": 10, "rate": 1.0}, {"topic": "t", "acks": "0"}, True,
-                           live=LiveLoss(10)).plain
+    from kinspect.load.counts import ProducerCounts
+    from kinspect.load.runsettings import LoadSettings
+
+    text = load_panel_text(ProducerCounts(acked=10, rate=1.0), LoadSettings("t", "b", acks="0"),
+                           True, live=LiveLoss(10)).plain
     assert "acks=0: no broker acknowledged anything" in text
     assert "former leader" not in text
 
@@ -45,3 +48,50 @@ def test_the_live_figure_and_trend_survive_a_recording() -> None:
     assert LiveLoss.from_json(live.to_json()) == live
     trend = (RateSample(T0, 5_000.0, 0.0, False), RateSample(T0 + 1_000, 10.0, 3.0, True))
     assert trend_from_json(trend_to_json(trend)) == trend
+
+
+def test_a_recorded_load_status_reads_back_as_it_was_and_an_older_one_as_far_as_it_goes() -> None:
+    """The recording keeps the typed status as the same keys it always had; a status an older
+    kinspect recorded (fewer keys, settings not written yet) reads back with its defaults."""
+    from pathlib import Path
+
+    from kinspect.load.counts import ConsumerCounts, ProducerCounts
+    from kinspect.load.load_process import LoadStatus
+    from kinspect.load.runsettings import LoadSettings
+    from kinspect.load.trend import RateSample
+
+    status = LoadStatus(Path("/run"), True, LoadSettings("t", "b:9092", acks="all"),
+                        ProducerCounts(2, 10, 8, 1, 1, 3.0, {"_MSG_TIMED_OUT": 1}, 2.0, 9.0,
+                                       False, T0),
+                        ConsumerCounts(received=8, processed=7, crashes=1, running=True),
+                        LiveLoss(8), (RateSample(T0, 5.0, 0.0, True),))
+    data = status.to_json()
+    assert list(data["stats"]) == ["producers", "sent", "acked", "failed", "in_flight", "rate",
+                                   "failed_by_error", "latency_p50_ms", "latency_p99_ms",
+                                   "done", "ts"]  # aggregate's keys, in its order
+    assert LoadStatus.from_json(data) == status
+    old = LoadStatus.from_json({"run_dir": "/old", "running": False,
+                                "settings": {"topic": "t", "acks": "1", "secrets_note": "x"},
+                                "stats": {"acked": 5}, "consumers": None})
+    assert old.topic() == "t" and old.settings is not None and old.settings.bootstrap == ""
+    assert old.stats == ProducerCounts(acked=5) and not old.consumers_running()
+    starting = LoadStatus.from_json({"run_dir": "/new", "running": True, "settings": {},
+                                     "stats": {}, "consumers": None})
+    assert starting.settings is None and starting.topic() == ""
+    assert load_panel_text(starting.stats, starting.settings, True).plain.startswith(
+        "no load running")
+
+
+def test_the_panel_reads_the_consumer_group_and_the_commonest_error() -> None:
+    from kinspect.load.counts import ConsumerCounts, ProducerCounts
+    from kinspect.load.runsettings import LoadSettings
+
+    settings = LoadSettings("orders", "b:9092")
+    failing = ProducerCounts(acked=3, failed=7, failed_by_error={"A": 2, "B": 5})
+    lines = load_panel_text(failing, settings, False, live=LiveLoss(3)).plain.splitlines()
+    assert lines[0] == "load orders acks=1 finished"
+    assert lines[1] == "acked 3 · failed 7 · 0/s" and lines[-1] == "B 5"
+    group = ConsumerCounts(received=9, processed=5, failed=1, aborted=2, crashes=1)
+    assert load_panel_text(failing, settings, True, group).plain.splitlines()[-1] == (
+        "processed 5 of 9 failed 3 crashed 1")
+    assert load_panel_text(None, settings, True).plain.endswith("starting…")

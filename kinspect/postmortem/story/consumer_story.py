@@ -8,14 +8,14 @@ transactions, and the topic is not compacted), so a gap between two polls is a c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from kinspect.load.consumers.consumer_ledger import ConsumerLedgerTables
-from kinspect.postmortem.story.report import clock, plural
+from kinspect.postmortem.story.report import agree, clock, plural
 from kinspect.postmortem.story.values import ConsumerSide, LostRange
 
 if TYPE_CHECKING:
@@ -49,24 +49,52 @@ def lost_ranges(never: Sequence[tuple[int, int, int, int]],
     crashes = {(e["consumer"], e["incarnation"]): e["ts"] for e in ledger.events.to_pylist()
                if e["event"] == "crash"}
     out: list[LostRange] = []
-    for run in _runs(never):
-        partition, first, last, failed, aborted = run
-        holder = next((p for p in polls if p["partition"] == partition
-                       and p["first_offset"] <= first <= p["last_offset"]), None)
-        who = (holder["consumer"], holder["incarnation"]) if holder else (None, None)
-        # The commit that covered them, made by the consumer that held them: an auto-commit
-        # whose callback never ran before a crash is not in the ledger, and a later member's
-        # commit would put the wrong time in the words.
-        commit = next((c for c in commits if c["partition"] == partition and c["offset"] > last
-                       and c["error"] is None
-                       and (holder is None or (c["consumer"], c["incarnation"]) == who)), None)
-        cause = ("failed" if failed else "aborted" if aborted
-                 else "crash" if holder and who in crashes else
-                 "never_delivered" if holder is None else "crash")
-        out.append(LostRange(partition, first, last, cause, who[0], who[1],
-                             commit["ts"] if commit else None, commit["how"] if commit else None,
-                             crashes.get(who)))
+    for partition, first, last, failed, aborted in _runs(never):
+        holder = _holder(polls, partition, first)
+        who: tuple[int | None, int | None] = (None, None)
+        if holder is not None:
+            who = (holder["consumer"], holder["incarnation"])
+        commit_ts, commit_how = _covering_commit(commits, partition, last, holder, who)
+        out.append(LostRange(partition, first, last, _cause(failed, aborted, holder), who[0],
+                             who[1], commit_ts, commit_how, crashes.get(who)))
     return out
+
+
+_Row = Mapping[str, Any]  # a row of the consumer ledger's Parquet tables
+
+
+def _holder(polls: Sequence[_Row], partition: int, offset: int) -> _Row | None:
+    """The poll that delivered the offset (None: no consumer ever received it)."""
+    for poll in polls:
+        if poll["partition"] == partition and poll["first_offset"] <= offset <= poll["last_offset"]:
+            return poll
+    return None
+
+
+def _covering_commit(commits: Sequence[_Row], partition: int, last: int, holder: _Row | None,
+                     who: tuple[int | None, int | None]) -> tuple[int | None, str | None]:
+    """When and how the commit that covered the offsets was made, by the consumer that held
+    them: an auto-commit whose callback never ran before a crash is not in the ledger, and a
+    later member's commit would put the wrong time in the words. (None, None): none was."""
+    for commit in commits:
+        if commit["partition"] != partition or commit["offset"] <= last:
+            continue
+        if commit["error"] is not None:
+            continue
+        if holder is None or (commit["consumer"], commit["incarnation"]) == who:
+            return commit["ts"], commit["how"]
+    return None, None
+
+
+def _cause(failed: bool, aborted: bool, holder: _Row | None) -> str:
+    """Why the offsets were never processed (one of CAUSES)."""
+    if failed:
+        return "failed"
+    if aborted:
+        return "aborted"
+    if holder is None:
+        return "never_delivered"
+    return "crash"
 
 
 def _runs(never: Sequence[tuple[int, int, int, int]]) -> list[tuple[int, int, int, bool, bool]]:
@@ -108,34 +136,51 @@ def story(ranges: Sequence[LostRange], limit: int = 3) -> str:
     """The plain words: which offsets, committed how and when, and what happened to them."""
     lines = []
     for lost in sorted(ranges, key=lambda r: -r.count)[:limit]:
-        span = (f"offset {lost.first:,}" if lost.first == lost.last
-                else f"offsets {lost.first:,}..{lost.last:,}")
-        commit = (f"{_committed(lost.commit_how)} at {clock(lost.commit_ts)}"
-                  if lost.commit_ts else "committed (the commit itself was not recorded: it "
-                                         "happened after the consumer's last poll)")
-        who = f"consumer {lost.consumer}" if lost.consumer is not None else "no consumer"
-        if lost.cause == "crash":
-            tail = (f"{who} crashed at {clock(lost.crash_ts)} before processing them"
-                    if lost.crash_ts else f"{who} died before processing them")
-        elif lost.cause == "failed":
-            tail = f"{who} failed to process them and did not try again"
-        elif lost.cause == "aborted":
-            tail = f"{who}'s transaction that processed them aborted"
-        else:
-            tail = "no consumer ever received them"
-        lines.append(f"{span} of partition {lost.partition} were {commit} and {tail}")
+        lines.append(f"{_span(lost)} of partition {lost.partition} were {_commit_words(lost)} "
+                     f"and {_fate(lost)}")
     more = len(ranges) - len(lines)
     text = "; ".join(lines)
     if more > 0:
         text += f"; and {plural(more, 'more range')}"
-    return text[:1].upper() + text[1:] + "." if text else ""
+    if not text:
+        return ""
+    return text[:1].upper() + text[1:] + "."
+
+
+def _span(lost: LostRange) -> str:
+    if lost.first == lost.last:
+        return f"offset {lost.first:,}"
+    return f"offsets {lost.first:,}..{lost.last:,}"
+
+
+def _commit_words(lost: LostRange) -> str:
+    if not lost.commit_ts:
+        return ("committed (the commit itself was not recorded: it happened after the "
+                "consumer's last poll)")
+    return f"{_committed(lost.commit_how)} at {clock(lost.commit_ts)}"
+
+
+def _fate(lost: LostRange) -> str:
+    """What happened to the records after the commit, by their cause."""
+    who = "no consumer"
+    if lost.consumer is not None:
+        who = f"consumer {lost.consumer}"
+    if lost.cause == "crash" and lost.crash_ts:
+        return f"{who} crashed at {clock(lost.crash_ts)} before processing them"
+    if lost.cause == "crash":
+        return f"{who} died before processing them"
+    if lost.cause == "failed":
+        return f"{who} failed to process them and did not try again"
+    if lost.cause == "aborted":
+        return f"{who}'s transaction that processed them aborted"
+    return "no consumer ever received them"
 
 
 def summary(side: ConsumerInputs, counts: ConsumerCounts, lost: Sequence[LostRange],
             ledger: ConsumerLedgerTables) -> ConsumerSide:
     """The report's `consumers`: totals, per partition, causes, Jepsen's counts, the words."""
     partitions = counts.partitions
-    by_cause = {cause: sum(r.count for r in lost if r.cause == cause) for cause in CAUSES}
+    by_cause = _by_cause(lost)
     anomalies = poll_anomalies(ledger.polls, side.ranges)
     settings = side.settings
     out = ConsumerSide(
@@ -146,10 +191,9 @@ def summary(side: ConsumerInputs, counts: ConsumerCounts, lost: Sequence[LostRan
         never_processed=sum(p.never_processed for p in partitions),
         processed_twice=sum(p.processed_twice for p in partitions),
         extra_processings=sum(p.extra_processings for p in partitions),
-        committed_unprocessed=sum(n for cause, n in by_cause.items()
-                                  if cause != "never_delivered"),
+        committed_unprocessed=sum(by_cause.values()) - by_cause["never_delivered"],
         never_processed_by_cause=by_cause, unconsumed_at_end=side.unconsumed,
-        crashes=int(sum(1 for e in ledger.events.to_pylist() if e["event"] == "crash")),
+        crashes=_crashes(ledger),
         jepsen={"poll-skip": anomalies["poll_skip"],
                 "nonmonotonic-poll": anomalies["nonmonotonic_poll"],
                 "duplicate": sum(p.processed_twice for p in partitions)},
@@ -159,6 +203,19 @@ def summary(side: ConsumerInputs, counts: ConsumerCounts, lost: Sequence[LostRan
         partitions=tuple(partitions), lost_ranges=tuple(lost[:100]),
         lost_ranges_more=max(0, len(lost) - 100), output_counts=counts.output)
     return replace(out, explanation=words(out, lost))
+
+
+def _by_cause(lost: Sequence[LostRange]) -> dict[str, int]:
+    """Never-processed records by cause, every cause named (in CAUSES' order)."""
+    by_cause = dict.fromkeys(CAUSES, 0)
+    for r in lost:
+        if r.cause in by_cause:
+            by_cause[r.cause] += r.count
+    return by_cause
+
+
+def _crashes(ledger: ConsumerLedgerTables) -> int:
+    return sum(1 for e in ledger.events.to_pylist() if e["event"] == "crash")
 
 
 def words(side: ConsumerSide, lost: Sequence[LostRange]) -> str:
@@ -172,7 +229,8 @@ def words(side: ConsumerSide, lost: Sequence[LostRange]) -> str:
                 "it committed past.")
     if side.processed_twice:
         text += (f" {plural(side.processed_twice, 'record')} "
-                 f"{'was' if side.processed_twice == 1 else 'were'} processed more than once"
+                 f"{agree(side.processed_twice, 'was', 'were')} processed more than once"
+
                  f" ({plural(side.jepsen['nonmonotonic-poll'], 'poll')} began again at or "
                  "before an offset already polled: redelivery from the last commit).")
     output = side.output_counts

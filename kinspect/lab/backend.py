@@ -110,50 +110,73 @@ class UpOptions:
     @property
     def oauth(self) -> bool:
         """--sasl oauthbearer: OAUTHBEARER on the SASL listeners, the lab's token endpoint."""
-        return (self.sasl or "").lower() == "oauthbearer"
+        if self.sasl is None:
+            return False
+        return self.sasl.lower() == "oauthbearer"
 
     @property
     def sasl_mechanism(self) -> str | None:
         """--sasl, or SCRAM-SHA-256 for --tls alone (its SASL_SSL listener needs a user)."""
-        return self.sasl or ("scram-sha-256" if self.tls else None)
+        if self.sasl:
+            return self.sasl
+        if self.tls:
+            return "scram-sha-256"
+        return None
 
     @property
     def dedicated_controllers(self) -> int | None:
         """How many ctl nodes (KRaft), None in a ZooKeeper lab."""
         if not self.kraft:
             return None
-        return 1 if self.controllers is None else self.controllers
+        if self.controllers is None:
+            return 1
+        return self.controllers
 
     def validate(self) -> None:
         """Refuse bad options before anything is made or torn down."""
-        if self.brokers < 1 or self.brokers > 9:
+        if not 1 <= self.brokers <= 9:
             raise KinspectError("--brokers must be between 1 and 9")
         if self.mode not in MODES:
             raise KinspectError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        if self.controllers is not None and not self.kraft:
-            raise KinspectError("--controllers is for --mode kraft (a ZooKeeper lab has zk1)")
-        if self.controllers is not None and not 0 <= self.controllers <= 5:
-            raise KinspectError("--controllers must be between 0 and 5")
-        if self.kafka is not None:
-            version = dist.resolve_version(self.kafka)  # a one-line refusal of nonsense
-            if not self.kraft and not dist.supports_zookeeper(version):
-                raise KinspectError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
-                                    "add --mode kraft")
-        if self.features and (not self.kraft or dist.supports_zookeeper(self.kafka)):
-            raise KinspectError("--feature needs --mode kraft on Kafka 4.x (kafka-storage "
-                                "format --feature)")
-        for name in self.features:
-            if (problem := dist.feature_problem(name)) is not None:
-                raise KinspectError(f"--feature: {problem}")
+        self._validate_controllers()
+        self._validate_release()
         if self.authorizer and not self.sasl_mechanism:
             raise KinspectError("--authorizer needs --sasl or --tls: its users log in with SASL")
         self._validate_resources()
         presets.effective(self.preset, self.overrides, self.mode)
 
+    def _validate_controllers(self) -> None:
+        """--controllers: a KRaft lab's, 0 (combined) to 5."""
+        if self.controllers is None:
+            return
+        if not self.kraft:
+            raise KinspectError("--controllers is for --mode kraft (a ZooKeeper lab has zk1)")
+        if not 0 <= self.controllers <= 5:
+            raise KinspectError("--controllers must be between 0 and 5")
+
+    def _validate_release(self) -> None:
+        """--kafka and --feature: a release of the lab's mode, its features known to it."""
+        if self.kafka is not None:
+            version = dist.resolve_version(self.kafka)  # a one-line refusal of nonsense
+            if not self.kraft and not dist.supports_zookeeper(version):
+                raise KinspectError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
+                                    "add --mode kraft")
+        if not self.features:
+            return
+        if not self.kraft or dist.supports_zookeeper(self.kafka):
+            raise KinspectError("--feature needs --mode kraft on Kafka 4.x (kafka-storage "
+                                "format --feature)")
+        for name in self.features:
+            problem = dist.feature_problem(name)
+            if problem is not None:
+                raise KinspectError(f"--feature: {problem}")
+
     def _validate_resources(self) -> None:
         """The brokers' heaps and disks."""
-        if self.broker_heap is not None and (problem := broker_heap_problem(self.broker_heap)):
-            raise KinspectError(f"--broker-heap {problem}")
+        if self.broker_heap is not None:
+            problem = broker_heap_problem(self.broker_heap)
+            if problem:
+                raise KinspectError(f"--broker-heap {problem}")
         if not 1 <= self.log_dirs <= disks.MAX_LOG_DIRS:
             raise KinspectError(f"--log-dirs must be between 1 and {disks.MAX_LOG_DIRS}")
 
@@ -189,19 +212,22 @@ class LabBackend(ABC):
             try:
                 self._build(state, options, progress)
             except BaseException:
-                kept = self._keep_start_logs()
-                progress(f"start failed; removing what was made (the nodes' logs kept in {kept})"
-                         if kept else "start failed; removing what was made")
-                oauth.stop(state)
-                self._teardown(state, progress)
+                self._failed_start(state, progress)
                 raise
-            quorum = (f", KRaft with {len(state.voters)} controller"
-                      f"{'s' if len(state.voters) != 1 else ''}"
-                      f"{' (combined)' if state.extra.get('controllers') == 0 else ''}"
-                      if state.kraft else "")
-            journal.record("up", state.lab_id, detail=f"{len(state.brokers)} brokers{quorum}, "
-                           f"preset {state.preset}, {self.name} backend", root=self.root)
+            journal.record("up", state.lab_id, detail=f"{len(state.brokers)} brokers"
+                           f"{quorum_words(state)}, preset {state.preset}, {self.name} backend",
+                           root=self.root)
             return state
+
+    def _failed_start(self, state: LabState, progress: Progress) -> None:
+        """Remove what a failed start made, its nodes' logs kept aside first."""
+        kept = self._keep_start_logs()
+        if kept:
+            progress(f"start failed; removing what was made (the nodes' logs kept in {kept})")
+        else:
+            progress("start failed; removing what was made")
+        oauth.stop(state)
+        self._teardown(state, progress)
 
     def down(self, progress: Progress) -> bool:
         """Remove everything the lab made; False when there was nothing to remove."""
@@ -235,25 +261,29 @@ class LabBackend(ABC):
                    **extra: Any) -> LabState:
         """The state of a lab about to be made, from what `up` was asked for."""
         authorizer.clear_users(self.root)
-        secure = {**({"sasl": sasl.plan(self.root, options.sasl_mechanism)}
-                     if options.sasl_mechanism else {}),
-                  **({"oauth": oauth.plan(self.root)} if options.oauth else {}),
-                  **({"tls": tls.plan(self.root, nodes)} if options.tls else {}),
-                  **({"authorizer": authorizer.plan(self.root, options.mode)} if options.authorizer
-                     else {})}
+        secure = self._secure(options, nodes)
+        if not lab_id:
+            lab_id = new_lab_id()
         return LabState(
-            lab_id=lab_id or new_lab_id(), backend=self.name, preset=options.preset,
+            lab_id=lab_id, backend=self.name, preset=options.preset,
             network=network, kafka_version=kafka_version,
             overrides=dict(options.overrides), nodes=nodes, created_at=journal.now_ms(),
             slot=slot, host_address=host_address, mode=options.mode,
             broker_config=presets.effective(options.preset, options.overrides, options.mode),
-            extra={"brokers": options.brokers, **extra,
-                   **({"cluster_id": new_cluster_id(),
-                       "controllers": options.dedicated_controllers} if options.kraft else {}),
-                   **({"features": dict(options.features)} if options.features else {}),
-                   **({"log_dirs": options.log_dirs} if options.log_dirs > 1 else {}),
-                   **({"broker_heap": options.broker_heap} if options.broker_heap else {}),
-                   **secure})
+            extra={"brokers": options.brokers, **extra, **_asked_extra(options), **secure})
+
+    def _secure(self, options: UpOptions, nodes: list[NodeRecord]) -> dict[str, object]:
+        """The state's security parts `up` was asked for: SASL, OAUTHBEARER, TLS, ACLs."""
+        secure: dict[str, object] = {}
+        if options.sasl_mechanism:
+            secure["sasl"] = sasl.plan(self.root, options.sasl_mechanism)
+        if options.oauth:
+            secure["oauth"] = oauth.plan(self.root)
+        if options.tls:
+            secure["tls"] = tls.plan(self.root, nodes)
+        if options.authorizer:
+            secure["authorizer"] = authorizer.plan(self.root, options.mode)
+        return secure
 
     @abstractmethod
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:
@@ -311,11 +341,8 @@ class LabBackend(ABC):
         quorum needs its majority up to elect), then wait for the brokers to be unfenced."""
         for node in state.nodes:
             self._launch(state, node)
-            roles = "controller" if node.role == "controller" else (
-                "broker + controller" if node.controller_address else "broker")
-            progress(f"{node.name} ({roles}, node {node.kraft_id}) starting at "
-                     f"{node.controller_address if node.role == 'controller' else node.address}"
-                     f"{self._where(node)}")
+            progress(f"{node.name} ({kraft_roles(node)}, node {node.kraft_id}) starting at "
+                     f"{kraft_address(node)}{self._where(node)}")
         leader = wait_for_kraft(state, deadline, lambda: [
             f"{n.name}{self._why_dead(n)}" for n in state.nodes if not self._running(state, n)],
             progress)
@@ -339,9 +366,10 @@ class LabBackend(ABC):
                 lines = (logs / name).read_text(errors="replace").splitlines()[-40:]
             except OSError:
                 continue
-            said += [line.strip() for line in lines
-                     if "Exception" in line or "ERROR" in line or "FATAL" in line]
-        return f" ({said[-1][:200]})" if said else ""
+            said += [line.strip() for line in lines if _an_error(line)]
+        if not said:
+            return ""
+        return f" ({said[-1][:200]})"
 
     def _keep_start_logs(self) -> Path | None:
         """A copy of every node's logs when a start fails, out of the lab dir: the next reset
@@ -352,7 +380,9 @@ class LabBackend(ABC):
         kept = self.root.parent / "lab-failures" / time.strftime("%Y%m%d-%H%M%S")
         for logs in nodes.glob("*/logs"):
             shutil.copytree(logs, kept / logs.parent.name, dirs_exist_ok=True)
-        return kept if kept.is_dir() else None
+        if not kept.is_dir():
+            return None
+        return kept
 
     def _where(self, node: NodeRecord) -> str:
         """Where a starting node can be found, for the progress lines."""
@@ -407,11 +437,11 @@ class LabBackend(ABC):
                                 "process backend (its small disks are this machine's)")
         path = disks.log_dirs(node_dir(self.root, node.name) / "data", count)[-1]
         if kind is FaultKind.FILL_DISK:
-            done = f"filled {node.name}'s log dir {path.name} ({disks.fill(path) / 1e6:.0f} MB " \
-                "written): Kafka takes it offline at its next write there"
+            done = (f"filled {node.name}'s log dir {path.name} ({disks.fill(path) / 1e6:.0f} MB "
+                    "written): Kafka takes it offline at its next write there")
         else:
-            done = f"freed {disks.free(path) / 1e6:.0f} MB on {node.name}'s log dir {path.name}" \
-                " (Kafka uses it again when the broker restarts)"
+            done = (f"freed {disks.free(path) / 1e6:.0f} MB on {node.name}'s log dir {path.name}"
+                    " (Kafka uses it again when the broker restarts)")
         journal.record(kind, state.lab_id, node=node.name, root=self.root,
                        detail=f"{kind} {node.name} {path.name}")
         return done
@@ -432,10 +462,15 @@ class LabBackend(ABC):
         do(state, node)
         node.state = after
         save_state(state, self.root)
-        journal.record(kind, state.lab_id, node=node.name, root=self.root,
-                       detail=f"{kind} {node.name}" + (f" (pid {pid})" if pid else ""))
+        detail = f"{kind} {node.name}"
+        if pid:
+            detail += f" (pid {pid})"
+        journal.record(kind, state.lab_id, node=node.name, root=self.root, detail=detail)
+        done = f"{DONE[kind]} {node.name}"
         means = self.means.get(kind)
-        return f"{DONE[kind]} {node.name}" + (f" ({means})" if means else "")
+        if means:
+            done += f" ({means})"
+        return done
 
     def _start_node(self, state: LabState, node: NodeRecord) -> str:
         if node.state.alive:
@@ -464,8 +499,9 @@ class LabBackend(ABC):
             return " (not waited for: ZooKeeper or the controller quorum is down)"
         gaps = wait_until_served(serving(state), time.monotonic() + START_WAIT_S,
                                  lambda line: None)
-        return f" (not yet usable after {START_WAIT_S:.0f} s: {describe_gaps(gaps)})" \
-            if gaps else ""
+        if not gaps:
+            return ""
+        return f" (not yet usable after {START_WAIT_S:.0f} s: {describe_gaps(gaps)})"
 
     @abstractmethod
     def _kill(self, state: LabState, node: NodeRecord) -> None: ...
@@ -584,7 +620,9 @@ class LabBackend(ABC):
             self._node(state, only)  # an unknown node is a one-line error
             if only not in slowed:
                 return f"{only}'s link is not slowed"
-        names = [only] if only else sorted(slowed)
+        names = sorted(slowed)
+        if only:
+            names = [only]
         if not names:
             return "no link was slowed"
         for name in names:
@@ -656,14 +694,76 @@ def plan_nodes(brokers: int, address: Callable[[int, str], tuple[str, int]],
     for index, name in enumerate(node_names(brokers, controllers)):
         host, port = address(index, name)
         broker_id = topology.broker_id_of(name)
-        role: Role = ("broker" if broker_id is not None else
-                "zookeeper" if controllers is None else "controller")
+        combined_port = None  # a broker's own controller listener, in combined mode
+        if controllers == 0 and controller_port is not None:
+            combined_port = controller_port(index)
         nodes.append(NodeRecord(
-            name=name, role=role, host=host, port=port, broker_id=broker_id,
-            node_id=topology.controller_id_of(name),
-            controller_port=(controller_port(index) if controllers == 0 and controller_port
-                             else None)))
+            name=name, role=_role(broker_id, controllers), host=host, port=port,
+            broker_id=broker_id, node_id=topology.controller_id_of(name),
+            controller_port=combined_port))
     return nodes
+
+
+def _role(broker_id: int | None, controllers: int | None) -> Role:
+    """A node's role: a broker, else ZooKeeper's (no controllers: a ZooKeeper lab) or a
+    dedicated controller."""
+    if broker_id is not None:
+        return "broker"
+    if controllers is None:
+        return "zookeeper"
+    return "controller"
+
+
+def _asked_extra(options: UpOptions) -> dict[str, object]:
+    """The state's extra parts `up` was asked for: KRaft's cluster id and quorum, the format's
+    features, the log dirs and heap when not the default."""
+    extra: dict[str, object] = {}
+    if options.kraft:
+        extra.update(cluster_id=new_cluster_id(), controllers=options.dedicated_controllers)
+    if options.features:
+        extra["features"] = dict(options.features)
+    if options.log_dirs > 1:
+        extra["log_dirs"] = options.log_dirs
+    if options.broker_heap:
+        extra["broker_heap"] = options.broker_heap
+    return extra
+
+
+def kraft_roles(node: NodeRecord) -> str:
+    """What a KRaft node is, in `lab up`'s progress lines."""
+    if node.role == "controller":
+        return "controller"
+    if node.controller_address:
+        return "broker + controller"
+    return "broker"
+
+
+def kraft_address(node: NodeRecord) -> str | None:
+    """Where a starting KRaft node answers: a controller on its controller listener."""
+    if node.role == "controller":
+        return node.controller_address
+    return node.address
+
+
+_ERROR_WORDS = ("Exception", "ERROR", "FATAL")
+
+
+def _an_error(line: str) -> bool:
+    """A log line that says why a node died."""
+    return any(word in line for word in _ERROR_WORDS)
+
+
+def quorum_words(state: LabState) -> str:
+    """`, KRaft with 3 controllers (combined)` for `lab up`'s journal line; "" for ZooKeeper."""
+    if not state.kraft:
+        return ""
+    count = len(state.voters)
+    words = f", KRaft with {count} controller"
+    if count != 1:
+        words += "s"
+    if state.extra.get("controllers") == 0:
+        words += " (combined)"
+    return words
 
 
 def new_lab_id() -> str:
@@ -672,21 +772,6 @@ def new_lab_id() -> str:
 
 def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
     """The stable `lab status --json` shape other tools and scripts rely on."""
-    nodes: list[dict[str, Any]] = []
-    for node in state.nodes:
-        entry: dict[str, Any] = {"name": node.name, "role": node.role}
-        if node.broker_id is not None:
-            entry["broker_id"] = node.broker_id
-        if node.node_id is not None:
-            entry["node_id"] = node.node_id
-        if node.controller_port is not None:
-            entry["controller_address"] = node.controller_address
-        entry.update(state=node.state, address=node.address, pid=node.pid)
-        if node.netns:
-            entry["netns"] = node.netns
-        if node.container:
-            entry["container"] = node.container
-        nodes.append(entry)
     return {
         "backend": state.backend,
         "lab_id": state.lab_id,
@@ -703,26 +788,70 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         "mode": state.mode,
         "bootstrap": state.bootstrap,
         "zookeeper": state.zookeeper_address,
-        "controllers": ({str(i): a for i, a in state.controller_addresses.items()}
-                        if state.kraft else None),
-        "nodes": nodes,
+        "controllers": _controllers_json(state),
+        "nodes": [_node_json(node) for node in state.nodes],
         "groups": state.groups,
         "slowed": state.slowed_links(),
-        "sasl": ({"bootstrap": sasl.bootstrap(state), **{k: v for k, v in state.extra["sasl"].items()
-                                                           if k != "port_offset"}}
-                 if "sasl" in state.extra else None),
+        "sasl": _sasl_json(state),
         # --sasl oauthbearer: where clients get tokens (the secret: a file's name, never its text)
-        "oauth": ({k: state.extra["oauth"].get(k) for k in ("token_endpoint", "client_id",
-                   "client_secret_file", "audience", "issuer", "jwks")}
-                  if oauth.enabled(state) else None),
-        "tls": ({"ca": tls.ca_file(state), "ssl_bootstrap": tls.ssl_bootstrap(state),
-                 "sasl_ssl_bootstrap": tls.sasl_ssl_bootstrap(state)}
-                if tls.enabled(state) else None),
-        "authorizer": ({**state.extra["authorizer"], "users": [
-            u.name for u in authorizer.load_users(Path(state.extra["authorizer"]["users_dir"]))]}
-                       if authorizer.enabled(state) else None),
+        "oauth": _oauth_json(state),
+        "tls": _tls_json(state),
+        "authorizer": _authorizer_json(state),
         "clients_with": state.clients_with,
         "broker_config": {k: state.broker_config[k] for k in presets.SHOWN_KEYS
                           if k in state.broker_config},
         "created_at": state.created_at,
     }
+
+
+def _node_json(node: NodeRecord) -> dict[str, object]:
+    """One node of `lab status --json`: the ids and addresses it has, in a fixed order."""
+    entry: dict[str, object] = {"name": node.name, "role": node.role}
+    if node.broker_id is not None:
+        entry["broker_id"] = node.broker_id
+    if node.node_id is not None:
+        entry["node_id"] = node.node_id
+    if node.controller_port is not None:
+        entry["controller_address"] = node.controller_address
+    entry.update(state=node.state, address=node.address, pid=node.pid)
+    if node.netns:
+        entry["netns"] = node.netns
+    if node.container:
+        entry["container"] = node.container
+    return entry
+
+
+def _controllers_json(state: LabState) -> dict[str, str] | None:
+    if not state.kraft:
+        return None
+    return {str(i): address for i, address in state.controller_addresses.items()}
+
+
+def _sasl_json(state: LabState) -> dict[str, object] | None:
+    if "sasl" not in state.extra:
+        return None
+    shown = {k: v for k, v in state.extra["sasl"].items() if k != "port_offset"}
+    return {"bootstrap": sasl.bootstrap(state), **shown}
+
+
+_OAUTH_SHOWN = ("token_endpoint", "client_id", "client_secret_file", "audience", "issuer", "jwks")
+
+
+def _oauth_json(state: LabState) -> dict[str, object] | None:
+    if not oauth.enabled(state):
+        return None
+    return {k: state.extra["oauth"].get(k) for k in _OAUTH_SHOWN}
+
+
+def _tls_json(state: LabState) -> dict[str, object] | None:
+    if not tls.enabled(state):
+        return None
+    return {"ca": tls.ca_file(state), "ssl_bootstrap": tls.ssl_bootstrap(state),
+            "sasl_ssl_bootstrap": tls.sasl_ssl_bootstrap(state)}
+
+
+def _authorizer_json(state: LabState) -> dict[str, object] | None:
+    if not authorizer.enabled(state):
+        return None
+    users = authorizer.load_users(Path(state.extra["authorizer"]["users_dir"]))
+    return {**state.extra["authorizer"], "users": [user.name for user in users]}

@@ -47,7 +47,23 @@ ROW_SCHEMA = ("pp int, i_broker int, i_epoch int, s_offset long, start_ts long, 
 
 def _number(partition: str | None, topic: str) -> int | None:
     found = re.fullmatch(rf"{re.escape(topic)}-(\d+)", partition or "")
-    return int(found[1]) if found else None
+    if found is None:
+        return None
+    return int(found[1])
+
+
+def _named_leader(e: TimelineEvent) -> int | None:
+    """The broker a leader sighting names: the observer's new leader, else the line's own."""
+    if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE):
+        return e.new
+    return e.broker
+
+
+def _start_offset(e: TimelineEvent) -> int:
+    """Where the leader's log stood as it began leading: only its own line says (-1)."""
+    if e.kind is LogKind.LEADER_START and e.offset is not None:
+        return e.offset
+    return -1
 
 
 def _starts(events: Sequence[TimelineEvent], topic: str
@@ -60,12 +76,10 @@ def _starts(events: Sequence[TimelineEvent], topic: str
         partition = _number(e.partition, topic)
         if rank is None or partition is None or e.epoch is None:
             continue
-        broker = e.new if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE) \
-            else e.broker
+        broker = _named_leader(e)
         if broker is None or broker < 0:
             continue
-        offset = e.offset if e.kind is LogKind.LEADER_START and e.offset is not None else -1
-        key, value = (partition, e.epoch), (rank, broker, offset, e.ts)
+        key, value = (partition, e.epoch), (rank, broker, _start_offset(e), e.ts)
         if key not in best or value[0] < best[key][0]:
             best[key] = value
     return {k: (v[1], v[2], v[3]) for k, v in best.items()}
@@ -75,12 +89,28 @@ def leaderships(events: Sequence[TimelineEvent], topic: str) -> list[Leadership]
     """Every leadership of the topic's partitions that the timeline shows."""
     out = []
     for (partition, epoch), (broker, offset, start) in sorted(_starts(events, topic).items()):
-        own = [e for e in events if e.kind in ENDS_LEADERSHIP and e.broker == broker
-               and e.ts > start and _number(e.partition, topic) in (partition, None)
-               and not (e.kind is LogKind.LEADER_START and e.epoch == epoch)]
+        own = [e for e in events if e.broker == broker and e.ts > start
+               and _ends_leadership(e, partition, epoch, topic)]
         end = min((e.ts for e in own), default=None)
-        truncs = [e for e in own if e.kind is LogKind.TRUNCATE and e.offset is not None]
-        first = min(truncs, key=lambda e: e.ts, default=None)
-        out.append(Leadership(partition, broker, epoch, offset, start, end,
-                              first.offset if first else None, first.ts if first else None))
+        truncated_to, truncated_ts = _first_truncation(own)
+        out.append(Leadership(partition, broker, epoch, offset, start, end, truncated_to,
+                              truncated_ts))
     return out
+
+
+def _ends_leadership(e: TimelineEvent, partition: int, epoch: int, topic: str) -> bool:
+    """Does the (leader's own) line end its leading `partition` at `epoch`: it follows,
+    truncates, or leads at another epoch?"""
+    if e.kind not in ENDS_LEADERSHIP or _number(e.partition, topic) not in (partition, None):
+        return False
+    return not (e.kind is LogKind.LEADER_START and e.epoch == epoch)
+
+
+def _first_truncation(own: Sequence[TimelineEvent]) -> tuple[int | None, int | None]:
+    """The offset the broker's log was first truncated to, and when (None, None: never)."""
+    truncs = [e for e in own if e.kind is LogKind.TRUNCATE and e.offset is not None]
+    first = min(truncs, key=lambda e: e.ts, default=None)
+    if first is None:
+        return None, None
+    return first.offset, first.ts
+

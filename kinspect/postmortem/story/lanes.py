@@ -302,7 +302,7 @@ def _close(open_: list[_Open], ended: Sequence[_Open], at: int, short_ms: int) -
 
 def _instant(fault: TimelineEvent, short_ms: int) -> Band:
     """A fault over as it happened (a restart), or whose undo is not known: `short_ms` wide."""
-    return Band(fault.ts, fault.ts + short_ms, label(fault), str(fault.action), True)
+    return Band(fault.ts, fault.ts + short_ms, label(fault), fault.action or "", True)
 
 
 def label(fault: TimelineEvent) -> str:

@@ -96,7 +96,10 @@ class PreviousSeqs:
         known = np.ones(n, bool)
         for at in np.flatnonzero(first):
             before = self.last.get(int(keys[at]))
-            prev[at], known[at] = (before, True) if before is not None else (0, False)
+            if before is None:  # the first record of its run and producer here
+                prev[at], known[at] = 0, False
+            else:
+                prev[at] = before
         last = np.append(np.flatnonzero(first)[1:] - 1, n - 1)
         self.last.update(zip(keys[last].tolist(), seqs[last].tolist(), strict=True))
         out, valid = np.empty(n, np.int64), np.empty(n, bool)
@@ -196,8 +199,10 @@ def verify(bootstrap: str, topic: str, run_dir: Path, timeout_s: float | None = 
     timeout_s is the overall limit (None: time_limit() of the records to read); reading also
     stops after stall_s without progress. `count(done, total)` follows the offsets read (for
     a bar); without it, `progress` gets a line each second instead."""
+    if config is None:
+        config = {}
     settings, auth = client_config({
-        **(config or {}),
+        **config,
         "bootstrap.servers": bootstrap,
         "group.id": f"kinspect-verify-{uuid.uuid4().hex[:8]}",  # never joined: we assign()
         "enable.auto.commit": False,
@@ -269,7 +274,9 @@ class _Reader:
 
     def run(self, timeout_s: float | None, stall_s: float,
             progress: Callable[[str], None] | None, count: Count | None) -> list[PartitionRead]:
-        limit = time_limit(self.total) if timeout_s is None else timeout_s
+        limit = timeout_s
+        if limit is None:
+            limit = time_limit(self.total)
         try:
             self._consume(limit, stall_s, progress, count)
             for part in self.parts.values():
@@ -292,29 +299,50 @@ class _Reader:
         started = moved = told = time.monotonic()
         while self.pending:
             now = time.monotonic()
-            if now - started > limit or now - moved > stall_s:
-                why = (f"no progress for {stall_s:.0f} s" if now - moved > stall_s
-                       else f"its limit of {limit:.0f} s")
-                raise KinspectError(self._how_far(now - started, why))
-            before = len(self.pending)
-            messages = self._records(self.consumer.consume(num_messages=10000, timeout=0.5))
-            if messages:
-                # column by column: a comprehension per field is the cheapest way through
-                # Python, and the batch is parsed and split by partition in Arrow
-                self._route(to_batch(
-                    self.topic, [m.partition() for m in messages], [m.offset() for m in messages],
-                    [m.value() for m in messages], [m.leader_epoch() for m in messages],
-                    [m.timestamp()[1] for m in messages]))
+            self._give_up_if_late(now - started, now - moved, limit, stall_s)
+            went_on = self._read_once()
             now = time.monotonic()
-            if messages or len(self.pending) < before:
+            if went_on:
                 moved = now
-            if count and now - told > 0.1:
-                self.told = self.done()
-                count(self.told, self.total)
-                told = now
-            elif progress and not count and now - told > 1.0:
-                progress(f"read {self.done():,} of {self.total:,} records")
-                told = now
+            told = self._tell(now, told, progress, count)
+
+    def _give_up_if_late(self, elapsed: float, still: float, limit: float,
+                         stall_s: float) -> None:
+        """Reading stops after `stall_s` without progress, or past its overall limit."""
+        if still > stall_s:
+            raise KinspectError(self._how_far(elapsed, f"no progress for {stall_s:.0f} s"))
+        if elapsed > limit:
+            raise KinspectError(self._how_far(elapsed, f"its limit of {limit:.0f} s"))
+
+    def _read_once(self) -> bool:
+        """One consume(), its records routed; whether reading went on (records came, or a
+        partition ended)."""
+        before = len(self.pending)
+        messages = self._records(self.consumer.consume(num_messages=10000, timeout=0.5))
+        if not messages:
+            return len(self.pending) < before
+        # column by column: a comprehension per field is the cheapest way through
+        # Python, and the batch is parsed and split by partition in Arrow
+        self._route(to_batch(
+            self.topic, [m.partition() for m in messages], [m.offset() for m in messages],
+            [m.value() for m in messages], [m.leader_epoch() for m in messages],
+            [m.timestamp()[1] for m in messages]))
+        return True
+
+    def _tell(self, now: float, told: float, progress: Callable[[str], None] | None,
+              count: Count | None) -> float:
+        """How far reading is: count() ten times a second, or without it a line each second
+        to `progress`; returns when it last told."""
+        if count:
+            if now - told <= 0.1:
+                return told
+            self.told = self.done()
+            count(self.told, self.total)
+            return now
+        if progress is None or now - told <= 1.0:
+            return told
+        progress(f"read {self.done():,} of {self.total:,} records")
+        return now
 
     def _records(self, messages: list[Any]) -> list[Any]:
         """The records among what consume() gave; an end of partition marks it done, any
@@ -338,7 +366,9 @@ class _Reader:
         unique = pc.unique(numbers).to_pylist()
         for number in unique:
             part = self.parts[number]
-            mine = batch if len(unique) == 1 else batch.filter(pc.equal(numbers, number))
+            mine = batch  # nearly always: a batch of one partition
+            if len(unique) > 1:
+                mine = batch.filter(pc.equal(numbers, number))
             offsets = mine.column(2)
             if pc.max(offsets).as_py() >= part.high - 1:
                 self.pending.discard(number)
@@ -354,7 +384,9 @@ class _Reader:
         behind = [self.parts[p] for p in sorted(self.pending)]
         where = ", ".join(f"{self.topic}-{p.number} at offset {p.next:,} of {p.high:,}"
                           for p in behind[:3])
-        more = f" and {len(behind) - 3} more" if len(behind) > 3 else ""
+        more = ""
+        if len(behind) > 3:
+            more = f" and {len(behind) - 3} more"
         return (f"gave up reading {self.topic} to its high watermark after {elapsed:.0f} s "
                 f"({why}): {self.read():,} of {self.total:,} records read; "
                 f"{where}{more} (nothing was written; try again, or a larger --timeout)")

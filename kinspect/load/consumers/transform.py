@@ -45,51 +45,75 @@ class Transformer:
         Offsets go inside the transaction (`transaction`), or are committed as the mode says
         outside it; after an abort, `transaction` rewinds to the poll's first offsets so the
         records are processed again, the others move on (the naive loop)."""
-        producer, settings = self.producer, self.worker.settings
-        output = self.output
-        mode = settings.commit
+        mode = self.worker.settings.commit
         if mode == "before":
             self.worker.commit()
-        received = now_ms()
         outcomes: list[Outcome] = []
         try:
-            producer.begin_transaction()
-            for message in messages:
-                self.worker.received += 1
-                self.worker.maybe_crash()
-                if settings.process_ms:
-                    time.sleep(settings.process_ms / 1000)
-                producer.produce(output, message.value(), message.key())
-                outcomes.append((int(message.partition() or 0), int(message.offset() or 0),
-                                 message_id(message.value()), received, 0, "", 1))
-            # The output reaches the log before the decision, as it does when an application
-            # fails after writing (an abort before a flush would only purge the client's queue,
-            # and read_uncommitted readers would have nothing to show).
-            producer.flush(30)
-            if self.worker.rng.random() < settings.fail_rate:
-                self._abort(messages, outcomes, "chosen by --fail-rate")
-                return
-            positions = self.worker.consumer.position(self.worker.consumer.assignment())
-            if mode == "transaction":
-                producer.send_offsets_to_transaction(
-                    positions, self.worker.consumer.consumer_group_metadata(), 30)
-            self._commit_transaction()
+            positions = self._transaction(messages, outcomes)
         except KafkaException as exc:
             error = exc.args[0]
             if not error.txn_requires_abort():
                 raise  # fatal (fenced by a newer incarnation, …): this process ends
             self._abort(messages, outcomes, error.name())
             return
+        if positions is None:  # aborted as --fail-rate chose
+            return
         done = now_ms()
         self.worker.ledger.outcomes([(*o[:4], done, PROCESSED, 1) for o in outcomes])
         self.worker.stats.processed += len(outcomes)
         if mode == "transaction":
-            offsets = [(int(p.partition), int(p.offset)) for p in positions
-                       if p.topic == settings.topic and p.offset is not None and p.offset >= 0]
+            offsets = self._own_offsets(positions)
             self.worker.ledger.committed(done, offsets, "transaction")
             self.worker.stats.commits += len(offsets)
         elif mode == "after":
             self.worker.commit()
+
+    def _transaction(self, messages: Sequence[Message],
+                     outcomes: list[Outcome]) -> list[TopicPartition] | None:
+        """The poll's records copied in one transaction, committed (with the input offsets
+        in it for `transaction`); the consumer's positions, or None when --fail-rate aborted
+        it. `outcomes` gets each record copied."""
+        producer = self.producer
+        received = now_ms()
+        producer.begin_transaction()
+        self._copy(messages, outcomes, received)
+        # The output reaches the log before the decision, as it does when an application
+        # fails after writing (an abort before a flush would only purge the client's queue,
+        # and read_uncommitted readers would have nothing to show).
+        producer.flush(30)
+        if self.worker.rng.random() < self.worker.settings.fail_rate:
+            self._abort(messages, outcomes, "chosen by --fail-rate")
+            return None
+        positions: list[TopicPartition] = self.worker.consumer.position(
+            self.worker.consumer.assignment())
+        if self.worker.settings.commit == "transaction":
+            producer.send_offsets_to_transaction(
+                positions, self.worker.consumer.consumer_group_metadata(), 30)
+        self._commit_transaction()
+        return positions
+
+    def _copy(self, messages: Sequence[Message], outcomes: list[Outcome], received: int) -> None:
+        """Each record to the output topic (after --process-ms of work each)."""
+        producer, settings, output = self.producer, self.worker.settings, self.output
+        for message in messages:
+            self.worker.received += 1
+            self.worker.maybe_crash()
+            if settings.process_ms:
+                time.sleep(settings.process_ms / 1000)
+            producer.produce(output, message.value(), message.key())
+            outcomes.append((int(message.partition() or 0), int(message.offset() or 0),
+                             message_id(message.value()), received, 0, "", 1))
+
+    def _own_offsets(self, positions: list[TopicPartition]) -> list[tuple[int, int]]:
+        """The input topic's positions that are offsets (a partition not read yet has none)."""
+        offsets = []
+        for p in positions:
+            if p.topic != self.worker.settings.topic:
+                continue
+            if p.offset is not None and p.offset >= 0:
+                offsets.append((int(p.partition), int(p.offset)))
+        return offsets
 
     def _commit_transaction(self) -> None:
         """commit_transaction, tried again while Kafka calls its error retriable (a leader

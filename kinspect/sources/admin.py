@@ -54,8 +54,8 @@ from kinspect.sources.probes.base import (
     ask_now,
     start,
 )
-from kinspect.sources.probes.brokers import BrokerAnswers, BrokerAnswersProbe, Decided, EpochEndsProbe
-from kinspect.sources.probes.cluster import (
+from kinspect.sources.probes.brokers_probe import BrokerAnswers, BrokerAnswersProbe, Decided, EpochEndsProbe
+from kinspect.sources.probes.cluster_probe import (
     Eligible,
     EligibleLeadersProbe,
     KraftQuorumProbe,
@@ -63,15 +63,15 @@ from kinspect.sources.probes.cluster import (
     ReassignmentsProbe,
     quorum_refused,
 )
-from kinspect.sources.probes.configs import (
+from kinspect.sources.probes.configs_probe import (
     BrokerConfigs,
     BrokerConfigsProbe,
     TopicConfigs,
     TopicConfigsProbe,
 )
-from kinspect.sources.probes.disks import Disks, HiddenTopicsProbe, LogDirsProbe
-from kinspect.sources.probes.offsets import OffsetsProbe
-from kinspect.sources.probes.stalls import Stalls
+from kinspect.sources.probes.disks_probe import Disks, HiddenTopicsProbe, LogDirsProbe
+from kinspect.sources.probes.offsets_probe import OffsetsProbe
+from kinspect.sources.probes.stalls_probe import Stalls
 
 __all__ = ["AdminSource", "Claims", "Decided", "Key", "fast_targets", "keep_newer_epochs",
            "listed_by_most", "next_in_turn", "next_poll_in"]

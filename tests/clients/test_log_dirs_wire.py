@@ -19,7 +19,7 @@ from kinspect.clients.log_dirs import (
 )
 from kinspect.model.facts import Unknown
 from kinspect.model.views import BrokerLogDirs, LogDir, LogDirReplica
-from kinspect.sources.probes.disks import hosted_topics
+from kinspect.sources.probes.disks_probe import hosted_topics
 
 REFUSED = Unknown("no Describe permission on the cluster: log dirs unknown")
 

@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kinspect.model import Offsets
-from kinspect.sources.probes import offsets as admin
+from kinspect.sources.probes import offsets_probe as admin
 from kinspect.sources.probes.base import Asking
-from kinspect.sources.probes.offsets import OffsetsProbe
+from kinspect.sources.probes.offsets_probe import OffsetsProbe
 
 
 def _probe(settings: dict[str, Any] | None, timeout_s: float = 1.0) -> OffsetsProbe:
@@ -77,7 +77,7 @@ def test_an_invalid_offset_is_unknown_not_a_number() -> None:
     high watermark is then unknown, never "stuck at -1001" (a KRaft quorum-loss run said so)."""
     from confluent_kafka.admin import ListOffsetsResultInfo
 
-    from kinspect.sources.probes.offsets import _offset
+    from kinspect.sources.probes.offsets_probe import _offset
 
     assert _offset(ListOffsetsResultInfo(-1001, -1, -1)) is None
     assert _offset(ListOffsetsResultInfo(-1, -1, -1)) is None

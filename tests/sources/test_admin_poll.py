@@ -13,8 +13,8 @@ from kinspect.clients.quorum import QuorumPoll
 from kinspect.clients.wire import BrokerClaim
 from kinspect.model import EpochEnd, Offsets, PartitionMeta, ReplicaEnd, Unknown
 from kinspect.sources.probes.base import Poll
-from kinspect.sources.probes.brokers import BrokerAnswers
-from kinspect.sources.probes.configs import TopicConfigs
+from kinspect.sources.probes.brokers_probe import BrokerAnswers
+from kinspect.sources.probes.configs_probe import TopicConfigs
 from tests.helpers.kraft_fixtures import admin
 
 KEY = ("t", 0)

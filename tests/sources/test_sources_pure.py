@@ -15,7 +15,7 @@ from kinspect.clients.wire import BrokerClaim, ask_epoch_ends, claims_from, conn
 from kinspect.errors import KinspectError
 from kinspect.model import EpochEnd, PartitionStateZ, ReplicaEnd
 from kinspect.sources.claims import merge_claims, self_claims
-from kinspect.sources.probes.brokers import older_epochs
+from kinspect.sources.probes.brokers_probe import older_epochs
 from tests.helpers.model_fixtures import T0, broker_view, zk_view
 
 

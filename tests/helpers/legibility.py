@@ -2,7 +2,7 @@
 
 radon's cyclomatic complexity per block (function, method or class), and an AST count over
 `kinspect/`: conditional expressions and `and`/`or` operators per 1,000 non-blank lines, and the
-annotations spelled `dict[str, Any]`. `python -m tests.legibility` prints the table and the
+annotations spelled `dict[str, Any]`. `python -m tests.helpers.legibility` prints the table and the
 blocks over the cap; tests/test_legibility.py holds the ceilings, lowered as the code gets
 plainer (a ratchet: it fails when the code gets denser again).
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from radon.complexity import cc_visit
 
-PACKAGE = Path(__file__).resolve().parent.parent / "kinspect"
+PACKAGE = Path(__file__).resolve().parents[2] / "kinspect"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kinspect.model import Unknown
 from kinspect.sources.probes.base import Ends, Key
-from kinspect.sources.probes.cluster import Reassignments
+from kinspect.sources.probes.cluster_probe import Reassignments
 
 Replica = tuple[Key, int]  # a partition, and the broker its replica is being added on
 

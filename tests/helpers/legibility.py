@@ -46,8 +46,8 @@ def _sources(root: Path) -> list[Path]:
     return sorted(root.rglob("*.py"))
 
 
-def _blocks(path: Path, text: str) -> list[Block]:
-    where = path.relative_to(root_of(path)).as_posix()
+def _blocks(where: str, text: str) -> list[Block]:
+    """Each function, method, class and closure radon scores, named by file, line and name."""
     found = []
     for block in cc_visit(text):
         found.append(Block(f"{where}:{block.lineno} {block.fullname}", block.complexity))
@@ -55,10 +55,6 @@ def _blocks(path: Path, text: str) -> list[Block]:
             found.append(Block(f"{where}:{closure.lineno} {closure.fullname}",
                                closure.complexity))
     return found
-
-
-def root_of(path: Path) -> Path:
-    return PACKAGE.parent if path.is_relative_to(PACKAGE.parent) else path.parent
 
 
 def _boolean_operators(tree: ast.AST) -> int:
@@ -76,7 +72,7 @@ def measure(root: Path = PACKAGE) -> Legibility:
         conditionals += sum(isinstance(node, ast.IfExp) for node in ast.walk(tree))
         operators += _boolean_operators(tree)
         dict_any += text.count("dict[str, Any]")
-        blocks.extend(_blocks(path, text))
+        blocks.extend(_blocks(path.relative_to(root.parent).as_posix(), text))
     return Legibility(lines, conditionals, operators, dict_any, tuple(blocks))
 
 

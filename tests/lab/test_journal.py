@@ -16,7 +16,9 @@ from kinspect.lab.state import LabState
 from kinspect.lab.topology import isolate_groups
 from kinspect.lessons.flow import Happening
 from kinspect.lessons.lesson_values import Trigger
+from kinspect.model.events import TimelineEvent
 from kinspect.postmortem.evidence.inputs import fault_event
+from kinspect.postmortem.story.lanes import label
 from kinspect.tui.lesson_app import journal_happenings
 
 NODES = ["zk1", "kafka1", "kafka2", "kafka3"]
@@ -65,6 +67,20 @@ def test_an_isolation_is_journaled_as_one_and_a_partition_as_a_partition(
     assert event.detail == ("fault: isolate kafka1 from zk "
                             "(kafka1,kafka2,kafka3 | zk1,kafka2,kafka3)")
     assert event.broker == 1
+
+
+@pytest.mark.parametrize("scope", list(Scope))
+def test_an_isolations_band_says_the_same_from_the_events_and_from_the_report(
+        scope: Scope) -> None:
+    """timeline.png reads the events (their groups), the TUI's report screen report.json's
+    entries (the groups only in their words): both name the cut, as for a partition."""
+    groups = isolate_groups("kafka1", NODES, scope)
+    entry = JournalEntry(5, "isolate", "lab1", "kafka1", tuple(map(tuple, groups)),
+                         journal.cut_text(groups), scope)
+    event = fault_event(entry)
+    entry_of_report = TimelineEvent.from_json(event.to_json())
+    assert entry_of_report is not None and entry_of_report.groups is None
+    assert label(entry_of_report) == label(event) != "isolate kafka1"
 
 
 @pytest.mark.parametrize("scope", list(Scope))

@@ -25,7 +25,9 @@ ACTS_AS_LEADER: set[TimelineKind] = {LogKind.ISR_SHRINK, LogKind.ISR_EXPAND,
 SHOWN: set[TimelineKind] = {JournalKind.FAULT, *ENDS_BELIEF, EventKind.LEADER_CHANGED,
                             LogKind.LEADER_AND_ISR, EventKind.PARTITION_OFFLINE,
                             EventKind.PARTITION_ONLINE}
-_GROUPS = re.compile(r"partition ([\w.-]+(?:,[\w.-]+)*(?: \| [\w.-]+(?:,[\w.-]+)*)*)")
+# A cut's groups in a report entry's words: `partition a | b,c`, or an isolation's note
+# `isolate a from zk (a,b | c,b)`.
+_GROUPS = re.compile(r"(?:partition |\()([\w.-]+(?:,[\w.-]+)*(?: \| [\w.-]+(?:,[\w.-]+)*)*)")
 MIN_BELIEVED_MS = 1_000  # a clean handover takes milliseconds: shorter is no cut-off leader
 # An attribution row as report.json has it (story/report.py `attribution`).
 AttributionRow = Mapping[str, object]
@@ -320,7 +322,7 @@ def label(fault: TimelineEvent) -> str:
 
 
 def _groups_in_words(fault: TimelineEvent) -> tuple[tuple[str, ...], ...] | None:
-    """A partition's groups as merged events keep them, in their words (`partition a | b,c`)."""
+    """A cut's groups as a report's entries keep them: in their words (_GROUPS)."""
     found = _GROUPS.search(fault.note or fault.detail or "")
     if found is None:
         return None

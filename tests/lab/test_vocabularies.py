@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from kinspect.errors import KinspectError
 from kinspect.lab import backend as backend_module
-from kinspect.lab.backend import LabBackend
+from kinspect.lab import journal
+from kinspect.lab.backend import LabBackend, plan_nodes
 from kinspect.lab.faults import (
     LANE_COLOURS,
     LANES,
@@ -24,6 +26,7 @@ from kinspect.lab.faults import (
 )
 from kinspect.lab.journal import JournalEntry
 from kinspect.lab.shaping import LinkShape
+from kinspect.lab.state import LabState, NodeState
 from kinspect.lessons.flow import Happening
 from kinspect.lessons.lesson_values import Step, Text, Trigger
 from kinspect.postmortem.evidence.inputs import fault_event
@@ -97,6 +100,41 @@ def test_every_fault_kind_reaches_a_step_of_the_lab(kind: FaultKind) -> None:
     step = _carried_out_by(fault)
     if step == "_change":
         assert kind in backend_module.DONE, f"{kind}: no step of the lab carries it out"
+
+
+class _Quiet(_Tally):
+    """Does nothing to any node, but keeps the shared steps' state file and journal."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+
+@pytest.mark.parametrize("kind", list(FaultKind))
+def test_every_fault_kind_left_to_the_node_changes_is_one_of_them(
+        kind: FaultKind, tmp_path: Path) -> None:
+    """DONE's words are not the steps: `_change` itself carries the kind out, from some state
+    of its node, and journals it."""
+    fault = Fault(kind, "kafka1", groups=(("kafka1",),), shape=LinkShape(rate_kbit=1))
+    if _carried_out_by(fault) != "_change":
+        return
+    said = []
+    for before in NodeState:
+        state = _lab()
+        node = state.nodes[1]
+        node.state = before
+        try:
+            said.append(_Quiet(tmp_path)._change(state, node, kind))
+        except KinspectError:  # refused from this state: another may do
+            continue
+    assert said, f"{kind}: _change carries it out from no state of its node"
+    assert {entry.action for entry in journal.read(tmp_path)} == {kind}
+
+
+def _lab() -> LabState:
+    nodes = plan_nodes(1, lambda index, name: (f"198.18.9.{10 + index}", 9092))
+    return LabState(lab_id="lab1", backend="tally", preset="demo", network="netns",
+                    kafka_version="3.9.2", nodes=nodes, created_at=0, overrides={},
+                    broker_config={})
 
 
 def _journaled(kind: FaultKind, scope: Scope) -> JournalEntry:

@@ -95,19 +95,20 @@ def cut_text(groups: Sequence[Sequence[str]]) -> str:
 
 def old_isolation(groups: Groups | None) -> tuple[str, Scope] | None:
     """`isolate X --from S` as version 1 journaled it: the groups topology.isolate_groups
-    made, X alone or with the brokers (S = zk) or the rest (S = brokers), then all but X."""
+    made, X alone or with every other broker (S = zk) or every other non-broker (S = brokers),
+    then all but X. A hand-made partition is read as one only when it cuts exactly that."""
     if groups is None or len(groups) != 2 or not groups[0]:
         return None
     first, rest = groups
-    node, beside = first[0], first[1:]
-    if node in rest or not set(beside) <= set(rest):
+    node, beside = first[0], set(first[1:])
+    if node in rest or not beside <= set(rest):
         return None
-    brokers = [broker_id_of(name) is not None for name in beside]
+    brokers = {name for name in rest if broker_id_of(name) is not None}
     if not beside:
         return node, Scope.ALL
-    if all(brokers):
+    if beside == brokers:
         return node, Scope.ZK
-    if not any(brokers):
+    if beside == set(rest) - brokers:
         return node, Scope.BROKERS
     return None
 

@@ -98,6 +98,10 @@ def test_an_older_journals_isolation_is_read_as_one(scope: Scope) -> None:
 def test_an_older_journals_partition_of_another_shape_stays_a_partition() -> None:
     assert old_isolation((("kafka1", "kafka2"), ("kafka3", "zk1"))) is None
     assert old_isolation((("kafka1",), ("kafka2",), ("kafka3", "zk1"))) is None
+    # groups may share nodes: kafka1 keeps kafka2 alone, so it is cut from kafka3 as well as
+    # from zk1, which `isolate kafka1 --from zk` (and --from brokers) does not do
+    assert old_isolation((("kafka1", "kafka2"), ("kafka2", "kafka3", "zk1"))) is None
+    assert old_isolation((("kafka1", "zk1"), ("zk1", "zk2", "kafka2"))) is None
     assert old_isolation(None) is None
     new = JournalEntry(1, "partition", groups=(("kafka1",), ("kafka2", "kafka3", "zk1")))
     assert new.isolation is None  # version 2 says an isolation in its own word

@@ -187,3 +187,14 @@ def test_every_key_that_applies_a_fault_names_its_fault_kind() -> None:
     for action in ACTIONS:
         if action.name in FaultKind.__members__.values():
             assert named.get(action.name) is not None, f"key {action.key} names no FaultKind"
+
+
+def test_every_key_applies_the_fault_kind_it_names() -> None:
+    """The key's `kind` is what its action hands the lab (and not a word of its own)."""
+    from kinspect.tui.acting import ActingApp
+
+    for action in ACTIONS:
+        if action.kind is None:
+            continue
+        source = inspect.getsource(getattr(ActingApp, f"action_{action.name}"))
+        assert f"FaultKind.{action.kind.name}" in source, f"key {action.key} applies no {action.kind}"

@@ -52,8 +52,9 @@ def _number(partition: str | None, topic: str) -> int | None:
     return int(found[1])
 
 
-def _named_leader(e: TimelineEvent) -> int | None:
-    """The broker a leader sighting names: the observer's new leader, else the line's own."""
+def named_leader(e: TimelineEvent) -> int | None:
+    """The broker a leader sighting names: the observer's new leader, else the line's own
+    broker (story/timeline.py reads the sightings the same way)."""
     if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE):
         return e.new
     return e.broker
@@ -76,7 +77,7 @@ def _starts(events: Sequence[TimelineEvent], topic: str
         partition = _number(e.partition, topic)
         if rank is None or partition is None or e.epoch is None:
             continue
-        broker = _named_leader(e)
+        broker = named_leader(e)
         if broker is None or broker < 0:
             continue
         key, value = (partition, e.epoch), (rank, broker, _start_offset(e), e.ts)

@@ -26,7 +26,7 @@ from kinspect.model.events import (
     TimelineKind,
     controller_event,
 )
-from kinspect.postmortem.matching.leadership import LEADER_RANK
+from kinspect.postmortem.matching.leadership import LEADER_RANK, named_leader
 from kinspect.postmortem.story.values import Unavailable
 
 T = TypeVar("T")
@@ -235,20 +235,12 @@ def _leader(e: TimelineEvent) -> int | None:
     """The leader an election sighting names (None: not an election, or no leader)."""
     if e.kind not in ELECTION:
         return None
-    leader = _named_leader(e)
+    leader = named_leader(e)
     if e.kind is LogKind.FOLLOWER_START:
         leader = e.leader
     if leader is None or leader < 0:
         return None
     return leader
-
-
-def _named_leader(e: TimelineEvent) -> int | None:
-    """The broker an election or leader sighting names: the observer's new leader, else the
-    line's own broker."""
-    if e.kind in (EventKind.LEADER_CHANGED, EventKind.PARTITION_ONLINE):
-        return e.new
-    return e.broker
 
 
 def _election_detail(e: TimelineEvent) -> str:
@@ -295,7 +287,7 @@ def epoch_leaders(events: Sequence[TimelineEvent]) -> dict[tuple[str, int], tupl
         rank = LEADER_RANK.get(e.kind)
         if rank is None or e.partition is None or e.epoch is None:
             continue
-        broker = _named_leader(e)
+        broker = named_leader(e)
         if broker is None or broker < 0:
             continue
         key = (e.partition, e.epoch)

@@ -31,3 +31,18 @@ def test_the_child_that_makes_it_dumps_instead(tmp_path: Path,
     options = jvm_archive.driver_options()
     assert f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}" in options
     assert not any("SharedArchiveFile" in o for o in options)
+
+
+def test_the_child_it_starts_is_the_warm_up_that_dumps(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """build() runs `python -m DUMPER --dump PATH`: a module that does not exist, or one that
+    does not take those words, would only ever say "no Spark class archive"."""
+    import importlib
+
+    dumper = importlib.import_module(jvm_archive.DUMPER)
+    dumped: list[Path] = []
+    monkeypatch.setattr(dumper, "dump_class_archive", dumped.append)
+    assert dumper.main(["--dump", str(tmp_path / "new.jsa")]) == 0
+    assert dumped == [tmp_path / "new.jsa"]
+    assert dumper.main([]) == 2 and dumper.main(["--dump"]) == 2
+    assert dumped == [tmp_path / "new.jsa"]

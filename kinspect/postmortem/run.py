@@ -162,7 +162,6 @@ def _chart(report: Report, events: list[TimelineEvent], out: Path, topic: str) -
          f"{topic}, acks={report.acks}: faults, leaders, acknowledgements")
 
 
-
 def _first_line(exc: BaseException) -> str:
     """An exception's first line of words (its type's name when it has none), cut at 300."""
     text = str(exc).strip().splitlines()
@@ -251,8 +250,8 @@ def _labels(found: Match) -> tuple[str, str, str]:
     return attribution, "acknowledgements over time…", copies
 
 
-def _with_consumer_side(
-report: Report, side: ConsumerSide | None) -> Report:
+def _with_consumer_side(report: Report, side: ConsumerSide | None,
+                        ) -> Report:
     if side is None:
         return report
     explanation = report.explanation
@@ -391,4 +390,3 @@ def _after(ts: int | None, fault: TimelineEvent | None) -> int | None:
     if fault is None or ts is None:
         return None
     return int(ts - fault.ts)
-

@@ -343,8 +343,8 @@ def _mid_fault_probe(scenario: Scenario, platform: Platform, bootstrap: str,
 
 
 @contextmanager
-def consumers_along(
-group: ConsumeSettings | None, run_dir: Path, say: Say) -> Iterator[None]:
+def consumers_along(group: ConsumeSettings | None, run_dir: Path, say: Say,
+                    ) -> Iterator[None]:
     """The scenario's consumer group, as `kinspect consume run` in its own process (its
     workers need the main thread's signals), reading along from before the first message;
     at the end of the block it is left to drain until idle, then waited for."""
@@ -355,7 +355,6 @@ group: ConsumeSettings | None, run_dir: Path, say: Say) -> Iterator[None]:
     if group.crash_after:
         said += f", crash after {group.crash_after:,} records"
     say(said)
-
     group.save(run_dir)  # the runner reads its settings from here (no secret in a lab's)
     process = subprocess.Popen([sys.executable, "-m", "kinspect.load.consumers.group_run",
                                 "--run-dir", str(run_dir)], stdout=subprocess.DEVNULL)

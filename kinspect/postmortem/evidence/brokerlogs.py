@@ -445,4 +445,3 @@ def whose_sessions(events: Iterable[TimelineEvent], sessions: dict[str, int]
             out.append(replace(e, broker=broker, detail=e.detail.replace(
                 "session ", f"broker {broker}'s session ", 1)))
     return out
-

@@ -222,7 +222,6 @@ def _json_file(path: Path) -> dict[str, object]:
     return value
 
 
-
 def load_inputs(run_dir: Path) -> RunInputs:
     """Everything the job needs to know up front; KinspectError names what is missing."""
     if not run_dir.is_dir():
@@ -282,7 +281,6 @@ class _Ledger:
         seq = _stat_max(meta, "seq")
         if seq is not None:
             pm.max_seq = max(pm.max_seq, seq)
-
         pm.first_send_ts = _earliest((pm.first_send_ts, _stat_min(meta, "send_ts")))
         pm.last_ack_ts = _latest((pm.last_ack_ts, _stat_max(meta, "ack_ts")))
 
@@ -368,7 +366,6 @@ def _stat_max(meta: pq.FileMetaData, name: str) -> int | None:
     return _latest(int(stats.max) for stats in _statistics(meta, name))
 
 
-
 def _statistics(meta: pq.FileMetaData, name: str) -> list[pq.Statistics]:
     """A column's statistics in each row group that has them."""
     column = meta.schema.to_arrow_schema().names.index(name)
@@ -432,4 +429,3 @@ _LOGS = {"server", "controller", "state-change", "zookeeper"}  # what a log's na
 
 def _is_broker_log(path: Path) -> bool:
     return path.is_file() and ".log" in path.name and path.name.split(".log")[0] in _LOGS
-

@@ -114,4 +114,3 @@ def _first_truncation(own: Sequence[TimelineEvent]) -> tuple[int | None, int | N
     if first is None:
         return None, None
     return first.offset, first.ts
-

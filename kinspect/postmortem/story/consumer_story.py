@@ -230,7 +230,6 @@ def words(side: ConsumerSide, lost: Sequence[LostRange]) -> str:
     if side.processed_twice:
         text += (f" {plural(side.processed_twice, 'record')} "
                  f"{agree(side.processed_twice, 'was', 'were')} processed more than once"
-
                  f" ({plural(side.jepsen['nonmonotonic-poll'], 'poll')} began again at or "
                  "before an offset already polled: redelivery from the last commit).")
     output = side.output_counts

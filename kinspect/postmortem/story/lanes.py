@@ -377,7 +377,6 @@ def _bars(events: Sequence[TimelineEvent], blamed: Sequence[_Blamed], lo: int,
         next_elections = [*(when for _, _, when in seq[1:]), hi]
         for (epoch, broker, elected), next_elected in zip(seq, next_elections, strict=True):
             end = min([next_elected, *(at for at in leaderless if elected < at < next_elected)])
-
             start, end = max(elected, lo), min(end, hi)
             if end > start:
                 out.append(Bar(broker, partition, _known_epoch(epoch), start, end))

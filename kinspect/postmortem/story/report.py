@@ -283,7 +283,6 @@ def _first_ack(after: int, kept: int | None) -> str:
     return text
 
 
-
 @dataclass(frozen=True)
 class _Moment:
     """A moment the paragraph tells: its time, its rank among moments of the same time, and its
@@ -503,7 +502,6 @@ def timeline_markdown(report: Report) -> list[str]:
     for e in report.timeline:
         lines.append(f"- {clock(opt_int(e, 'ts'))} ({seconds(opt_int(e, 'delta_ms'))}) "
                      f"{e['detail']}{_seen_by(e.get('sources'))}")
-
     if report.timeline_more:
         lines.append(f"- … and {report.timeline_more:,} more events")
     return lines

@@ -84,7 +84,6 @@ def _within(events: list[TimelineEvent], start: int | None, end: int | None
     return events
 
 
-
 def controller_moves(observed: Sequence[TimelineEvent]) -> list[TimelineEvent]:
     """The observer's controller changes, one line per move: a timeline recorded before the
     observer told each move once holds it in steps (none, the new one, its epoch). They are
@@ -386,7 +385,6 @@ class _SlowLinks:
         if at is None or self.lines[at].unslowed_ts is not None:
             return None
         return self.lines[at]
-
 
     def line(self, broker: int) -> SlowLink:
         return self.lines[self.latest[broker]]

@@ -179,13 +179,14 @@ def _said(name: str, skipped: dict[str, list[int]]) -> tuple[str, ...]:
         more = ""
         if len(numbers) > SHOWN_LINES:
             more = f" and {len(numbers) - SHOWN_LINES:,} more"
-        noun = _LINES[len(numbers) == 1]
+        noun = "lines"
+        if len(numbers) == 1:
+            noun = "line"
         out.append(f"{name}: {len(numbers):,} {noun} skipped, {why}: {noun} {shown}{more}")
     return tuple(out)
 
 
 SHOWN_LINES = 5  # line numbers named per reason; the count says the rest
-_LINES = {True: "line", False: "lines"}  # by whether there is one
 BAD_VALUE = "with a value this version cannot read"
 
 

@@ -212,6 +212,14 @@ def _report(**over: object) -> Report:
 def test_explanation_zero_loss_says_so() -> None:
     text = rep.explain(_report(acked=20000), [], {})
     assert text.startswith("No acknowledged message was lost: all 20,000 acknowledged messages")
+    assert "acks=0" not in text
+
+
+def test_explanation_says_what_acknowledged_means_with_acks_0() -> None:
+    assert rep.explain(_report(acks="0", acked=1), [], {}).startswith(
+        "No acknowledged message was lost: all 1 acknowledged message is in the final log"
+        + rep.ACKS_ZERO_NOTE + ".")
+    assert "acks=0" in rep.ACKS_ZERO_NOTE
 
 
 def test_explanation_names_broker_epoch_and_truncation() -> None:

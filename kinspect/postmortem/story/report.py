@@ -183,7 +183,9 @@ def explain(report: Report, events: Sequence[TimelineEvent],
             leaders: dict[tuple[str, int], tuple[int, int]]) -> str:
     """One paragraph: what was lost, who acknowledged it when, and what the cluster did."""
     acked, lost = report.acked, report.acked_lost
-    zero_note = _ACKS_NOTE.get(report.acks, "")
+    zero_note = ""
+    if report.acks == "0":
+        zero_note = ACKS_ZERO_NOTE
     if lost == 0:
         text = (f"No acknowledged message was lost: all {plural(acked, 'acknowledged message')} "
                 f"{agree(acked, 'is', 'are')} in the final log{zero_note}.")
@@ -196,7 +198,7 @@ def explain(report: Report, events: Sequence[TimelineEvent],
     return text
 
 
-_ACKS_NOTE = {"0": " (with acks=0 'acknowledged' only means handed to the network)"}
+ACKS_ZERO_NOTE = " (with acks=0 'acknowledged' only means handed to the network)"
 
 
 def _who_lost(report: Report, events: Sequence[TimelineEvent],

@@ -81,7 +81,7 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
     than once; the never-processed offsets (partition, offset, failed, aborted) for words."""
     from pyspark.sql import functions as F
 
-    from kinspect.postmortem.matching.frames import _schema, message_key
+    from kinspect.postmortem.matching.frames import message_key, spark_schema
 
     ranges = spark.createDataFrame(
         [(p, lo, hi) for p, (lo, hi) in sorted(inputs.ranges.items())],
@@ -89,7 +89,7 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
     answered = (final_log.join(F.broadcast(ranges), "partition")
                 .where((F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi")))
                 .select("partition", "offset", "producer", "seq"))
-    records = (spark.read.schema(_schema(KINDS["records"])).option("header", True)
+    records = (spark.read.schema(spark_schema(KINDS["records"])).option("header", True)
                .csv(str(ledger_path(run_dir) / "c*-i*.records.csv")))
     tries = records.groupBy("partition", "offset").agg(
         F.sum(F.when(F.col("outcome") == "processed", 1).otherwise(0)).alias("ledger_ok"),
@@ -133,12 +133,12 @@ def consumer_counts(spark: Any, run_dir: Path, inputs: ConsumerInputs,
 
 def _output_frame(spark: Any, folder: Path) -> Any:
     from kinspect.load.verify import FINAL_LOG_SCHEMA
-    from kinspect.postmortem.matching.frames import _schema
+    from kinspect.postmortem.matching.frames import spark_schema
 
     if not folder.is_dir():
         raise KinspectError(f"{folder} is missing: verify the run again (it reads the output "
                             "topic back, committed and all)")
-    return (spark.read.schema(_schema(FINAL_LOG_SCHEMA)).option("pathGlobFilter", "part-*.parquet")
+    return (spark.read.schema(spark_schema(FINAL_LOG_SCHEMA)).option("pathGlobFilter", "part-*.parquet")
             .parquet(str(folder)))
 
 

@@ -19,7 +19,8 @@ KEY_SHIFT = 40
 ACKED, FAILED, UNKNOWN = 0, 1, 2
 
 
-def _schema(arrow_schema: Any) -> Any:
+def spark_schema(arrow_schema: Any) -> Any:
+    """An Arrow schema (the ledger's, the final log's, a snapshot's) as Spark's, every field nullable."""
     from pyspark.sql import types as T
 
     kinds = {"string": T.StringType(), "int32": T.IntegerType(), "int64": T.LongType()}
@@ -39,7 +40,7 @@ def ledger_frame(spark: Any, inputs: RunInputs) -> Any:
 
     from kinspect.load.ack_ledger import LEDGER_SCHEMA
 
-    raw = (spark.read.schema(_schema(LEDGER_SCHEMA)).option("pathGlobFilter", "p*.parquet")
+    raw = (spark.read.schema(spark_schema(LEDGER_SCHEMA)).option("pathGlobFilter", "p*.parquet")
            .parquet(str(inputs.run_dir / LEDGER_DIR)))
     status = (F.when(F.col("status") == "acked", ACKED).when(F.col("status") == "failed", FAILED)
               .otherwise(UNKNOWN))
@@ -58,7 +59,7 @@ def final_log_frame(spark: Any, inputs: RunInputs) -> Any:
     if inputs.final_log_ordered:
         schema = FINAL_LOG_FILE_SCHEMA
         columns.append("prev_seq")
-    return (spark.read.schema(_schema(schema)).option("pathGlobFilter", "part-*.parquet")
+    return (spark.read.schema(spark_schema(schema)).option("pathGlobFilter", "part-*.parquet")
             .parquet(str(inputs.run_dir / FINAL_LOG_DIR))
             .select(*columns))
 
@@ -78,7 +79,7 @@ def held_frame(spark: Any, path: Path, run_id: str | None) -> Any:
 
     from kinspect.postmortem.evidence.segments import HELD_SCHEMA
 
-    held = spark.read.schema(_schema(HELD_SCHEMA)).parquet(str(path))
+    held = spark.read.schema(spark_schema(HELD_SCHEMA)).parquet(str(path))
     return held.where(is_ours(run_id)).select(
         message_key(F.col("producer"), F.col("seq")).alias("key"),
         F.regexp_extract("node", r"(\d+)$", 1).cast("int").alias("h_broker"),

@@ -1,6 +1,6 @@
-"""The offsets probe (sources/probes/offsets.py) without a cluster: the AdminClient's way, where
-brokers are not asked directly (both specs asked at once, merged per partition), and each leader
-asked for its own partitions where they are."""
+"""The offsets probe (sources/probes/offsets_probe.py) without a cluster: the AdminClient's way,
+where brokers are not asked directly (both specs asked at once, merged per partition), and each
+leader asked for its own partitions where they are."""
 
 from __future__ import annotations
 

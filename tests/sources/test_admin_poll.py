@@ -11,10 +11,11 @@ import pytest
 
 from kinspect.clients.quorum import QuorumPoll
 from kinspect.clients.wire import BrokerClaim
-from kinspect.model import EpochEnd, Offsets, PartitionMeta, ReplicaEnd, Unknown
+from kinspect.model import EpochEnd, Offsets, PartitionMeta, Reassignment, ReplicaEnd, Unknown
 from kinspect.sources.probes.base import Poll
 from kinspect.sources.probes.brokers_probe import BrokerAnswers
 from kinspect.sources.probes.configs_probe import TopicConfigs
+from kinspect.sources.probes.disks_probe import Disks
 from tests.helpers.kraft_fixtures import admin
 
 KEY = ("t", 0)
@@ -39,17 +40,18 @@ def test_a_poll_assembles_its_probes_answers(monkeypatch: pytest.MonkeyPatch) ->
             return answer
         monkeypatch.setattr(getattr(probes, name), "ask", ask)
 
-    claim = BrokerClaim(1, (1,), (1,), 4)
+    claim = BrokerClaim(1, (1,), (1,), 4, offline=(2,))
     ends = {KEY: {1: ReplicaEnd(10, 3)}}
-    stand_in("topic_configs", TopicConfigs({"t": {}}, {}))
+    moving = {KEY: Reassignment((1, 2), (2,), ())}
+    stand_in("topic_configs", TopicConfigs({"t": {}}, {"u": Unknown("configs refused")}))
     stand_in("broker_configs", {1: Unknown("refused")})
     stand_in("offsets", {KEY: Offsets(10, 0, 4)})
     stand_in("brokers", BrokerAnswers({1: {KEY: claim}}, ends, {2: "no answer"}))
     stand_in("quorum", QuorumPoll(mode="kraft", answer=None, error="nobody leads"))
-    stand_in("reassignments", {})
-    stand_in("log_dirs", probes.log_dirs.last)
+    stand_in("reassignments", moving)
+    stand_in("log_dirs", Disks({1: Unknown("dirs refused")}, 5))
     stand_in("epoch_ends", {KEY: {1: EpochEnd(3, 9)}})
-    stand_in("eligible", {})
+    stand_in("eligible", {KEY: Unknown("elr refused")})
     view, claims = source._poll()
     assert seen["offsets"].partitions == {KEY: PartitionMeta(None, (1,), ())}  # -1: none
     assert seen["offsets"].controller is None and seen["offsets"].refresh
@@ -60,6 +62,10 @@ def test_a_poll_assembles_its_probes_answers(monkeypatch: pytest.MonkeyPatch) ->
     assert view.decided[KEY].leader == 1 and view.epoch_ends == {KEY: {1: EpochEnd(3, 9)}}
     assert view.quorum_error == "nobody leads" and view.controllers == ()
     assert view.broker_configs == {1: Unknown("refused")} and view.configs == {"t": {}}
-    assert view.probe_errors == {2: "no answer"} and view.elr == {}
+    assert view.config_unknown == {"u": Unknown("configs refused")}
+    assert view.replica_ends == ends and view.offline_replicas == {KEY: (2,)}
+    assert view.probe_errors == {2: "no answer"} and view.elr == {KEY: Unknown("elr refused")}
+    assert view.reassignments == moving and view.stalled_since == {}  # broker 2 told no end
+    assert view.log_dirs == {1: Unknown("dirs refused")} and view.log_dirs_at_ms == 5
     assert isinstance(view.hidden_topics, Unknown)  # no disks answered yet
     source._close()

@@ -399,7 +399,7 @@ def test_a_groups_probe_started_early_is_adopted_by_the_poll() -> None:
     assert early.answered.is_set()
 
 
-def test_only_a_replica_behind_the_leaders_epoch_or_a_watched_partition_asksolder_epochs() -> None:
+def test_only_a_replica_behind_the_leaders_epoch_or_a_watched_partition_asks_older_epochs() -> None:
     same = {1: ReplicaEnd(10, 5), 2: ReplicaEnd(10, 5)}
     assert older_epochs(same, 1, 5, watched=False) is None  # nearly every partition
     assert older_epochs({}, 1, 5, watched=False) is None

@@ -27,7 +27,6 @@ class BrokerAnswers:
     errors: dict[int, str]
 
 
-NO_ANSWERS = BrokerAnswers({}, {}, {})
 _Told = tuple[int, dict[Key, BrokerClaim] | None, dict[Key, ReplicaEnd], str | None]
 
 
@@ -44,7 +43,7 @@ class BrokerAnswersProbe:
         return poll.probing
 
     def unasked(self, poll: Poll) -> BrokerAnswers:
-        return NO_ANSWERS
+        return BrokerAnswers({}, {}, {})  # its own dicts: the view and the fast polls keep them
 
     def ask(self, poll: Poll) -> BrokerAnswers:
         targets = poll.targets()

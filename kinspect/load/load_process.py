@@ -50,7 +50,7 @@ class LoadRequest:
 @dataclass(frozen=True)
 class LoadStatus:
     """A run as the screen follows it. `settings` None: not written yet (the load starting);
-    `stats` None: a recording made before its producers published."""
+    `stats` None: no producer has published its counts yet."""
 
     run_dir: Path
     running: bool
@@ -147,8 +147,11 @@ def load_status(run_dir: Path | None) -> LoadStatus | None:
     if (consumer_dir(run_dir) / STATS_DIR).is_dir():
         consumers = ConsumerCounts.from_json({**read_consumer_stats(run_dir),
                                               "running": load_running(consumer_dir(run_dir))})
-    return LoadStatus(run_dir, load_running(run_dir), _settings(run_dir),
-                      aggregate(read_stats(run_dir)), consumers)
+    published = read_stats(run_dir)
+    stats = None  # no producer published yet: its counts are not known, not zero
+    if published:
+        stats = aggregate(published)
+    return LoadStatus(run_dir, load_running(run_dir), _settings(run_dir), stats, consumers)
 
 
 def _settings(run_dir: Path) -> LoadSettings | None:

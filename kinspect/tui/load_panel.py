@@ -72,8 +72,10 @@ def load_panel_text(stats: ProducerCounts | None, settings: LoadSettings | None,
                         "dim")
         return Text("no load running — press l to start one", "dim")
     text = _run_line(settings, running)
-    if stats is None:
-        return text.append("starting…", "dim")
+    if stats is None:  # no producer published its counts (yet, or ever: it failed first)
+        if running:
+            return text.append("starting…", "dim")
+        return text.append("no counts published", "dim")
     text.append_text(_counts_line(stats))
     if str(settings.acks) == "0":  # no broker answered: no offset to judge
         text.append("acks=0: no broker acknowledged anything", "dim")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kinspect.load.liveloss import DoomedAcks, LiveLoss
 from kinspect.load.trend import RateTrend
 from kinspect.tui.load_panel import FAULT_MARK, doomed_text, load_panel_text, trend_text
@@ -95,3 +97,28 @@ def test_the_panel_reads_the_consumer_group_and_the_commonest_error() -> None:
     assert load_panel_text(failing, settings, True, group).plain.splitlines()[-1] == (
         "processed 5 of 9 failed 3 crashed 1")
     assert load_panel_text(None, settings, True).plain.endswith("starting…")
+
+
+def test_counts_no_producer_published_yet_are_not_shown_as_zeros(tmp_path: Path) -> None:
+    """Between the runner's start and its producers' first publish the panel says the load
+    is starting, not "acked 0 · p50 0 ms" as if the producers had counted nothing."""
+    import os
+
+    from kinspect.load.load_process import load_status
+    from kinspect.load.rundir import PID_FILE
+    from kinspect.load.runsettings import LoadSettings
+    from kinspect.load.runstats import StatsPublisher
+
+    LoadSettings("orders", "b:9092").save(tmp_path)
+    (tmp_path / PID_FILE).write_text(str(os.getpid()))
+    status = load_status(tmp_path)
+    assert status is not None and status.running and status.stats is None
+    text = load_panel_text(status.stats, status.settings, status.running).plain
+    assert text == "load orders acks=1 running\nstarting…"
+    assert load_panel_text(None, status.settings, False).plain.endswith("no counts published")
+    publisher = StatsPublisher(tmp_path, 0)
+    publisher.acked(2.0)
+    publisher.maybe_publish(T0, sent=1, in_flight=0, force=True)
+    status = load_status(tmp_path)
+    assert status is not None and status.stats is not None
+    assert (status.stats.producers, status.stats.acked) == (1, 1)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import NoReturn, Protocol, TypeVar
 
 from confluent_kafka.admin import AdminClient
 
@@ -61,6 +61,16 @@ class Probe(Protocol[Answer_co]):
     def unasked(self, poll: Poll) -> Answer_co:
         """What the view holds when this poll does not ask: the last answer, or Unknown."""
         ...
+
+
+class EveryPoll:
+    """A probe every poll asks: it has no answer for a poll that does not."""
+
+    def asks(self, poll: Poll) -> bool:
+        return True
+
+    def unasked(self, poll: Poll) -> NoReturn:
+        raise AssertionError(f"{type(self).__name__} is asked every poll")
 
 
 def start(pool: ThreadPoolExecutor, probe: Probe[Found], poll: Poll) -> Callable[[], Found]:

@@ -8,26 +8,20 @@ from kinspect.clients.quorum import QuorumPoll, QuorumProbe
 from kinspect.clients.reassignments import ask_controller_reassignments
 from kinspect.clients.topic_partitions import ask_eligible_leaders
 from kinspect.model import EligibleLeaders, Fact, Reassignment, Unknown
-from kinspect.sources.probes.base import Asking, Key, Links, Poll
+from kinspect.sources.probes.base import Asking, EveryPoll, Key, Links, Poll
 
 Reassignments = Fact[dict[Key, Reassignment]]
 Eligible = Fact[dict[Key, Fact[EligibleLeaders]]]
 NOT_ASKED = QuorumPoll(mode=None, answer=None, error=None)
 
 
-class ReassignmentsProbe:
+class ReassignmentsProbe(EveryPoll):
     """ZooKeeper's topic znodes say it when watched; else ListPartitionReassignments, of the
     controller in ZooKeeper mode (any broker forwards it in KRaft)."""
 
     def __init__(self, asking: Asking, links: Links) -> None:
         self._asking = asking
         self._links = links
-
-    def asks(self, poll: Poll) -> bool:
-        return True
-
-    def unasked(self, poll: Poll) -> Reassignments:
-        return {}
 
     def ask(self, poll: Poll) -> Reassignments:
         if poll.zookeeper_watched:

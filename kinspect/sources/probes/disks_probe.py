@@ -11,7 +11,7 @@ from kinspect.clients.log_dirs import ask_log_dirs
 from kinspect.model import Fact, Unknown
 from kinspect.model.views import BrokerLogDirs
 from kinspect.sources.hidden import confirm_hidden
-from kinspect.sources.probes.base import Asking, Links, Poll
+from kinspect.sources.probes.base import Asking, EveryPoll, Links, Poll
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def hosted_topics(disks: Mapping[int, Fact[BrokerLogDirs]]) -> Fact[frozenset[st
     return Unknown("not asked yet")
 
 
-class HiddenTopicsProbe:
+class HiddenTopicsProbe(EveryPoll):
     """Topics on the brokers' disks (as `disks` last answered) the metadata did not list and
     refuses to describe; asked once per change of either, not every poll."""
 
@@ -74,12 +74,6 @@ class HiddenTopicsProbe:
         self._disks = disks
         # the last confirmation: (disks asked at, candidates) -> the answer
         self._confirmed: tuple[tuple[int | None, frozenset[str]], frozenset[str]] | None = None
-
-    def asks(self, poll: Poll) -> bool:
-        return True
-
-    def unasked(self, poll: Poll) -> Fact[frozenset[str]]:
-        return Unknown("not asked")
 
     def ask(self, poll: Poll) -> Fact[frozenset[str]]:
         disks = self._disks.last

@@ -14,7 +14,7 @@ from confluent_kafka.cimpl import _AdminClientImpl
 
 from kinspect.clients.wire import ask_leader_offsets
 from kinspect.model import Offsets, PartitionMeta, ReplicaEnd
-from kinspect.sources.probes.base import BROKER_ERRORS, Asking, Key, Links, Poll
+from kinspect.sources.probes.base import BROKER_ERRORS, Asking, EveryPoll, Key, Links, Poll
 
 SPECS = (-1, -2)  # ListOffsets' special timestamps: latest (the high watermark), earliest
 LATEST, EARLIEST = SPECS
@@ -96,7 +96,7 @@ def _from_leaders(keys: Iterable[Key], answers: list[BySpec]) -> dict[Key, Offse
     return out
 
 
-class OffsetsProbe:
+class OffsetsProbe(EveryPoll):
     """Latest and earliest offsets of every partition: asked of each leader directly (one
     ListOffsets per leader and spec, as librdkafka sends them) when brokers may be asked, else
     through the AdminClient. Asked every poll, on connections of its own."""
@@ -104,12 +104,6 @@ class OffsetsProbe:
     def __init__(self, asking: Asking) -> None:
         self._asking = asking
         self._links = Links(asking.settings)
-
-    def asks(self, poll: Poll) -> bool:
-        return True
-
-    def unasked(self, poll: Poll) -> dict[Key, Offsets]:
-        return {}
 
     def ask(self, poll: Poll) -> dict[Key, Offsets]:
         if self._asking.settings is None:

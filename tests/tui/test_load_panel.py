@@ -122,3 +122,50 @@ def test_counts_no_producer_published_yet_are_not_shown_as_zeros(tmp_path: Path)
     status = load_status(tmp_path)
     assert status is not None and status.stats is not None
     assert (status.stats.producers, status.stats.acked) == (1, 1)
+
+
+OLD_SETTINGS = {"topic": "orders", "bootstrap": "localhost:9092", "acks": "all",
+                "count": 100000, "duration_s": None, "rate": 10000.0, "producers": 2,
+                "size": 100, "idempotent": True, "retries": None, "delivery_timeout_ms": None,
+                "max_in_flight": None, "linger_ms": None, "extra": {"sasl.password": "***"},
+                "crash_at_s": None, "buffer_full": "wait", "run_id": "r1",
+                "secrets_note": "sasl.password given as a literal value"}
+OLD_STATS = {"producers": 2, "sent": 12000, "acked": 11000, "failed": 40, "in_flight": 960,
+             "rate": 4980.5, "failed_by_error": {"_MSG_TIMED_OUT": 30, "NOT_ENOUGH_REPLICAS": 10},
+             "latency_p50_ms": 3.1, "latency_p99_ms": 41.0, "done": False, "ts": T0}
+OLD_CONSUMERS = {"received": 10500, "processed": 10400, "failed": 20, "aborted": 5,
+                 "commits": 30, "crashes": 1, "incarnations": 3, "running": True}
+
+
+def test_a_recording_made_before_the_status_was_typed_still_plays() -> None:
+    """A load as the recorder kept it before the typed status (settings.json as read, the
+    producers' summed dict, the group's dict with `running`): the replay reads it, the panel
+    says what it said then (the texts are the old load_panel_text's), and recording it again
+    keeps every key but the settings' secrets note, which the panel never showed."""
+    from kinspect.tui.replay_feed import load_from
+
+    recorded = {"run_dir": "/old/run", "running": True, "settings": OLD_SETTINGS,
+                "stats": OLD_STATS, "consumers": OLD_CONSUMERS,
+                "live": {"acked": 11000, "doomed": 0, "pending": 0, "writers": [],
+                         "partitions": []},
+                "trend": [[T0, 5000.0, 0.0, 0], [T0 + 1000, 4000.0, 40.0, 1]]}
+    load = load_from(recorded)
+    assert load is not None and load.consumers_running() and load.topic() == "orders"
+    text = load_panel_text(load.stats, load.settings, load.running, load.consumers, load.live,
+                           load.trend, width=30).plain
+    assert text == ("load orders acks=all running\nacked 11,000 · failed 40 · 4,980/s\n"
+                    "acked by a former leader: 0\nacked/s  █▇\nfailed/s ▁✕\n"
+                    "processed 10,400 of 10,500 failed 25 crashed 1")
+    again = load.to_json()
+    assert again["stats"] == OLD_STATS and list(again["stats"]) == list(OLD_STATS)
+    assert again["consumers"] == OLD_CONSUMERS and list(again["consumers"]) == list(OLD_CONSUMERS)
+    assert again["settings"] == {k: v for k, v in OLD_SETTINGS.items() if k != "secrets_note"}
+    assert (again["live"], again["trend"]) == (recorded["live"], recorded["trend"])
+    no_group = load_from({**recorded, "consumers": None})
+    assert no_group is not None and not no_group.consumers_running()
+    assert load_panel_text(no_group.stats, no_group.settings, True, None, no_group.live,
+                           no_group.trend, width=30).plain.endswith("\n_MSG_TIMED_OUT 30")
+    not_written = load_from({**recorded, "settings": {}, "stats": {}, "consumers": None})
+    assert not_written is not None and not_written.settings is None
+    assert load_panel_text(not_written.stats, not_written.settings, True).plain == (
+        "no load running — press l to start one")

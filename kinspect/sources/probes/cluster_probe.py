@@ -12,7 +12,7 @@ from kinspect.sources.probes.base import Asking, EveryPoll, Key, Links, Poll
 
 Reassignments = Fact[dict[Key, Reassignment]]
 Eligible = Fact[dict[Key, Fact[EligibleLeaders]]]
-NOT_ASKED = QuorumPoll(mode=None, answer=None, error=None)
+QUORUM_UNASKED = QuorumPoll(mode=None, answer=None, error=None)
 
 
 class ReassignmentsProbe(EveryPoll):
@@ -72,7 +72,7 @@ class KraftQuorumProbe:
         return self._asking.settings is not None and poll.mode != "zookeeper"
 
     def unasked(self, poll: Poll) -> QuorumPoll:
-        return NOT_ASKED
+        return QUORUM_UNASKED
 
     def ask(self, poll: Poll) -> QuorumPoll:
         budget = self._asking.timeout_s

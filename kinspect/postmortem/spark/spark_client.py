@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
-from kinspect.postmortem import Report
+from kinspect.postmortem.story.values import Report
 
 ENGINE_LOG = "engine.log"
 

@@ -215,8 +215,8 @@ class Probes:
     @classmethod
     def made(cls, asking: Asking, links: Links, decided: Decided,
              watched: Callable[[], frozenset[Key]]) -> Probes:
-        """`links`: the full polls' connections, shared by the probes asked one after the
-        other on them (the brokers' own answers, then the epoch ends)."""
+        """`links`: the full polls' connections, shared by the brokers' own answers, the epoch
+        ends (asked once those are in), the reassignments and the eligible leaders."""
         log_dirs = LogDirsProbe(asking)
         return cls(TopicConfigsProbe(asking), BrokerConfigsProbe(asking), OffsetsProbe(asking),
                    BrokerAnswersProbe(asking, links), KraftQuorumProbe(asking),

@@ -23,7 +23,7 @@ SECRETS_NOTE = "secrets_note"  # in settings.json beside the fields: which value
 
 def optional(value: object, what: str, low: float, high: float, integer: bool = False,
              low_open: bool = False) -> None:
-    """`checks.number` for a setting that may be None (not set)."""
+    """`validation.number` for a setting that may be None (not set)."""
     if value is not None:
         number(value, what, low, high, integer=integer, low_open=low_open)
 

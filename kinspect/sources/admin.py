@@ -41,7 +41,7 @@ from kinspect.clients.kafka import (
 from kinspect.clients.quorum import QuorumPoll
 from kinspect.clients.wire import MetadataAnswer, ask_claims, connection_settings
 from kinspect.errors import KinspectError
-from kinspect.model import BrokerView, EpochEnd, Offsets, PartitionDecision, PartitionMeta
+from kinspect.model import BrokerView, EpochEnd, Fact, Offsets, PartitionDecision, PartitionMeta
 from kinspect.model.views import AdminState, Mode
 from kinspect.sources.claims import newest_claims
 from kinspect.sources.probes.base import (
@@ -195,6 +195,7 @@ class PollAnswers:
     offsets: dict[Key, Offsets]
     reassignments: Reassignments
     eligible: Eligible
+    hidden: Fact[frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -533,9 +534,11 @@ class AdminSource:
         eligible = start(pool, probes.eligible, later)
         disks_found = disks()
         offsets_found = offsets()
-        reassignments = moving()
+        reassignments, eligible_found = moving(), eligible()
+        hidden = ask_now(probes.hidden, poll)  # on the disks just answered
         return PollAnswers(configs_found, broker_configs_found, brokers, asked, decided,
-                           epoch_ends, disks_found, offsets_found, reassignments, eligible())
+                           epoch_ends, disks_found, offsets_found, reassignments, eligible_found,
+                           hidden)
 
     def _view_of(self, poll: Poll, answers: PollAnswers) -> BrokerView:
         asked = answers.quorum
@@ -547,7 +550,7 @@ class AdminSource:
             quorum=asked.answer, quorum_error=asked.error, quorum_unknown=quorum_refused(asked),
             controllers=asked.controllers, decided=answers.decided,
             config_unknown=dict(answers.configs.unknown), reassignments=answers.reassignments,
-            elr=answers.eligible, hidden_topics=ask_now(self._probes.hidden, poll),
+            elr=answers.eligible, hidden_topics=answers.hidden,
             log_dirs=dict(answers.disks.log_dirs), log_dirs_at_ms=answers.disks.at_ms,
             offline_replicas=_offline(answers.brokers.claims),
             broker_configs=dict(answers.broker_configs),

@@ -213,8 +213,8 @@ def _run_load(args: argparse.Namespace, cluster: ClusterTarget, settings: LoadSe
     zk_auth = None
     if cluster.zk_auth:
         zk_auth = list(cluster.zk_auth)
-    return run_load(settings, args.run_dir,
-                    progress=_load_progress(display, args.json, _count(args), args.duration),
+    shown = _load_progress(display, args.json, settings.count, settings.duration_s)
+    return run_load(settings, args.run_dir, progress=shown,
                     zookeeper=zookeeper, expected_brokers=cluster.expected_brokers,
                     zk_auth=zk_auth, origin=args.origin, secret_files=sasl.secret_files(),
                     controllers=controllers)

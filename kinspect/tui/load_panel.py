@@ -14,7 +14,7 @@ from textual.widget import Widget
 
 from kinspect.load.counts import ConsumerCounts, ProducerCounts
 from kinspect.load.liveloss import LiveLoss
-from kinspect.load.load_process import LoadStatus
+from kinspect.load.load_process import OUTPUT_FILE, LoadStatus
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.trend import RateSample
 from kinspect.tui.render import sep
@@ -128,6 +128,14 @@ def _consumers_line(consumers: ConsumerCounts) -> Text:
     return text
 
 
+def unwritten_text(load: LoadStatus) -> Text:
+    """A run dir whose settings.json is not there yet: its load is starting (it checks the
+    topic first), or it failed before it wrote them. Not "no load running": l would start
+    another."""
+    return Text(f"load {load.run_dir.name}: no settings.json yet (starting; if it stays so, "
+                f"its {OUTPUT_FILE} says why)", "dim")
+
+
 class LoadPanel(Widget):
     """Renders the load at its own width when shown or resized: the sparklines fill the panel
     and a screenshot does not depend on when the first size was known."""
@@ -147,5 +155,7 @@ class LoadPanel(Widget):
         load = self.load
         if load is None:
             return load_panel_text(None, None, False, read_only=self.read_only)
+        if load.settings is None:
+            return unwritten_text(load)
         return load_panel_text(load.stats, load.settings, load.running, load.consumers,
                                load.live, load.trend, width=max(20, self.content_size.width))

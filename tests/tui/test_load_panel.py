@@ -169,3 +169,18 @@ def test_a_recording_made_before_the_status_was_typed_still_plays() -> None:
     assert not_written is not None and not_written.settings is None
     assert load_panel_text(not_written.stats, not_written.settings, True).plain == (
         "no load running — press l to start one")
+
+
+def test_a_run_dir_without_its_settings_yet_is_not_said_to_be_no_load(tmp_path: Path) -> None:
+    """Just after l the run dir is there but its load still checks the topic: the panel says
+    the settings are not written yet, not "no load running — press l" (l would start another)."""
+    from kinspect.load.load_process import load_status
+    from kinspect.tui.load_panel import LoadPanel
+
+    status = load_status(tmp_path)
+    assert status is not None and status.settings is None and not status.running
+    panel = LoadPanel()
+    panel.show(status)
+    text = panel.render().plain
+    assert text.startswith(f"load {tmp_path.name}: no settings.json yet") and "load.out" in text
+    assert "no load running" not in text

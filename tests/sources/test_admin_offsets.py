@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from kinspect.model import Offsets
-from kinspect.sources.probes import offsets_probe as admin
-from kinspect.sources.probes.base import Asking
+from kinspect.model import Offsets, PartitionMeta
+from kinspect.sources.probes import offsets_probe
+from kinspect.sources.probes.base import Asking, Poll
 from kinspect.sources.probes.offsets_probe import OffsetsProbe
 
 
@@ -20,6 +20,11 @@ def _probe(settings: dict[str, Any] | None, timeout_s: float = 1.0) -> OffsetsPr
     """An offsets probe without a client (the client calls are stood in for)."""
     return OffsetsProbe(Asking(None, settings, None, timeout_s,  # type: ignore[arg-type]
                                lambda base_s: min(base_s, timeout_s)))
+
+
+def _poll(partitions: dict[tuple[str, int], PartitionMeta], brokers: dict[int, str]) -> Poll:
+    return Poll(0, brokers, None, partitions, ("t",), refresh=False, probing=True, mode="kraft",
+                zookeeper_watched=False)
 
 
 class _Info:
@@ -46,7 +51,7 @@ def test_offsets_merge_latest_and_earliest(monkeypatch: pytest.MonkeyPatch) -> N
         future.set_result(answers)
         return future
 
-    monkeypatch.setattr(admin, "_list_offsets", fake)
+    monkeypatch.setattr(offsets_probe, "_list_offsets", fake)
     source = _probe(None)
     keys = [("t", 0), ("t", 1), ("t", 2)]
     assert source.admin_offsets(keys) == {
@@ -57,8 +62,12 @@ def test_offsets_merge_latest_and_earliest(monkeypatch: pytest.MonkeyPatch) -> N
     assert calls == [(-1, 3), (-2, 3)]  # one call per spec, every partition in each
     assert source.admin_offsets([]) == {}
     calls.clear()
-    monkeypatch.setattr(admin, "OFFSETS_CHUNK", 2)  # librdkafka's call grows faster than its input
+    monkeypatch.setattr(offsets_probe, "OFFSETS_CHUNK", 2)  # librdkafka's call grows faster than its input
     assert source.admin_offsets(keys)[("t", 2)] == Offsets(102, None, 1)
+    assert calls == [(-1, 2), (-1, 1), (-2, 2), (-2, 1)]
+    calls.clear()  # brokers not asked directly: a poll asks the AdminClient's way
+    led = {k: PartitionMeta(1, (1,), (1,)) for k in keys}
+    assert source.ask(_poll(led, {1: "198.18.1.11:9092"}))[("t", 2)] == Offsets(102, None, 1)
     assert calls == [(-1, 2), (-1, 1), (-2, 2), (-2, 1)]
 
 
@@ -67,8 +76,8 @@ def test_a_failed_request_leaves_its_offsets_unknown_and_no_others() -> None:
     failed.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
     answered: Future[dict[TopicPartition, Any]] = Future()
     answered.set_result({TopicPartition("t", 5): _Info(7, 1)})
-    assert admin._answers([failed], deadline=0.0) == {}
-    found = admin._answers([failed, answered], deadline=0.0)
+    assert offsets_probe._answers([failed], deadline=0.0) == {}
+    found = offsets_probe._answers([failed, answered], deadline=0.0)
     assert set(found) == {("t", 5)} and found[("t", 5)].offset == 7
 
 
@@ -90,18 +99,20 @@ def test_each_leader_is_asked_for_its_own_partitions(monkeypatch: pytest.MonkeyP
     """Where brokers may be asked directly: one ListOffsets per leader and spec, each with the
     partitions it leads; a leader that does not answer leaves its partitions unknown, and a
     partition without a leader is asked of nobody."""
-    from kinspect.model import PartitionMeta, ReplicaEnd
+    from kinspect.model import ReplicaEnd
 
     asked: list[tuple[int, tuple[tuple[str, int], ...], int]] = []
+    timeouts: set[float] = set()
 
-    def fake(link: Any, keys: list[tuple[str, int]], spec: int, _timeout: float
+    def fake(link: Any, keys: list[tuple[str, int]], spec: int, timeout: float
              ) -> dict[tuple[str, int], ReplicaEnd]:
         asked.append((link.broker_id, tuple(keys), spec))
+        timeouts.add(timeout)
         if link.broker_id == 3:
             raise TimeoutError("198.18.1.13:9092: no answer in 3.0 s")
         return {k: ReplicaEnd(100 + k[1] if spec == -1 else k[1], 7) for k in keys}
 
-    monkeypatch.setattr(admin, "ask_leader_offsets", fake)
+    monkeypatch.setattr(offsets_probe, "ask_leader_offsets", fake)
     source = _probe({}, timeout_s=3.0)
     partitions = {("t", 0): PartitionMeta(1, (1, 2), (1, 2)),
                   ("t", 1): PartitionMeta(2, (2, 1), (2, 1)),
@@ -115,4 +126,7 @@ def test_each_leader_is_asked_for_its_own_partitions(monkeypatch: pytest.MonkeyP
     assert got[("t", 0)] == Offsets(100, 0, 7) and got[("t", 1)] == Offsets(101, 1, 7)
     assert got[("t", 3)] == Offsets(None, None, None)  # its leader did not answer
     assert got[("t", 4)] == Offsets(None, None, None)  # no leader: nobody to ask
+    assert timeouts == {3.0}  # the poll's timeout (grown with the cluster), as before
+    asked.clear()  # brokers asked directly: a poll asks each leader
+    assert source.ask(_poll(partitions, brokers)) == got and len(asked) == 5
     source.close()

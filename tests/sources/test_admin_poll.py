@@ -4,6 +4,7 @@ every answer where the BrokerView keeps it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -68,4 +69,40 @@ def test_a_poll_assembles_its_probes_answers(monkeypatch: pytest.MonkeyPatch) ->
     assert view.reassignments == moving and view.stalled_since == {}  # broker 2 told no end
     assert view.log_dirs == {1: Unknown("dirs refused")} and view.log_dirs_at_ms == 5
     assert isinstance(view.hidden_topics, Unknown)  # no disks answered yet
+    source._close()
+
+
+def test_a_probe_not_asked_or_refused_is_unknown_with_its_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without per-broker connections (e.g. GSSAPI) the reassignments, the eligible leaders and
+    the hidden topics are Unknown with why, the quorum and the brokers' own word are not asked,
+    and no probe makes up an answer; a refused DescribeQuorum is Unknown, not 'no leader'."""
+    from kinspect.errors import KinspectError
+    from kinspect.sources import admin as admin_module
+    from kinspect.sources.admin import AdminSource
+    from kinspect.sources.probes.cluster_probe import quorum_refused
+
+    def refuse(config: object) -> dict[str, object]:
+        raise KinspectError("GSSAPI: no per-broker connections")
+
+    monkeypatch.setattr(admin_module, "connection_settings", refuse)
+    source = AdminSource("127.0.0.1:1", lambda: None, watch_groups=False)
+    source._admin = SimpleNamespace(list_topics=lambda timeout: _metadata())  # type: ignore[assignment]
+    probes = source._probes
+    monkeypatch.setattr(probes.topic_configs, "ask", lambda poll: TopicConfigs())
+    monkeypatch.setattr(probes.broker_configs, "ask", lambda poll: {})
+    monkeypatch.setattr(probes.offsets, "ask", lambda poll: {})
+    view, claims = source._poll()
+    assert view.state == "ok" and view.probes_off == "GSSAPI: no per-broker connections"
+    assert view.reassignments == Unknown("brokers not asked directly "
+                                         "(GSSAPI: no per-broker connections)")
+    assert view.elr == Unknown("not a KRaft cluster") and view.mode == "unknown"
+    assert isinstance(view.hidden_topics, Unknown) and view.log_dirs == {}
+    assert view.quorum is None and view.quorum_error is None and view.quorum_unknown is None
+    assert claims == {} and view.replica_ends == {} and view.probe_errors == {}
+    refused = QuorumPoll(mode="kraft", answer=None,
+                         error="ClusterAuthorizationFailed: DescribeQuorum")
+    assert quorum_refused(refused) == Unknown(
+        "no Describe permission on the cluster: DescribeQuorum refused")
+    assert quorum_refused(replace(refused, error="timed out")) is None  # not a refusal
     source._close()

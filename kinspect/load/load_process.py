@@ -102,7 +102,11 @@ def _json_of(value: LoadSettings | ProducerCounts | ConsumerCounts | LiveLoss | 
 
 
 def _counts(data: Mapping[str, Any] | None) -> ProducerCounts | None:
+    """None when no producer had published: {} now, the sum over none (producers 0) in a
+    recording of an older kinspect."""
     if not data:
+        return None
+    if data.get("producers") == 0:
         return None
     return ProducerCounts.from_json(data)
 

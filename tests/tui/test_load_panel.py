@@ -184,3 +184,15 @@ def test_a_run_dir_without_its_settings_yet_is_not_said_to_be_no_load(tmp_path: 
     text = panel.render().plain
     assert text.startswith(f"load {tmp_path.name}: no settings.json yet") and "load.out" in text
     assert "no load running" not in text
+
+
+def test_an_older_recording_of_counts_no_producer_published_reads_as_not_known() -> None:
+    """An older kinspect recorded the sum over no producer (producers 0, every count 0)
+    before they published: the replay says starting…, as the live screen now does."""
+    from kinspect.tui.replay_feed import load_from
+
+    zeros = {**dict.fromkeys(OLD_STATS, 0), "failed_by_error": {}, "done": False}
+    load = load_from({"run_dir": "/old/run", "running": True, "settings": OLD_SETTINGS,
+                      "stats": zeros, "consumers": None})
+    assert load is not None and load.stats is None
+    assert load_panel_text(load.stats, load.settings, load.running).plain.endswith("starting…")

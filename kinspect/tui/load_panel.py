@@ -114,8 +114,10 @@ def _last_line(stats: ProducerCounts, consumers: ConsumerCounts | None) -> Text:
     if stats.failed_by_error:
         top = sorted(stats.failed_by_error.items(), key=lambda kv: -kv[1])[:1]
         return Text(", ".join(f"{k} {v:,}" for k, v in top), "red")
-    return Text(f"in flight {stats.in_flight:,} · p50 {stats.latency_p50_ms:.0f} ms · p99 "
-                f"{stats.latency_p99_ms:.0f} ms", "dim")
+    latency = "no acknowledgement yet"  # the producers publish 0 ms for none measured
+    if stats.acked:
+        latency = f"p50 {stats.latency_p50_ms:.0f} ms · p99 {stats.latency_p99_ms:.0f} ms"
+    return Text(f"in flight {stats.in_flight:,} · {latency}", "dim")
 
 
 def _consumers_line(consumers: ConsumerCounts) -> Text:

@@ -196,3 +196,19 @@ def test_an_older_recording_of_counts_no_producer_published_reads_as_not_known()
                       "stats": zeros, "consumers": None})
     assert load is not None and load.stats is None
     assert load_panel_text(load.stats, load.settings, load.running).plain.endswith("starting…")
+
+
+def test_no_latency_is_shown_before_a_message_was_acknowledged() -> None:
+    """Nothing acked yet (the start, or a cluster that answers nothing): the producers'
+    percentiles over no acknowledgement are 0, which the panel does not show as 0 ms."""
+    from kinspect.load.counts import ProducerCounts
+    from kinspect.load.runsettings import LoadSettings
+
+    settings = LoadSettings("orders", "b:9092")
+    waiting = ProducerCounts(producers=1, sent=500, in_flight=500)
+    last = load_panel_text(waiting, settings, True).plain.splitlines()[-1]
+    assert last == "in flight 500 · no acknowledgement yet"
+    acked = ProducerCounts(producers=1, sent=500, acked=400, in_flight=100, latency_p50_ms=3.2,
+                           latency_p99_ms=40.0)
+    last = load_panel_text(acked, settings, True).plain.splitlines()[-1]
+    assert last == "in flight 100 · p50 3 ms · p99 40 ms"

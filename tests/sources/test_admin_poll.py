@@ -106,3 +106,34 @@ def test_a_probe_not_asked_or_refused_is_unknown_with_its_reason(
         "no Describe permission on the cluster: DescribeQuorum refused")
     assert quorum_refused(replace(refused, error="timed out")) is None  # not a refusal
     source._close()
+
+
+def test_probes_on_two_threads_share_one_link_to_a_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full polls' links are asked for by probes on several threads at once (the brokers'
+    own answers, the reassignments): each broker gets one link, none made and then lost."""
+    import threading
+    import time
+
+    from kinspect.sources.probes import base
+
+    made: list[object] = []
+
+    class SlowLink:
+        def __init__(self, address: str, settings: object, broker: int) -> None:
+            time.sleep(0.05)  # a second thread comes in meanwhile
+            self.address, self.broker_id = address, broker
+            made.append(self)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(base, "BrokerLink", SlowLink)
+    links = base.Links({})
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(links.to(1, "198.18.1.11:9092")))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and got == [made[0], made[0]]

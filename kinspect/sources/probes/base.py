@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -107,20 +108,23 @@ class Asking:
 class Links:
     """One connection to each broker, kept between polls and made anew when its address
     changes. A connection is used by one thread at a time: a probe asking beside others keeps
-    links of its own."""
+    links of its own. The full polls' are shared by probes on several threads: one made at
+    once by two would leave one never closed, hence the lock."""
 
     def __init__(self, settings: LinkSettings | None) -> None:
         self.settings = settings
         self._links: dict[int, BrokerLink] = {}
+        self._lock = threading.Lock()
 
     def to(self, broker: int, address: str) -> BrokerLink:
-        link = self._links.get(broker)
-        if link is not None and link.address == address:
+        with self._lock:
+            link = self._links.get(broker)
+            if link is not None and link.address == address:
+                return link
+            if link is not None:
+                link.close()
+            link = self._links[broker] = BrokerLink(address, self.settings, broker)
             return link
-        if link is not None:
-            link.close()
-        link = self._links[broker] = BrokerLink(address, self.settings, broker)
-        return link
 
     def all_of(self, brokers: Mapping[int, str]) -> list[BrokerLink]:
         """A link to each of these brokers, in the order of their ids."""
@@ -131,7 +135,8 @@ class Links:
         return self._links.get(broker)
 
     def close(self) -> None:
-        links, self._links = list(self._links.values()), {}
+        with self._lock:
+            links, self._links = list(self._links.values()), {}
         for link in links:
             link.close()
 

@@ -67,7 +67,6 @@ class Mailbox:
         return pending
 
 
-
 class Feed:
     """Starts in a worker thread, posts messages until stopped."""
 

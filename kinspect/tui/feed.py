@@ -143,7 +143,7 @@ class LiveFeed(Feed):
         self._trend.fault_at(entry.ts for entry in faults)
         stats = status.stats
         if stats is not None and stats.ts:
-            self._trend.observe(int(stats.ts), int(stats.acked), int(stats.failed))
+            self._trend.observe(stats.ts, stats.acked, stats.failed)
         return replace(status, live=self._tail.judge(observer.latest), trend=self._trend.frozen())
 
     def start(self, post: Post) -> None:

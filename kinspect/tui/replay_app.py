@@ -64,8 +64,8 @@ class ReplayApp(KinspectApp):
         log = self.main.query_one("#events", RichLog)
         log.clear()
         for item in message.history:
-            if isinstance(item, dict):
-                log.write(fault_line(JournalEntry.from_json(item)))
+            if isinstance(item, JournalEntry):
+                log.write(fault_line(item))
             else:
                 log.write(event_line(item))
 

@@ -20,6 +20,7 @@ from kinspect.lab.state import LabState, NodeRecord
 from kinspect.load.load_process import LoadStatus
 from kinspect.model import ClusterSnapshot, Event
 from kinspect.sources.playback import Cursor, Frame, Recording
+from kinspect.sources.recording import Json
 from kinspect.tui.feed import Feed, Mailbox
 from kinspect.tui.messages import (
     Arrival,
@@ -44,6 +45,14 @@ def lab_from(data: dict[str, Any] | None) -> LabState | None:
         return LabState(nodes=[NodeRecord(**n) for n in fields.pop("nodes")], **fields)
     except (TypeError, ValueError, KeyError):  # a lab of another shape: the brokers without it
         return None
+
+
+def _entry(item: Event | Json) -> Event | JournalEntry:
+    """An event, or a fault journal entry as the recording holds it (JSON), as the log shows
+    it: the screen gets journal entries, never their JSON."""
+    if isinstance(item, dict):
+        return JournalEntry.from_json(item)
+    return item
 
 
 def load_from(data: dict[str, Any] | None) -> LoadStatus | None:
@@ -196,7 +205,7 @@ class ReplayFeed(Feed):
         self.cursor = cursor or rec.locate(int(at))
         self.position_ms = at
         frame = rec.frame(self.cursor)
-        history = rec.history(self.cursor)
+        history = [_entry(item) for item in rec.history(self.cursor)]
         self.seek_ms.append((time.perf_counter() - started) * 1000)
         mailbox.take()  # events of before the jump are not news after it
         post(ReplayJumped(history))

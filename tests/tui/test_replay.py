@@ -92,6 +92,24 @@ def test_playing_to_the_end_pauses_there(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_a_jump_writes_the_fault_journal_back_into_the_log(tmp_path: Path) -> None:
+    """The history a jump rewrites the log from holds the journal's entries as well as the
+    events: each is a fault line, as when it was played."""
+    record_story(tmp_path)
+    feed = ReplayFeed(Recording(tmp_path), at_ms=T0 + (FAILOVER_STEP - 1) * STEP_MS + 100,
+                      paused=True)
+
+    async def scenario() -> None:
+        app = ReplayApp(feed)
+        async with app.run_test(size=(120, 30)) as pilot:
+            log = app.screen_stack[0].query_one("#events")
+            await until(pilot, lambda: any("fault: kill" in line.text and "kafka3" in line.text
+                                           for line in log.lines),
+                        "the kill journaled before the moment, in the log")
+
+    asyncio.run(scenario())
+
+
 def test_a_timeline_entry_opens_the_replay_at_its_moment(tmp_path: Path) -> None:
     """Enter on a report's timeline entry: the replay of that run at that time (headless, the
     app cannot hand the terminal over, so it says the command instead)."""

@@ -188,10 +188,10 @@ def _file_replicas(topic_row: tuple[str, Rows], broker: int, log_dir: str,
     (the hot loop: one row per replica the broker holds)."""
     topic = topic_row[0]
     for index, size, lag, is_future, *_tags in topic_row[1] or ():
+        into = replicas
         if is_future:
-            future[(topic, index)] = LogDirReplica(broker, log_dir, size, lag, is_future)
-        else:
-            replicas[(topic, index)] = LogDirReplica(broker, log_dir, size, lag, is_future)
+            into = future
+        into[(topic, index)] = LogDirReplica(broker, log_dir, size, lag, is_future)
 
 
 _PARTITION = struct.Struct(">iqq?")  # index, size, offset lag, is future

@@ -34,7 +34,7 @@ from kafka.protocol.types import (
 
 from kinspect.clients.quorum import NO_ANSWER
 from kinspect.clients.reassignments import broker_name, error_name
-from kinspect.clients.wire import AsBytes, BrokerLink
+from kinspect.clients.wire import AsBytes, BrokerLink, told
 from kinspect.errors import said
 from kinspect.model.facts import NOT_ANSWERED, Unknown
 from kinspect.model.views import BrokerLogDirs, LogDir, LogDirReplica
@@ -163,13 +163,6 @@ def _refusal(code: int, results: Any, asked: str) -> Unknown | None:
     return None
 
 
-def _size(value: int) -> int | None:
-    """A volume's size in bytes; -1 when the broker does not tell it."""
-    if value < 0:
-        return None
-    return value
-
-
 def _log_dir(row: tuple[Any, ...]) -> LogDir:
     """A dir's row: an offline one says its error; v4 tells the volume's sizes."""
     error = None
@@ -177,7 +170,7 @@ def _log_dir(row: tuple[Any, ...]) -> LogDir:
         error = error_name(row[0])
     total = usable = None
     if len(row) > 4:
-        total, usable = _size(row[3]), _size(row[4])
+        total, usable = told(row[3]), told(row[4])  # -1: not told
     return LogDir(row[1], error, total, usable)
 
 

@@ -26,7 +26,7 @@ from kafka.protocol.abstract import AbstractType
 from kafka.protocol.api import Request, Response
 from kafka.protocol.types import CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
-from kinspect.clients.wire import BrokerLink, connection_settings
+from kinspect.clients.wire import BrokerLink, connection_settings, told
 from kinspect.errors import KinspectError, said
 from kinspect.model.views import ControllerAnswer, Mode, QuorumAnswer, QuorumReplica
 
@@ -207,18 +207,11 @@ def quorum_request(version: int) -> Any:
         topics=[(METADATA_TOPIC, [(METADATA_PARTITION, {})], {})], tags={})
 
 
-def _known(value: int) -> int | None:
-    """A leader id or a time the wire gives as -1 when there is none."""
-    if value < 0:
-        return None
-    return value
-
-
 def _replica(row: Any) -> QuorumReplica:
     if len(row) > 5:  # v2: the directory id after the id
-        return QuorumReplica(row[0], row[2], _known(row[3]), _known(row[4]))
+        return QuorumReplica(row[0], row[2], told(row[3]), told(row[4]))
     if len(row) > 3:  # v1
-        return QuorumReplica(row[0], row[1], _known(row[2]), _known(row[3]))
+        return QuorumReplica(row[0], row[1], told(row[2]), told(row[3]))
     return QuorumReplica(row[0], row[1], None, None)
 
 
@@ -271,7 +264,7 @@ def quorum_from(response: Any, asked: str) -> QuorumAnswer:
             continue
         if code:
             raise _error(code, asked)
-        return QuorumAnswer(leader_id=_known(leader), leader_epoch=epoch,
+        return QuorumAnswer(leader_id=told(leader), leader_epoch=epoch,
                             high_watermark=high_watermark, voters=_replicas(voters),
                             observers=_replicas(observers), asked=asked,
                             endpoints=_endpoints(response))

@@ -251,6 +251,13 @@ class BrokerLink:
             self._conn = None
 
 
+def told(value: int) -> int | None:
+    """A leader id, a time or a size the wire gives as -1 when it has none: None then."""
+    if value < 0:
+        return None
+    return value
+
+
 def claims_from(response: Any) -> MetadataAnswer:
     """A MetadataResponse (v1, or v7+ with each partition's leader epoch) as each partition's
     claim."""

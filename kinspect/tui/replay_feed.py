@@ -33,7 +33,6 @@ from kinspect.tui.messages import (
 )
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-SEEK_S = 10
 TICK_S = 0.1
 
 

@@ -15,6 +15,7 @@ from kinspect.errors import KinspectError
 from kinspect.lab import BACKENDS, dist, presets, shaping
 from kinspect.lab.backend import MODES, LabBackend, UpOptions, status_json
 from kinspect.lab.faults import Fault, FaultKind, Scope
+from kinspect.lab.journal import cut_text
 from kinspect.lab.netns import can_use_netns
 from kinspect.lab.shaping import Direction, LinkShape
 from kinspect.lab.state import LabState
@@ -402,7 +403,7 @@ def _pid(pid: int | None) -> str:
 
 def _groups(data: StatusJson) -> str:
     """The network partition's groups, `none (healed)` when there is none."""
-    groups = " | ".join(",".join(g) for g in data["groups"])
+    groups = cut_text(data["groups"])
     if not groups:
         return "none (healed)"
     return groups

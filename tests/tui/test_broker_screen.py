@@ -10,7 +10,7 @@ import dataclasses
 from textual.widgets import Static
 
 from kinspect.model import ClusterSnapshot, ReplicaDisk
-from kinspect.model.brokers import Role, hosted_by, summary, view
+from kinspect.model.brokers import HostedReplica, Role, hosted_by, summary, view
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.broker_screen import BrokerScreen, ReplicaList, replica_cells
 from kinspect.tui.feed import RecordedFeed
@@ -46,6 +46,28 @@ def test_a_brokers_replicas_from_the_model() -> None:
     assert [r.name for r in view(hosted, text="orders")] == sorted(
         (r.name for r in hosted if r.name.startswith("orders")),
         key=lambda n: int(n.rsplit("-", 1)[1]))
+
+
+def test_a_replicas_cells_say_what_was_not_told_and_colour_how_far_it_trails() -> None:
+    """Each cell's words and style: `?` (dim) for what its broker did not tell, behind in
+    yellow, ahead of the leader (a log a rejoin truncates) in red, level dim."""
+    base = HostedReplica("t", 0, Role.FOLLOWER, True, False, 90, 100, 2_000, "/data/a")
+
+    def cells(**changes: object) -> list[tuple[str, str]]:
+        replica = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+        return [(cell.plain, str(cell.style)) for cell in replica_cells(replica)]
+
+    assert cells() == [("t-0", ""), ("follower", ""), ("yes", "green"), ("90", ""),
+                       ("100", "dim"), ("10", "bold yellow"), ("2.0 kB", ""), ("a", "")]
+    assert cells(role=Role.LEADER, log_end=100)[1:6] == [
+        ("leader", "bold"), ("yes", "green"), ("100", ""), ("100", "dim"), ("0", "dim")]
+    assert cells(log_end=120)[5] == ("-20", "bold red")
+    assert cells(in_isr=False)[2] == ("NO", "bold red")
+    assert cells(offline=True)[2] == ("OFFLINE", "bold red")
+    assert cells(log_end=None)[3:6] == [("?", "dim"), ("100", "dim"), ("?", "dim")]
+    assert cells(leader_end=None)[3:6] == [("90", ""), ("?", "dim"), ("?", "dim")]
+    assert cells(size=None, log_dir=None)[6:] == [("?", "dim"), ("?", "dim")]
+    assert cells(log_dir="")[7] == ("?", "dim")
 
 
 def test_b_opens_the_selected_broker_and_its_keys_sort_filter_and_go_back() -> None:

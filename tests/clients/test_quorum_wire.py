@@ -249,3 +249,17 @@ def test_a_zookeeper_cluster_is_said_so() -> None:
     polled = probe_with({"b1:9092": link}).poll({1: "b1:9092"}, {})
     assert (polled.mode, polled.answer) == ("zookeeper", None)
     assert "not a KRaft cluster" in (polled.error or "")
+
+
+def test_without_an_answer_the_error_is_the_brokers_else_a_controllers_else_no_answer() -> None:
+    """What a poll with no answer says: the brokers' error first; with no broker asked, the
+    first controller's that failed; with nobody to ask, "no answer" (never an empty error)."""
+    links = {"b1:9092": FakeLink("b1:9092", KRAFT, fail=TimeoutError("b1: no answer in 1.0 s")),
+             "c101:9093": FakeLink("c101:9093", KRAFT, fail=ConnectionRefusedError("refused")),
+             "c102:9093": FakeLink("c102:9093", KRAFT, {"partition_code": 6})}
+    controllers = {101: "c101:9093", 102: "c102:9093"}
+    both = probe_with(links).poll({1: "b1:9092"}, controllers)
+    assert (both.answer, both.error) == (None, "b1: no answer in 1.0 s")
+    alone = probe_with(links).poll({}, controllers)
+    assert (alone.answer, alone.error) == (None, "refused")
+    assert probe_with({}).poll({}, {}).error == "no answer"

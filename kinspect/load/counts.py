@@ -10,8 +10,10 @@ same order (`to_json`, what a session recording keeps).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from kinspect.load.rundir import known_fields
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class ProducerCounts:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProducerCounts:
-        found = _known(cls, data)
+        found = known_fields(cls, data)
         if found.get("failed_by_error") is None:
             found["failed_by_error"] = {}
         return cls(**found)
@@ -64,10 +66,5 @@ class ConsumerCounts:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ConsumerCounts:
-        return cls(**_known(cls, data))
+        return cls(**known_fields(cls, data))
 
-
-def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """The keys of `data` that are fields of `cls` (a newer writer's others are left out)."""
-    names = {f.name for f in fields(cls)}
-    return {key: value for key, value in data.items() if key in names}

@@ -14,7 +14,8 @@ import os
 import re
 import secrets
 import time
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,10 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of a run dir's JSON object that are fields of the dataclass `cls`: what an older
+    or newer kinspect wrote beside them (a note, a field since added) is left out."""
+    names = {f.name for f in fields(cls)}
+    return {key: value for key, value in data.items() if key in names}

@@ -8,13 +8,13 @@ workers get the values on stdin from the runner (see producer_run.py), never fro
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
-from kinspect.load.rundir import SETTINGS_FILE
+from kinspect.load.rundir import SETTINGS_FILE, known_fields
 from kinspect.profiles import MASK, is_secret, reference_of, resolve_reference
 from kinspect.validation import number
 
@@ -130,7 +130,7 @@ class LoadSettings:
         missing = [n for n in ("topic", "bootstrap") if n not in data]
         if missing:
             raise KinspectError(f"{path} lacks {' and '.join(missing)}: not a kinspect run dir")
-        return cls(**_known(data))
+        return cls(**known_fields(cls, data))
 
     @classmethod
     def from_json(cls, data: object) -> LoadSettings | None:
@@ -139,7 +139,7 @@ class LoadSettings:
         when none were written yet; a field an older kinspect did not write is its default."""
         if not isinstance(data, dict) or not data:
             return None
-        return cls(**{"topic": "", "bootstrap": "", **_known(data)})
+        return cls(**{"topic": "", "bootstrap": "", **known_fields(LoadSettings, data)})
 
     def with_secrets(self, where: str = "settings.json") -> LoadSettings:
         """These settings with every `${env:…}`/`${file:…}` of `extra` read now; a masked
@@ -190,12 +190,8 @@ def check_saved(data: object, where: str) -> None:
     if not isinstance(data, dict):
         raise KinspectError(f"{where} is not a JSON object")
     try:
-        LoadSettings(**{"topic": "", "bootstrap": "", "count": None, **_known(data)}).validate()
+        known = known_fields(LoadSettings, data)
+        LoadSettings(**{"topic": "", "bootstrap": "", "count": None, **known}).validate()
     except KinspectError as exc:
         raise KinspectError(f"{where}: {exc}") from None
 
-
-def _known(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The saved keys that are settings (SECRETS_NOTE and a newer kinspect's are not)."""
-    names = {f.name for f in fields(LoadSettings)}
-    return {key: value for key, value in data.items() if key in names}

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kinspect.errors import KinspectError
+from kinspect.load.rundir import known_fields
 from kinspect.load.runsettings import optional, stored_extra
 from kinspect.validation import number, topic_name
 
@@ -140,9 +141,8 @@ class ConsumeSettings:
                                 f"{getattr(exc, 'strerror', None) or exc}") from None
         if not isinstance(data, dict):
             raise KinspectError(f"{path} is not a JSON object")
-        names = {f.name for f in fields(cls)}
         try:
-            settings = cls(**{k: v for k, v in data.items() if k in names})
+            settings = cls(**known_fields(cls, data))
             settings.validate()
         except (TypeError, KinspectError) as exc:
             raise KinspectError(f"{path}: {exc}") from None

@@ -15,6 +15,7 @@ from rich.filesize import decimal
 from rich.style import Style
 from rich.text import Text
 
+from kinspect.lab.faults import FaultKind
 from kinspect.lab.journal import cut_text
 from kinspect.model import (
     ClusterSnapshot,
@@ -401,12 +402,20 @@ def event_line(event: Event) -> Text:
 
 
 def fault_line(entry: JournalEntry) -> Text:
+    """A journaled fault in the event log: `fault: isolate  kafka1 from zk (kafka1 | …)`."""
     text = Text(clock_text(entry.ts) + " ", "dim")
     text.append(f"{'fault: ' + entry.action:<24}", "bold magenta")
+    return text.append(fault_detail(entry))
+
+
+def fault_detail(entry: JournalEntry) -> str:
+    """The node and what was done to it; an isolation says from what, then the cut it made."""
     detail = entry.detail
     if entry.groups:
         detail = cut_text(entry.groups)
-    return text.append(f"{entry.node or ''} {detail}".strip())
+    if entry.action == FaultKind.ISOLATE and entry.scope is not None:
+        detail = f"from {entry.scope} ({detail})"
+    return f"{entry.node or ''} {detail}".strip()
 
 
 def warnings_text(snapshot: ClusterSnapshot | None, health: HealthReport | None = None) -> Text:

@@ -22,6 +22,18 @@ from tests.helpers.lab import Lab
 BACKENDS = ("process", "docker")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="rewrite the golden files (and the README's generated tables) from "
+                     "what the code produces now, instead of comparing with them")
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    """True under --update-goldens: a golden test writes what it got, then compares."""
+    return bool(request.config.getoption("--update-goldens"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "lab_lifecycle: takes the session lab down; runs last")
     # A lab started without --backend is a process lab, whether or not a Docker engine runs.

@@ -18,6 +18,8 @@ from kinspect.cli.common import add_cluster_arguments, early_groups, resolve_wit
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
 from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalled_between
+from kinspect.model.events import JsonObject
+from kinspect.model.health_checks import CHECK_OF
 from kinspect.model.serialize import seconds, unchecked_to_json
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
@@ -146,11 +148,29 @@ def report_json(report: HealthReport, snapshot: ClusterSnapshot, zk_error: str |
         "unavailable": list(report.unavailable), "reassignments": _reassignments(snapshot),
         "offline_log_dirs": list(report.offline_log_dirs),
         "elr": _elr(snapshot),
-        "risky_settings": list(report.risky_settings), "limitations": list(snapshot.limitations),
+        "risky_settings": list(report.risky_settings), "findings": _findings(report),
+        "limitations": list(snapshot.limitations),
         "groups": [{"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag,
                     "lag_seconds": seconds(g.lag_ms(snapshot.taken_at))}
                    for g in snapshot.groups],
     }
+
+
+def _findings(report: HealthReport) -> list[JsonObject]:
+    """The cluster's findings, each with its severity and the check that made it (a broker
+    missing is the brokers' check, not a risky setting)."""
+    out: list[JsonObject] = []
+    for w in report.findings:
+        out.append({"kind": w.kind, "check": _check_key(w.kind),
+                    "severity": w.severity, "message": w.message})
+    return out
+
+
+def _check_key(kind: str) -> str | None:
+    check = CHECK_OF.get(kind)
+    if check is None:
+        return None
+    return check.key
 
 
 def health_json(snapshot: ClusterSnapshot, zk_error: str | None = None,

@@ -16,11 +16,17 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Literal
 
 from kinspect.model.facts import Fact, Unknown, unanswered
+from kinspect.model.health_checks import CHECKS, Area, area_of
 from kinspect.model.severity import Severity
-from kinspect.model.snapshot import BrokerInfo, ClusterSnapshot, PartitionInfo, TopicInfo
+from kinspect.model.snapshot import (
+    BrokerInfo,
+    ClusterSnapshot,
+    ClusterWarning,
+    PartitionInfo,
+    TopicInfo,
+)
 from kinspect.model.views import EligibleLeaders
 
 # A reassignment whose replicas being added have not moved for this long is flagged.
@@ -47,8 +53,7 @@ RANK = {Verdict.HEALTHY: 0, Verdict.WARNING: 1, Verdict.CRITICAL: 2}
 SEVERITY_VERDICT = {Severity.INFO: Verdict.HEALTHY, Severity.WARN: Verdict.WARNING,
                     Severity.ERROR: Verdict.CRITICAL, Severity.CRITICAL: Verdict.CRITICAL}
 
-Check = Literal["under_min_isr", "at_min_isr", "under_replicated", "settings", "hidden_topics",
-                "controller", "group_lag", "log_dirs", "retention"]
+Check = str  # a key of health_checks.CHECKS
 
 
 @dataclass(frozen=True)
@@ -68,16 +73,13 @@ class Unchecked:
         if self.check == "hidden_topics" and self.subjects:
             return (f"{len(self.subjects)} topic{'s' * (len(self.subjects) != 1)} hidden from "
                     f"this user, nothing checked on them: {shown} ({self.reason})")
-        where = f" for {len(self.subjects)}: {shown}" if self.subjects else ""
+        where = ""
+        if self.subjects:
+            where = f" for {len(self.subjects)}: {shown}"
         return f"{CHECK_NAMES.get(self.check, self.check)} unknown{where} ({self.reason})"
 
 
-CHECK_NAMES: dict[Check, str] = {
-    "under_min_isr": "under min ISR", "at_min_isr": "at min ISR",
-    "under_replicated": "under-replicated", "settings": "risky settings",
-    "hidden_topics": "topics hidden from this user", "controller": "the controller",
-    "group_lag": "consumer groups' lag", "log_dirs": "log dirs (a failed or full disk)",
-    "retention": "retention's deadline on lagging groups"}
+CHECK_NAMES: dict[Check, str] = {c.key: c.unknown for c in CHECKS.values()}
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,8 @@ class HealthReport:
     controller_ok: bool = True
     brokers_registered: tuple[int, ...] = ()
     brokers_expected: tuple[int, ...] = ()
-    risky_settings: tuple[str, ...] = ()
+    risky_settings: tuple[str, ...] = ()  # the settings check's findings
+    findings: tuple[ClusterWarning, ...] = ()  # the snapshot's cluster findings, each its severity
     offline_log_dirs: tuple[str, ...] = ()  # "broker 2: /data/b (KafkaStorageError (56))"
 
     @property
@@ -182,10 +185,35 @@ def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, .
         out.append(Unchecked("controller", Severity.CRITICAL, s.controller_unknown.reason))
     out += _by_reason("group_lag", Severity.WARN if judge_lag else Severity.INFO,
                       s.groups_unknown)
-    out += _by_reason("log_dirs", Severity.CRITICAL,
-                      ((f"broker {b.id}", b.log_dirs) for b in s.brokers if _live(b)
-                       and isinstance(b.log_dirs, Unknown) and not unanswered(b.log_dirs)))
+    out += _by_reason("log_dirs", Severity.CRITICAL, _disks_unknown(s))
+    out += _by_reason("log_dir_space", Severity.WARN, _space_unknown(s))
     return tuple(out)
+
+
+def _disks_unknown(s: ClusterSnapshot) -> list[tuple[str, Unknown]]:
+    """Live brokers that answered and did not say their log dirs (refused, failed)."""
+    out = []
+    for b in s.brokers:
+        told = b.log_dirs
+        if _live(b) and isinstance(told, Unknown) and not unanswered(told):
+            out.append((f"broker {b.id}", told))
+    return out
+
+
+SIZES_UNTOLD = Unknown("the broker does not tell its volumes' sizes (DescribeLogDirs v4, Kafka "
+                       "3.3): free space not judged")
+
+
+def _space_unknown(s: ClusterSnapshot) -> list[tuple[str, Unknown]]:
+    """Online log dirs of live brokers whose volume's size was not told (before Kafka 3.3)."""
+    out = []
+    for b in s.brokers:
+        if not _live(b) or not isinstance(b.log_dirs, tuple):
+            continue
+        for d in b.log_dirs:
+            if not d.offline and d.total_bytes is None:
+                out.append((f"broker {b.id}: {d.path}", SIZES_UNTOLD))
+    return out
 
 
 def _live(b: BrokerInfo) -> bool:
@@ -224,8 +252,8 @@ def kafka_lists(s: ClusterSnapshot) -> HealthReport:
         # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
         brokers_registered=tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
         brokers_expected=tuple(b.id for b in s.brokers if b.expected),
-        risky_settings=tuple(w.message for w in s.warnings
-                             if w.kind not in {"no_controller", "log_dir_offline"}),
+        risky_settings=tuple(w.message for w in s.warnings if area_of(w.kind) is Area.SETTINGS),
+        findings=s.warnings,
         offline_log_dirs=tuple(f"broker {b.id}: {d.path} ({d.error})" for b in s.brokers
                                for d in b.offline_log_dirs))
 
@@ -264,22 +292,44 @@ def _warnings(s: ClusterSnapshot, found: HealthReport, max_lag: int | None,
     out += _listed("in a reassignment that made no progress for a minute", found.stalled)
     out += _listed("in a reassignment that made no progress while health watched it",
                    tuple(n for n in watched if n not in found.stalled))
+    out += _controller_disagrees(s)
+    # Every finding short of critical (the critical ones are said by their own lines above).
+    out += [w.message for w in found.findings if w.severity is not Severity.CRITICAL]
+    out += _lagging(s, max_lag, max_lag_s)
+    return tuple(out)
+
+
+def _controller_disagrees(s: ClusterSnapshot) -> list[str]:
+    """ZooKeeper mode: the brokers name a controller other than ZooKeeper's."""
     c = s.controller
-    if s.sees_zookeeper and None not in (c.id, c.broker_reported_id) \
-            and c.broker_reported_id != c.id:
-        out.append(f"the brokers report controller {c.broker_reported_id}, ZooKeeper says {c.id}")
-    out += found.risky_settings
-    if max_lag is not None:
-        out += [f"consumer group {g.group_id} lags {g.lag:,} records (over {max_lag:,})"
-                for g in s.groups if g.lag is not None and g.lag > max_lag]
+    if not s.sees_zookeeper or c.id is None or c.broker_reported_id is None:
+        return []
+    if c.broker_reported_id == c.id:
+        return []
+    return [f"the brokers report controller {c.broker_reported_id}, ZooKeeper says {c.id}"]
+
+
+def _lagging(s: ClusterSnapshot, max_lag: int | None, max_lag_s: float | None) -> list[str]:
+    """Groups over the lag limits, and retention's deadline on them (only when judged)."""
+    out = []
+    for g in s.groups:
+        if max_lag is not None and g.lag is not None and g.lag > max_lag:
+            out.append(f"consumer group {g.group_id} lags {g.lag:,} records (over {max_lag:,})")
     if max_lag_s is not None:
-        out += [f"consumer group {g.group_id} is {duration(ms)} behind (over "
-                f"{max_lag_s:,g} s): its oldest unconsumed record is that old"
-                for g in s.groups if (ms := g.lag_ms(s.taken_at)) is not None
-                and ms > max_lag_s * 1000]
+        out += _lagging_in_time(s, max_lag_s)
     if max_lag is not None or max_lag_s is not None:
         out += retention_risks(s)
-    return tuple(out)
+    return out
+
+
+def _lagging_in_time(s: ClusterSnapshot, max_lag_s: float) -> list[str]:
+    out = []
+    for g in s.groups:
+        ms = g.lag_ms(s.taken_at)
+        if ms is not None and ms > max_lag_s * 1000:
+            out.append(f"consumer group {g.group_id} is {duration(ms)} behind (over "
+                       f"{max_lag_s:,g} s): its oldest unconsumed record is that old")
+    return out
 
 
 RETENTION_RISK = 0.8  # a group's next record this far into its topic's retention: at risk

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from kinspect.model.assessment import Unchecked, unchecked
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.partition_codec import partition_from_json, partition_to_json
 from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
     BrokerInfo,
@@ -19,8 +20,6 @@ from kinspect.model.snapshot import (
     PartitionInfo,
     QuorumInfo,
     QuorumMember,
-    ReplicaDisk,
-    ReplicaLog,
     Throttle,
     TopicInfo,
 )
@@ -74,41 +73,6 @@ def throttle_from_json(d: dict[str, Any]) -> Throttle:
 def _config_from_json(values: dict[str, str], sources: dict[str, str]
                       ) -> tuple[tuple[str, ConfigValue], ...]:
     return tuple(sorted((k, ConfigValue(v, sources.get(k, "unknown"))) for k, v in values.items()))
-
-
-def _partition(p: PartitionInfo) -> dict[str, Any]:
-    """One partition (the facts' `fact_to_json` written out inline: six calls a partition were
-    a fifth of a 100,000-partition snapshot's JSON)."""
-    under_replicated, under_min_isr = p.under_replicated, p.under_min_isr
-    at_min_isr, min_isr, moving, elr = p.at_min_isr, p.min_isr, p.reassignment, p.elr
-    return {
-        "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
-        "replicas": list(p.replicas), "isr": list(p.isr),
-        "high_watermark": p.high_watermark, "log_start": p.log_start,
-        "offline": p.offline, "unavailable": p.unavailable,
-        "under_replicated": {"unknown": under_replicated.reason}
-        if isinstance(under_replicated, Unknown) else under_replicated,
-        "under_min_isr": {"unknown": under_min_isr.reason}
-        if isinstance(under_min_isr, Unknown) else under_min_isr,
-        "at_min_isr": {"unknown": at_min_isr.reason}
-        if isinstance(at_min_isr, Unknown) else at_min_isr,
-        "preferred_leader": p.preferred_leader, "views_disagree": p.views_disagree,
-        "min_isr": {"unknown": min_isr.reason} if isinstance(min_isr, Unknown) else min_isr,
-        "replication_factor": p.replication_factor,
-        "leader_live": p.leader_live,
-        "reassignment": None if moving is None else fact_to_json(moving, reassignment_to_json),
-        "stalled_ms": p.stalled_ms,
-        "elr": None if elr is None else fact_to_json(elr, elr_to_json),
-        "broker_view": {"leader": p.broker_leader,
-                        "isr": list(p.broker_isr) if p.broker_isr is not None else None},
-        "replica_logs": [{"broker": r.broker, "log_end": r.log_end, "epoch": r.epoch,
-                          "lag": r.lag, "diverged": r.diverged} for r in p.replica_logs],
-        "epoch_ends": [{"epoch": asked, "found": found, "end_offset": end}
-                       for asked, found, end in p.epoch_ends],
-        "offline_replicas": list(p.offline_replicas),
-        "disks": [{"broker": d.broker, "log_dir": d.log_dir, "size": d.size,
-                   "moving_to": d.moving_to, "moved": d.moved} for d in p.disks],
-    }
 
 
 def log_dir_to_json(d: LogDirInfo) -> dict[str, Any]:
@@ -206,7 +170,8 @@ def topic_to_json(t: TopicInfo, partitions: Any = None) -> dict[str, Any]:
 
 
 def partitions_to_json(partitions: Iterable[PartitionInfo]) -> list[dict[str, Any]]:
-    return [_partition(p) for p in partitions]
+    """The partitions, each by the codec compiled from the partition schema."""
+    return [partition_to_json(p) for p in partitions]
 
 
 def seconds(ms: int | None) -> float | None:
@@ -236,25 +201,7 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
     topics = []
     for t in d["topics"]:
         config = _topic_config_from_json(t)
-        parts = tuple(PartitionInfo(
-            topic=t["name"], partition=p["partition"], leader=p["leader"],
-            leader_epoch=p["leader_epoch"], replicas=tuple(p["replicas"]), isr=tuple(p["isr"]),
-            high_watermark=p["high_watermark"], log_start=p["log_start"],
-            min_isr=fact_from_json(p["min_isr"]), broker_leader=p["broker_view"]["leader"],
-            broker_isr=tuple(p["broker_view"]["isr"]) if p["broker_view"]["isr"] is not None
-            else None, views_disagree=p["views_disagree"],
-            replica_logs=tuple(ReplicaLog(r["broker"], r["log_end"], r["epoch"], r["lag"],
-                                          r.get("diverged", 0))
-                               for r in p.get("replica_logs", [])),
-            epoch_ends=tuple((e["epoch"], e["found"], e["end_offset"])
-                             for e in p.get("epoch_ends", [])),
-            reassignment=fact_from_json(p.get("reassignment"), reassignment_from_json),
-            elr=None if p.get("elr") is None else fact_from_json(p["elr"], elr_from_json),
-            leader_live=p.get("leader_live", True), stalled_ms=p.get("stalled_ms"),
-            disks=tuple(ReplicaDisk(r["broker"], r["log_dir"], r["size"], r["moving_to"],
-                                    r["moved"]) for r in p.get("disks", [])),
-            offline_replicas=tuple(p.get("offline_replicas", [])))
-            for p in t["partitions"])
+        parts = tuple([partition_from_json(t["name"], p) for p in t["partitions"]])
         topics.append(TopicInfo(t["name"], t["replication_factor"], config, parts))
     c = d["controller"]
     return ClusterSnapshot(

@@ -23,9 +23,9 @@ from kinspect.model.views import (
 # min.insync.replicas was not told.
 PartitionState = Literal["offline", "under_min_isr", "unknown", "warn", "moving", "ok"]
 # What a cluster warning is about (model/warnings.py says each).
-WarningKind = Literal["no_controller", "stale_quorum_leader", "broker_missing", "broker_fenced",
-                      "replication_factor_1", "min_isr_ge_rf", "min_isr_below_2",
-                      "unclean_election_enabled", "log_dir_offline"]
+# A cluster finding's kind: one of the health checks' (health_checks.KINDS), which says its
+# severity, its order and what it is filed under.
+WarningKind = str
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,9 @@ class PartitionInfo:
     disks: tuple[ReplicaDisk, ...] = ()
     # replicas on a failed log dir (the metadata's offline replicas, kafka-topics' "Offline:")
     offline_replicas: tuple[int, ...] = ()
+    # when the controller last wrote the ISR (ms; ZooKeeper: the state znode's mtime, which an
+    # election writes too); Unknown where the cluster does not say (KRaft); None: not asked
+    isr_changed_at: Fact[int] | None = None
 
     @property
     def name(self) -> str:
@@ -311,6 +314,8 @@ class TopicInfo:
 
 @dataclass(frozen=True)
 class ClusterWarning:
+    """A cluster finding of any severity (the name is the JSON's `warnings`)."""
+
     kind: WarningKind
     message: str
     topic: str | None = None

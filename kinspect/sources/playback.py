@@ -98,6 +98,7 @@ class Segment:
             self.loads.append(load)
             self.problems.append(problems)
         self._snapshots: dict[int, ClusterSnapshot] = {0: snapshot_from_json(first["s"])}
+        self.fields = _row_fields(first)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -109,7 +110,7 @@ class Segment:
         base = max(k for k in self._snapshots if k < i)
         deltas = [self.records[k]["d"] for k in range(base + 1, i + 1)
                   if self.records[k]["k"] == "snap"]
-        built = apply_delta(self._snapshots[base], merge_deltas(deltas))
+        built = apply_delta(self._snapshots[base], merge_deltas(deltas), self.fields)
         if len(self._snapshots) >= self.SNAPSHOTS_KEPT:
             del self._snapshots[next(k for k in self._snapshots if k)]
         self._snapshots[i] = built
@@ -121,6 +122,14 @@ class Segment:
                      tuple(event_from_json(e) for e in r.get("ev", [])),
                      tuple(r.get("faults", [])), self.labs[i], self.loads[i], self.problems[i],
                      keyframe=i == 0)
+
+
+def _row_fields(keyframe: Json) -> tuple[str, ...] | None:
+    """The fields its partition rows hold; None: recorded before keyframes named them."""
+    fields = keyframe.get("fields")
+    if fields is None:
+        return None
+    return tuple(fields)
 
 
 def decode_segment(records: list[Json]) -> Segment | None:

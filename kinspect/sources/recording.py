@@ -37,7 +37,6 @@ from kinspect.model import (
     GroupInfo,
     GroupPartition,
     PartitionInfo,
-    ReplicaLog,
     TopicInfo,
     quorum_from_json,
     quorum_to_json,
@@ -45,19 +44,17 @@ from kinspect.model import (
 )
 from kinspect.model.events import Severity
 from kinspect.model.facts import Fact
+from kinspect.model.partition_codec import RowDecoder, partition_row, row_decoder
+from kinspect.model.partition_schema import ROW_FIELDS
 from kinspect.model.serialize import (
-    elr_from_json,
-    elr_to_json,
     fact_from_json,
     fact_to_json,
     log_dir_from_json,
     log_dir_to_json,
-    reassignment_from_json,
-    reassignment_to_json,
     throttle_from_json,
     throttle_to_json,
 )
-from kinspect.model.snapshot import LogDirInfo, ReplicaDisk
+from kinspect.model.snapshot import LogDirInfo
 
 RECORDING_DIR = "recording"  # in a run dir or a session dir
 POINTER_FILE = "recording.json"  # in a run dir: which session recorded it, and when
@@ -74,34 +71,15 @@ def now_ms() -> int:
 
 
 # ----- the delta codec: compact rows, exact round trip ------------------------------------
+# A partition's row is compiled from the partition schema (model/partition_codec.py); each
+# keyframe names the fields of its segment's rows, so a later kinspect reads them by name.
 
 
-def partition_row(p: PartitionInfo) -> list[Any]:
-    return [p.partition, p.leader, p.leader_epoch, list(p.replicas), list(p.isr),
-            p.high_watermark, p.log_start, fact_to_json(p.min_isr), p.broker_leader,
-            None if p.broker_isr is None else list(p.broker_isr), p.views_disagree,
-            [[r.broker, r.log_end, r.epoch, r.lag, r.diverged] for r in p.replica_logs],
-            [list(e) for e in p.epoch_ends],
-            fact_to_json(p.reassignment, reassignment_to_json),
-            None if p.elr is None else fact_to_json(p.elr, elr_to_json),
-            p.leader_live, p.stalled_ms,
-            [[d.broker, d.log_dir, d.size, d.moving_to, d.moved] for d in p.disks],
-            list(p.offline_replicas)]
-
-
-def partition_from_row(topic: str, r: list[Any]) -> PartitionInfo:
-    """A row; one recorded before reassignments and ELR were seen (13 cells) has neither, one
-    recorded before disks were (17 cells) has no sizes or offline replicas."""
-    later: list[Any] = r[13:] if len(r) > 13 else [None, None, True, None]
-    disks: list[Any] = r[17:] if len(r) > 17 else [[], []]
-    return PartitionInfo(topic, r[0], r[1], r[2], tuple(r[3]), tuple(r[4]), r[5], r[6],
-                         fact_from_json(r[7]), r[8], None if r[9] is None else tuple(r[9]),
-                         r[10], tuple(ReplicaLog(*x) for x in r[11]),
-                         tuple((e[0], e[1], e[2]) for e in r[12]),
-                         fact_from_json(later[0], reassignment_from_json),
-                         None if later[1] is None else fact_from_json(later[1], elr_from_json),
-                         bool(later[2]), later[3], tuple(ReplicaDisk(*x) for x in disks[0]),
-                         tuple(disks[1]))
+def partition_from_row(topic: str, row: list[Any],
+                       fields: tuple[str, ...] | None = ROW_FIELDS) -> PartitionInfo:
+    """A row of these fields (a keyframe names them); None: a recording made before rows were
+    named, read by its length."""
+    return row_decoder(fields)(topic, row)
 
 
 def _topic_row(t: TopicInfo) -> list[Any]:
@@ -110,10 +88,10 @@ def _topic_row(t: TopicInfo) -> list[Any]:
             [partition_row(p) for p in t.partitions]]
 
 
-def _topic_from_row(r: list[Any]) -> TopicInfo:
+def _topic_from_row(r: list[Any], decode: RowDecoder) -> TopicInfo:
     config: Fact[tuple[tuple[str, ConfigValue], ...]] = fact_from_json(
         r[2], lambda rows: tuple((k, ConfigValue(v, s)) for k, v, s in rows))
-    return TopicInfo(r[0], r[1], config, tuple(partition_from_row(r[0], p) for p in r[3]))
+    return TopicInfo(r[0], r[1], config, tuple([decode(r[0], p) for p in r[3]]))
 
 
 def _groups(groups: Sequence[GroupInfo]) -> list[Any]:
@@ -187,21 +165,24 @@ def _topics_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
     return d
 
 
-def apply_delta(old: ClusterSnapshot, d: Json) -> ClusterSnapshot:
-    return replace(old, taken_at=d["at"], topics=_apply_topics(old, d), **_apply_cluster(d),
-                   **_apply_lists(d))
+def apply_delta(old: ClusterSnapshot, d: Json,
+                fields: tuple[str, ...] | None = ROW_FIELDS) -> ClusterSnapshot:
+    """`old` with the delta applied; its partition rows hold `fields` (its keyframe's; None: a
+    recording made before keyframes named them)."""
+    topics = _apply_topics(old, d, row_decoder(fields))
+    return replace(old, taken_at=d["at"], topics=topics, **_apply_cluster(d), **_apply_lists(d))
 
 
-def _apply_topics(old: ClusterSnapshot, d: Json) -> tuple[TopicInfo, ...]:
+def _apply_topics(old: ClusterSnapshot, d: Json, decode: RowDecoder) -> tuple[TopicInfo, ...]:
     topics = {t.name: t for t in old.topics}
     for row in d.get("T", []):
-        topics[row[0]] = _topic_from_row(row)
+        topics[row[0]] = _topic_from_row(row, decode)
     for name, rows in d.get("p", {}).items():
         t = topics[name]
         index = {p.partition: i for i, p in enumerate(t.partitions)}
         parts = list(t.partitions)
         for r in rows:
-            parts[index[r[0]]] = partition_from_row(name, r)
+            parts[index[r[0]]] = decode(name, r)
         topics[name] = replace(t, partitions=tuple(parts))
     return tuple(topics[n] for n in d.get("o", [t.name for t in old.topics]))
 
@@ -468,7 +449,8 @@ class Recorder:
         self._segments.append((t, path))
         self._key_bytes = self._segment.write({"t": t, "k": "key", "ev": events,
                                                "s": snapshot_to_json(snapshot), **self._state,
-                                               "faults": self._pending_faults})
+                                               "faults": self._pending_faults,
+                                               "fields": list(ROW_FIELDS)})
         self._delta_bytes = 0
         self._pending_faults = []
         self._segment.sync()  # a keyframe is readable at once: the segment can be copied

@@ -138,9 +138,11 @@ def rendered() -> dict[str, Any]:
         for name, case in cases().items()}))
 
 
-def test_health_and_snapshot_json_are_unchanged() -> None:
-    golden = json.loads(GOLDEN.read_text())
+def test_health_and_snapshot_json_are_unchanged(update_goldens: bool) -> None:
     now = rendered()
+    if update_goldens:
+        GOLDEN.write_text(json.dumps(now, indent=1) + "\n")
+    golden = json.loads(GOLDEN.read_text())
     assert now.keys() == golden.keys()
     for name in golden:
         assert now[name] == golden[name], name

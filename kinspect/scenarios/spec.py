@@ -265,30 +265,61 @@ def _step(raw: Any, index: int, path: Path) -> FaultStep:
     do = raw.get("do")
     if do not in STEP_WORDS:
         raise _fail(path, f"{where}: do must be one of {', '.join(STEP_WORDS)}, not {do!r}")
-    target = str(raw.get("target", "all" if do in ("heal", "unslow") else "leader"))
-    if not (target in ROLE_TARGETS or target.startswith("@")
-            or broker_id_of(target) is not None or controller_id_of(target) is not None
-            or target == ZOOKEEPER_NODE):
-        raise _fail(path, f"{where}: target {target!r} is not a role ({', '.join(ROLE_TARGETS)}),"
-                          " a node (kafka2, zk1, ctl2) or a remembered name (@old_leader)")
+    target = _step_target(raw, do, where, path)
+    at, after = _step_when(raw, where, path)
+    _check_durations(raw, do, where, path)
+    return FaultStep(do=do, target=target, at=at, after_s=after, for_s=raw.get("for_s"),
+                     remember=_step_name(raw, where, path), shape=_shape(raw, do, where, path))
+
+
+def _names_a_node(target: str) -> bool:
+    """A broker, a dedicated controller or the ZooKeeper node."""
+    if target == ZOOKEEPER_NODE:
+        return True
+    return broker_id_of(target) is not None or controller_id_of(target) is not None
+
+
+def _step_target(raw: Mapping[str, Any], do: str, where: str, path: Path) -> str:
+    """What the step acts on: by default everything for a repair, else the leader."""
+    default = "all" if do in ("heal", "unslow") else "leader"
+    target = str(raw.get("target", default))
+    if target in ROLE_TARGETS or target.startswith("@") or _names_a_node(target):
+        return target
+    raise _fail(path, f"{where}: target {target!r} is not a role ({', '.join(ROLE_TARGETS)}),"
+                      " a node (kafka2, zk1, ctl2) or a remembered name (@old_leader)")
+
+
+def _step_when(raw: Mapping[str, Any], where: str,
+               path: Path) -> tuple[float | None, float | None]:
+    """When the step runs: exactly one of `at` (a share of the acknowledged messages) and
+    `after_s` (seconds after the previous step)."""
     at, after = raw.get("at"), raw.get("after_s")
     if (at is None) == (after is None):
         raise _fail(path, f"{where}: give exactly one of at (0..1 of the messages acknowledged) "
                           "or after_s (seconds after the previous step)")
     if at is not None and not (isinstance(at, int | float) and 0 <= at <= 1):
         raise _fail(path, f"{where}: at must be between 0 and 1")
+    return at, after
+
+
+def _check_durations(raw: Mapping[str, Any], do: str, where: str, path: Path) -> None:
+    """after_s and for_s are seconds; only a step that can be undone lasts for_s."""
     for name in ("after_s", "for_s"):
         value = raw.get(name)
         if value is not None and not (isinstance(value, int | float) and value >= 0):
             raise _fail(path, f"{where}: {name} must be a non-negative number of seconds")
     if raw.get("for_s") is not None and do not in DISRUPTIVE:
         raise _fail(path, f"{where}: {do} cannot be undone, so it takes no for_s")
+
+
+def _step_name(raw: Mapping[str, Any], where: str, path: Path) -> str | None:
+    """The step's `as`: a name later steps' targets can say as @name."""
     remember = raw.get("as")
-    if remember is not None and not (isinstance(remember, str)
-                                     and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", remember)):
-        raise _fail(path, f"{where}: as must be a name like old_leader, not {remember!r}")
-    return FaultStep(do=do, target=target, at=at, after_s=after, for_s=raw.get("for_s"),
-                     remember=remember, shape=_shape(raw, do, where, path))
+    if remember is None:
+        return None
+    if isinstance(remember, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", remember):
+        return remember
+    raise _fail(path, f"{where}: as must be a name like old_leader, not {remember!r}")
 
 
 _SHAPE_KEYS = ("delay_ms", "jitter_ms", "rate_kbit", "loss_pct", "direction")

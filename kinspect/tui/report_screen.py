@@ -77,48 +77,80 @@ def lanes_text(lanes: Lanes, width: int) -> Text:
     """The post-mortem chart in text, `width` columns wide: the fault bands with their names,
     a row per broker (full blocks: led; shaded: cut off but still acting as leader; a cross:
     truncated), acked/s and failed/s, the lost window, seconds from the fault."""
-    from kinspect.postmortem.story.lanes import fit, pack
-
     plot = max(10, width - NAME_W)
+    lines = _fault_rows(lanes, plot)
+    lines += [_broker_row(lanes, broker, plot) for broker in lanes.brokers]
+    lines += [_rate_row(lanes, "acked/s", lanes.acked, "green", plot),
+              _rate_row(lanes, "failed/s", lanes.failed, "red", plot)]
+    if lanes.lost:
+        lines.append(_lost_row(lanes, plot))
+    lines += [_axis(lanes, plot), _legend(lanes, NAME_W + plot)]
+    return Text("\n").join(lines)
+
+
+def _fault_rows(lanes: Lanes, plot: int) -> list[Text]:
+    """The fault bands, packed into at most two rows; the first is named "faults"."""
+    from kinspect.postmortem.story.lanes import pack
+
     col = lanes.column
-    lines: list[Text] = []
     placed = pack([(col(b.start, plot), b.label, col(b.end, plot) + 1) for b in lanes.bands],
                   plot, rows=2, gap=1)
-    for row in range(1 + max((p.row for p in placed), default=-1)):
+    rows = 1 + max((p.row for p in placed), default=-1)
+    lines = []
+    for row in range(rows):
         line = _Row(plot)
         for band, spot in zip(lanes.bands, placed, strict=True):
             if spot.row == row:
                 line.paint(col(band.start, plot), col(band.end, plot) + 1,
                            f"on {colour(band.action)}")
                 line.put(spot.col, spot.text)
-        lines.append(line.text("faults" if row == 0 else ""))
-    for broker in lanes.brokers:
-        line = _Row(plot)
-        for bar in (b for b in lanes.bars if b.broker == broker):
-            start = col(bar.start, plot)
-            line.put(start, ("▒" if bar.believed else "█") * max(1, col(bar.end, plot) - start), LED)
-        for mark in (m for m in lanes.marks if m.broker == broker):
-            line.put(col(mark.ts, plot), "✕", f"bold {TRUNC}")
-        lines.append(line.text(f"broker {broker}"))
-    for name, values, style in (("acked/s", lanes.acked, "green"), ("failed/s", lanes.failed, "red")):
-        line = _Row(plot)
-        line.put(0, _spark(lanes, values, plot), style)
+        name = "faults" if row == 0 else ""
         lines.append(line.text(name))
-    if lanes.lost:
-        line = _Row(plot)
-        for lost in lanes.lost:
-            start = col(lost.start, plot)
-            line.put(start, "━" * (col(lost.end, plot) + 1 - start), LOST)
-        first, last = col(lanes.lost[0].start, plot), col(lanes.lost[-1].end, plot)
-        count = f"{sum(lost.count for lost in lanes.lost):,}"
-        said = fit([[(at, words) for words in (f"{count} acknowledged, then lost", f"{count} lost")
-                     for at in (last + 2, first - 1 - len(words), (first + last - len(words)) // 2)]],
-                   plot)[0]
-        if said is not None:
-            line.put(said.col, said.text, f"bold {LOST}")
-        lines.append(line.text("lost"))
-    lines += [_axis(lanes, plot), _legend(lanes, NAME_W + plot)]
-    return Text("\n").join(lines)
+    return lines
+
+
+def _broker_row(lanes: Lanes, broker: int, plot: int) -> Text:
+    """What `broker` led (full blocks; shaded while cut off) and where it truncated (✕)."""
+    line = _Row(plot)
+    for bar in lanes.bars:
+        if bar.broker != broker:
+            continue
+        start = lanes.column(bar.start, plot)
+        length = max(1, lanes.column(bar.end, plot) - start)
+        block = "▒" if bar.believed else "█"
+        line.put(start, block * length, LED)
+    for mark in lanes.marks:
+        if mark.broker == broker:
+            line.put(lanes.column(mark.ts, plot), "✕", f"bold {TRUNC}")
+    return line.text(f"broker {broker}")
+
+
+def _rate_row(lanes: Lanes, name: str, values: list[int], style: str, plot: int) -> Text:
+    line = _Row(plot)
+    line.put(0, _spark(lanes, values, plot), style)
+    return line.text(name)
+
+
+def _lost_row(lanes: Lanes, plot: int) -> Text:
+    """The acknowledged-then-lost windows, with their count where it fits: after the last,
+    before the first, or centred over them; the long words first, then the short."""
+    from kinspect.postmortem.story.lanes import fit
+
+    col = lanes.column
+    line = _Row(plot)
+    for lost in lanes.lost:
+        start = col(lost.start, plot)
+        line.put(start, "━" * (col(lost.end, plot) + 1 - start), LOST)
+    first, last = col(lanes.lost[0].start, plot), col(lanes.lost[-1].end, plot)
+    count = f"{sum(lost.count for lost in lanes.lost):,}"
+    candidates = []
+    for words in (f"{count} acknowledged, then lost", f"{count} lost"):
+        for at in (last + 2, first - 1 - len(words), (first + last - len(words)) // 2):
+            candidates.append((at, words))
+    said = fit([candidates], plot)[0]
+    if said is not None:
+        line.put(said.col, said.text, f"bold {LOST}")
+    return line.text("lost")
 
 
 def _spark(lanes: Lanes, values: list[int], plot: int) -> str:

@@ -2,7 +2,7 @@
 
 In: raw views as the sources read them (views.py: ZooKeeper's or KRaft's decisions, the brokers'
 metadata). Out: a `ClusterSnapshot` (build.py, snapshot.py), the `Event`s between two of them
-(events.py), cluster warnings and the health verdict (warnings.py, assessment.py), and JSON
+(events.py), cluster findings and the health verdict (findings.py, assessment.py), and JSON
 (serialize.py: the `snapshot --json` contract). Every layer above reads these values; this one
 imports nothing of ours (a contract holds it). The names below are its public surface.
 """
@@ -23,8 +23,8 @@ from kinspect.model.serialize import (
 from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
     BrokerInfo,
+    ClusterFinding,
     ClusterSnapshot,
-    ClusterWarning,
     ControllerInfo,
     GroupInfo,
     GroupPartition,
@@ -62,8 +62,8 @@ __all__ = [
     "BrokerInfo",
     "BrokerLogDirs",
     "BrokerView",
+    "ClusterFinding",
     "ClusterSnapshot",
-    "ClusterWarning",
     "ConfigValue",
     "ControllerAnswer",
     "ControllerInfo",

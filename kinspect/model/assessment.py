@@ -22,8 +22,8 @@ from kinspect.model.health_checks import CHECKS, Area, area_of
 from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
     BrokerInfo,
+    ClusterFinding,
     ClusterSnapshot,
-    ClusterWarning,
     PartitionInfo,
     TopicInfo,
 )
@@ -102,7 +102,7 @@ class HealthReport:
     brokers_registered: tuple[int, ...] = ()
     brokers_expected: tuple[int, ...] = ()
     risky_settings: tuple[str, ...] = ()  # the settings check's findings
-    findings: tuple[ClusterWarning, ...] = ()  # the snapshot's cluster findings, each its severity
+    findings: tuple[ClusterFinding, ...] = ()  # the snapshot's cluster findings, each its severity
     offline_log_dirs: tuple[str, ...] = ()  # "broker 2: /data/b (KafkaStorageError (56))"
 
     @property
@@ -252,8 +252,8 @@ def kafka_lists(s: ClusterSnapshot) -> HealthReport:
         # registered: in ZooKeeper, or in KRaft in the metadata (unfenced)
         brokers_registered=tuple(b.id for b in s.brokers if b.registered or b.fenced is False),
         brokers_expected=tuple(b.id for b in s.brokers if b.expected),
-        risky_settings=tuple(w.message for w in s.warnings if area_of(w.kind) is Area.SETTINGS),
-        findings=s.warnings,
+        risky_settings=tuple(w.message for w in s.findings if area_of(w.kind) is Area.SETTINGS),
+        findings=s.findings,
         offline_log_dirs=tuple(f"broker {b.id}: {d.path} ({d.error})" for b in s.brokers
                                for d in b.offline_log_dirs))
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.findings import cluster_findings
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
@@ -42,7 +43,6 @@ from kinspect.model.views import (
     ReplicaEnd,
     ZkView,
 )
-from kinspect.model.warnings import cluster_warnings
 
 NO_ADMIN = Unknown("no AdminClient answer: topic configs not read")
 # Brokers learn the controller's decisions a little after ZooKeeper does; a broker view is
@@ -127,6 +127,7 @@ class _Lookups:
 
     def __init__(self, zk: ZkView | None, broker: BrokerView | None, mode: str) -> None:
         self.zk, self.broker = zk, broker
+        self.kraft = mode == "kraft"
         self.metas = broker.partitions if broker else _NONE
         self.offsets = broker.offsets if broker else _NONE
         self.states: Mapping[Key, PartitionStateZ | PartitionDecision] = (
@@ -201,46 +202,110 @@ def _stalled_since(broker: BrokerView | None) -> dict[Key, int]:
     return {key: broker.polled_at_ms - at for key, at in since.items()}
 
 
+KRAFT_NO_TIME = Unknown("KRaft's metadata keeps no time of a partition's change")
+NO_STATE = Unknown("the controller's decision for it not read")
+NO_STAT = Unknown("ZooKeeper's stat of its state znode not read")
+
+
+# A partition's leader, epoch and ISR as the controller decided them (else as the brokers'
+# metadata says), whether a broker leads against that decision, and when it was written: a
+# tuple, as this is made for every partition of every snapshot.
+_Decided = tuple[int | None, int | None, tuple[int, ...], bool, Fact[int]]
+
+
+def _decided(look: _Lookups, key: Key) -> _Decided:
+    meta = look.metas.get(key)
+    state = look.states.get(key)
+    b_leader = None
+    if meta is not None:
+        b_leader = meta.leader
+    if state is None:
+        return _from_brokers(look, key)
+    if isinstance(state, PartitionStateZ):
+        since = state.mtime_ms
+        changed_at: Fact[int] = NO_STAT
+        if since is not None:
+            changed_at = since
+    else:
+        since = state.seen_ms
+        changed_at = KRAFT_NO_TIME
+    disagree = _disagree(state.leader, b_leader, look.broker, since)
+    return state.leader, state.leader_epoch, tuple(state.isr), disagree, changed_at
+
+
+def _from_brokers(look: _Lookups, key: Key) -> _Decided:
+    """No decision read: the brokers' metadata, the epoch from ListOffsets."""
+    meta = look.metas.get(key)
+    offsets = look.offsets.get(key)
+    leader, isr, epoch = None, (), None
+    if meta is not None:
+        leader, isr = meta.leader, tuple(meta.isr)
+    if offsets is not None:
+        epoch = offsets.leader_epoch
+    changed_at = NO_STATE
+    if look.kraft:
+        changed_at = KRAFT_NO_TIME
+    return leader, epoch, isr, False, changed_at
+
+
+def _replicas(look: _Lookups, key: Key, assigned: Mapping[int, tuple[int, ...]]
+              ) -> tuple[int, ...]:
+    """ZooKeeper's assignment, else the controller's decision, else the brokers' metadata."""
+    state = look.states.get(key)
+    meta = look.metas.get(key)
+    if assigned.get(key[1]):
+        return tuple(assigned[key[1]])
+    if isinstance(state, PartitionDecision) and state.replicas:
+        return tuple(state.replicas)
+    if meta is not None:
+        return tuple(meta.replicas)
+    return ()
+
+
+def _epoch_ends(told: Mapping[int, EpochEnd] | None) -> tuple[tuple[int, int, int], ...]:
+    if not told:
+        return ()
+    return tuple(sorted((asked, e.found, e.end_offset) for asked, e in told.items()))
+
+
+def _partition(topic: str, pid: int, look: _Lookups, assigned: Mapping[int, tuple[int, ...]],
+               min_isr: Fact[int]) -> PartitionInfo:
+    key = (topic, pid)
+    meta = look.metas.get(key)
+    offsets = look.offsets.get(key)
+    replicas = _replicas(look, key, assigned)
+    leader, epoch, isr, disagree, changed_at = _decided(look, key)
+    b_leader, b_isr = None, None
+    if meta is not None:
+        b_leader, b_isr = meta.leader, meta.isr
+    hw, log_start = None, None
+    if offsets is not None:
+        hw, log_start = offsets.high_watermark, offsets.log_start
+    ends = look.ends.get(key)
+    epoch_ends = look.epoch_ends.get(key)
+    logs: tuple[ReplicaLog, ...] = ()
+    if ends:
+        logs = _replica_logs(replicas, leader, epoch, ends, epoch_ends or {})
+    live = look.live
+    leader_live = leader is None or live is None or leader in live
+    return PartitionInfo(
+        topic=topic, partition=pid, leader=leader, leader_epoch=epoch, replicas=replicas,
+        isr=isr, high_watermark=hw, log_start=log_start, min_isr=min_isr,
+        broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree,
+        replica_logs=logs, epoch_ends=_epoch_ends(epoch_ends),
+        reassignment=look.reassignment(key), elr=look.eligible(key), leader_live=leader_live,
+        stalled_ms=look.stalled.get(key), disks=look.disks(key, replicas),
+        offline_replicas=look.offline.get(key, ()), state_changed_at=changed_at)
+
+
 def _partitions(topic: str, look: _Lookups, config: Fact[dict[str, ConfigValue]],
                 broker_ids: set[int]) -> list[PartitionInfo]:
-    zk, broker = look.zk, look.broker
-    assigned = zk.topics.get(topic, {}) if zk else {}
+    assigned: Mapping[int, tuple[int, ...]] = {}
+    if look.zk is not None:
+        assigned = look.zk.topics.get(topic, {})
     min_isr = _min_isr(config)
-    live = look.live
-    out = []
-    for pid in sorted(broker_ids | set(assigned) if assigned else broker_ids):
-        key = (topic, pid)
-        meta = look.metas.get(key)
-        offsets = look.offsets.get(key)
-        state = look.states.get(key)
-        decided_replicas = state.replicas if isinstance(state, PartitionDecision) else ()
-        replicas = tuple(assigned.get(pid) or decided_replicas or (meta.replicas if meta else ()))
-        b_leader = meta.leader if meta else None
-        b_isr = meta.isr if meta else None
-        epoch: int | None
-        if state is not None:
-            leader, epoch, isr = state.leader, state.leader_epoch, state.isr
-            since = state.mtime_ms if isinstance(state, PartitionStateZ) else state.seen_ms
-            disagree = _disagree(leader, b_leader, broker, since)
-        else:
-            leader, isr, disagree = b_leader, b_isr or (), False
-            epoch = offsets.leader_epoch if offsets else None
-        ends = look.ends.get(key)
-        epoch_ends = look.epoch_ends.get(key)
-        out.append(PartitionInfo(
-            topic=topic, partition=pid, leader=leader, leader_epoch=epoch, replicas=replicas,
-            isr=tuple(isr), high_watermark=offsets.high_watermark if offsets else None,
-            log_start=offsets.log_start if offsets else None, min_isr=min_isr,
-            broker_leader=b_leader, broker_isr=b_isr, views_disagree=disagree,
-            replica_logs=_replica_logs(replicas, leader, epoch, ends, epoch_ends or {})
-            if ends else (),
-            epoch_ends=tuple(sorted((asked, e.found, e.end_offset)
-                                    for asked, e in epoch_ends.items())) if epoch_ends else (),
-            reassignment=look.reassignment(key), elr=look.eligible(key),
-            leader_live=leader is None or live is None or leader in live,
-            stalled_ms=look.stalled.get(key), disks=look.disks(key, replicas),
-            offline_replicas=look.offline.get(key, ())))
-    return out
+    pids = broker_ids | set(assigned)
+    return [_partition(topic, pid, look, assigned, min_isr) for pid in sorted(pids)]
 
 
 def _log_dirs(broker_id: int, broker: BrokerView | None
@@ -397,7 +462,7 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         zookeeper_state=zk.session_state if zk else None,
         admin_state=broker.state if broker else "absent",
         admin_error=broker.error if broker else None,
-        brokers=brokers, topics=tuple(topics), warnings=(),
+        brokers=brokers, topics=tuple(topics), findings=(),
         limitations=tuple(_limitations(zk, broker, mode)),
         replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None,
         mode=mode, quorum=quorum, hidden_topics=_hidden(zk, broker),
@@ -406,4 +471,4 @@ def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
         groups_unknown=tuple((g, Unknown(why)) for g, why in
                              sorted((broker.groups_refused if broker else {}).items())),
         log_dirs_at=broker.log_dirs_at_ms if broker and broker.log_dirs else None)
-    return ClusterSnapshot(**{**snapshot.__dict__, "warnings": cluster_warnings(snapshot)})
+    return ClusterSnapshot(**{**snapshot.__dict__, "findings": cluster_findings(snapshot)})

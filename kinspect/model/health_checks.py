@@ -3,10 +3,10 @@ how bad a finding is, and what it says when it could not look.
 
 `kinspect health`, `snapshot --json`'s `unchecked`, the screen's warnings panel, the exporter
 and the README's table of checks all read this registry. A cluster finding's kind (a
-`ClusterWarning` in a snapshot) belongs to one check, which files it: the settings check's
+`ClusterFinding` in a snapshot) belongs to one check, which files it: the settings check's
 findings are `health --json`'s `risky_settings`, a broker missing is the brokers' check.
 
-To add a check: declare it here (and its findings' kinds), find it (warnings.py for a
+To add a check: declare it here (and its findings' kinds), find it (findings.py for a
 finding about the cluster, assessment.py for what `assess` reads off the partitions), and say
 where it could not look (assessment.unchecked).
 """

@@ -11,8 +11,8 @@ from kinspect.model.partition_codec import partition_from_json, partition_to_jso
 from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
     BrokerInfo,
+    ClusterFinding,
     ClusterSnapshot,
-    ClusterWarning,
     ControllerInfo,
     GroupInfo,
     GroupPartition,
@@ -152,7 +152,7 @@ def _snapshot_json(s: ClusterSnapshot, with_topics: bool) -> dict[str, Any]:
         "hidden_topics": fact_to_json(s.hidden_topics, list),
         "groups_unknown": {g: why.reason for g, why in s.groups_unknown},
         "warnings": [{"kind": w.kind, "topic": w.topic, "broker": w.broker,
-                      "severity": w.severity, "message": w.message} for w in s.warnings],
+                      "severity": w.severity, "message": w.message} for w in s.findings],
         "limitations": list(s.limitations),
         "groups": [_group(g, s.taken_at) for g in s.groups],
     }
@@ -223,7 +223,7 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
         hidden_topics=fact_from_json(d.get("hidden_topics", []), tuple),
         groups_unknown=tuple((g, Unknown(why)) for g, why in d.get("groups_unknown", {}).items()),
         topics=tuple(topics),
-        warnings=tuple(ClusterWarning(w["kind"], w["message"], w.get("topic"), w.get("broker"),
+        findings=tuple(ClusterFinding(w["kind"], w["message"], w.get("topic"), w.get("broker"),
                                       Severity(w.get("severity", "warn"))) for w in d["warnings"]),
         limitations=tuple(d.get("limitations", [])),
         groups=tuple(GroupInfo(g["group"], g["state"], g["members"], tuple(

@@ -22,10 +22,6 @@ from kinspect.model.views import (
 # A partition's state, worst first; `unknown`: the ISR is short and whether it is under
 # min.insync.replicas was not told.
 PartitionState = Literal["offline", "under_min_isr", "unknown", "warn", "moving", "ok"]
-# What a cluster warning is about (model/warnings.py says each).
-# A cluster finding's kind: one of the health checks' (health_checks.KINDS), which says its
-# severity, its order and what it is filed under.
-WarningKind = str
 
 
 @dataclass(frozen=True)
@@ -186,9 +182,10 @@ class PartitionInfo:
     disks: tuple[ReplicaDisk, ...] = ()
     # replicas on a failed log dir (the metadata's offline replicas, kafka-topics' "Offline:")
     offline_replicas: tuple[int, ...] = ()
-    # when the controller last wrote the ISR (ms; ZooKeeper: the state znode's mtime, which an
-    # election writes too); Unknown where the cluster does not say (KRaft); None: not asked
-    isr_changed_at: Fact[int] | None = None
+    # when the controller last wrote the leader and ISR (ms): ZooKeeper's state znode's mtime
+    # (an election and an ISR change both write it); Unknown where the cluster does not say
+    # (KRaft's metadata keeps no time); None: recorded by a kinspect that did not read it
+    state_changed_at: Fact[int] | None = None
 
     @property
     def name(self) -> str:
@@ -313,10 +310,11 @@ class TopicInfo:
 
 
 @dataclass(frozen=True)
-class ClusterWarning:
-    """A cluster finding of any severity (the name is the JSON's `warnings`)."""
+class ClusterFinding:
+    """A cluster finding of any severity (model/findings.py finds them; the JSON, a contract
+    old recordings keep, calls the list `warnings`)."""
 
-    kind: WarningKind
+    kind: str  # a key of health_checks.KINDS: its check, severity, order and where it is filed
     message: str
     topic: str | None = None
     broker: int | None = None
@@ -389,7 +387,7 @@ class ClusterSnapshot:
     admin_error: str | None
     brokers: tuple[BrokerInfo, ...]
     topics: tuple[TopicInfo, ...]
-    warnings: tuple[ClusterWarning, ...]
+    findings: tuple[ClusterFinding, ...]  # JSON and recordings: `warnings`
     limitations: tuple[str, ...]
     groups: tuple[GroupInfo, ...] = ()
     replica_logs_at: int | None = None  # when the poll that asked each broker its log ends began

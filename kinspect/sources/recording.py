@@ -3,7 +3,7 @@
 A recording is a folder of segments, `seg-<ms>.jsonl.gz`. Each segment is one gzip stream of
 JSON lines and starts with a keyframe (the full `snapshot_to_json`, the lab, load and problems
 in force), so a seek decodes one segment, never the whole session. Between keyframes a record
-holds only what changed: partitions whose state changed, brokers, controller, warnings, groups.
+holds only what changed: partitions whose state changed, brokers, controller, findings, groups.
 The stream is sync-flushed to the OS every second, so a killed session replays up to its last
 second (a reader stops at the last complete line). The lab and load are opaque JSON here: this
 layer may not know their types.
@@ -28,8 +28,8 @@ import orjson
 from kinspect.errors import error_line
 from kinspect.model import (
     BrokerInfo,
+    ClusterFinding,
     ClusterSnapshot,
-    ClusterWarning,
     ConfigValue,
     ControllerInfo,
     Event,
@@ -130,7 +130,7 @@ def _cluster_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
 
 
 def _lists_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
-    """The brokers, warnings, limitations and groups, each whole when it changed."""
+    """The brokers, findings, limitations and groups, each whole when it changed."""
     d: Json = {}
     if new.brokers != old.brokers:
         d["b"] = [[b.id, b.address, b.registered, b.expected, b.fenced,
@@ -138,8 +138,8 @@ def _lists_delta(old: ClusterSnapshot, new: ClusterSnapshot) -> Json:
                    None if b.log_dirs is None else fact_to_json(
                        b.log_dirs, lambda dirs: [log_dir_to_json(x) for x in dirs])]
                   for b in new.brokers]
-    if new.warnings != old.warnings:
-        d["w"] = [[w.kind, w.message, w.topic, w.broker, w.severity] for w in new.warnings]
+    if new.findings != old.findings:
+        d["w"] = [[w.kind, w.message, w.topic, w.broker, w.severity] for w in new.findings]
     if new.limitations != old.limitations:
         d["l"] = list(new.limitations)
     if new.groups != old.groups:
@@ -218,7 +218,7 @@ def _apply_lists(d: Json) -> Json:
                                               else fact_from_json(b[6], _log_dirs_from_json))
                                    for b in d["b"])
     if "w" in d:
-        changes["warnings"] = tuple(ClusterWarning(kind, message, topic, broker, Severity(level))
+        changes["findings"] = tuple(ClusterFinding(kind, message, topic, broker, Severity(level))
                                     for kind, message, topic, broker, level in d["w"])
     if "l" in d:
         changes["limitations"] = tuple(d["l"])

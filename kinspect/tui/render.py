@@ -426,11 +426,11 @@ def warnings_text(snapshot: ClusterSnapshot | None, health: HealthReport | None 
     missing = () if snapshot is None else health.unchecked if health else unchecked(snapshot)
     throttled = [(b.id, b.throttle) for b in snapshot.brokers if isinstance(b.throttle, Throttle)
                  and b.throttle.active] if snapshot is not None else []
-    if snapshot is None or not (snapshot.warnings or snapshot.limitations or missing
+    if snapshot is None or not (snapshot.findings or snapshot.limitations or missing
                                 or throttled):
         return Text("no cluster warnings", "dim")
     text = Text()
-    for warning in snapshot.warnings:
+    for warning in snapshot.findings:
         style = "bold red" if warning.severity == "critical" else "yellow"
         text.append("▲ ", style).append(warning.message + "\n")
     for check in missing:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from kinspect.model import ClusterSnapshot, ClusterWarning, Event, GroupInfo, GroupPartition, diff
+from kinspect.model import ClusterFinding, ClusterSnapshot, Event, GroupInfo, GroupPartition, diff
 from kinspect.sources.recording import Recorder
 from tests.helpers.model_fixtures import T0, demo_snapshot
 
@@ -41,7 +41,7 @@ def story(steps: int = 120) -> list[tuple[ClusterSnapshot, list[Event]]]:
                 replace(p, topic="late") for p in s.topics[0].partitions))
             s = replace(s, topics=(*s.topics, extra))
         if i == 90:
-            s = replace(s, warnings=(*s.warnings, ClusterWarning("x", "a warning", "late", 2)),
+            s = replace(s, findings=(*s.findings, ClusterFinding("x", "a warning", "late", 2)),
                         limitations=("no groups",), admin_state="failing", admin_error="boom")
         if i == 100:
             s = replace(s, zookeeper_state="suspended", topics=s.topics[1:])

@@ -171,7 +171,7 @@ def test_fencing_and_a_new_quorum_leader_are_seen_live(kraft_lab: dict[str, Any]
             gone = wait_until(lambda: (s := latest(observer)).controller.id is None and s, 20,
                               "no quorum leader")
             assert gone.quorum is None  # its only voter is dead: nobody answers
-            assert "no_controller" in {w.kind for w in gone.warnings}
+            assert "no_controller" in {w.kind for w in gone.findings}
             assert any(line.startswith("KRaft quorum: ") for line in gone.limitations)
         finally:
             kinspect("lab", "start", "ctl1")

@@ -46,17 +46,17 @@ def test_not_on_preferred_leader() -> None:
 
 def test_warnings() -> None:
     snap = demo_snapshot()
-    kinds = [(w.kind, w.topic) for w in snap.warnings]
+    kinds = [(w.kind, w.topic) for w in snap.findings]
     assert kinds[0] == ("replication_factor_1", "__consumer_offsets")
     _, _ = one((3, 1, 2))
     low, _ = one((3, 1, 2), min_isr="1")
-    assert ("min_isr_below_2", "test1") in [(w.kind, w.topic) for w in low.warnings]
+    assert ("min_isr_below_2", "test1") in [(w.kind, w.topic) for w in low.findings]
     high, _ = one((3, 1, 2), min_isr="3")
-    assert ("min_isr_ge_rf", "test1") in [(w.kind, w.topic) for w in high.warnings]
+    assert ("min_isr_ge_rf", "test1") in [(w.kind, w.topic) for w in high.findings]
     assert assess(high).verdict == "warning"
     zk = zk_view(brokers={1: "a:1", 2: "b:2"}, controller=None)
     snap = build_snapshot(zk, None, [1, 2, 3], T0)
-    kinds = [w.kind for w in snap.warnings]
+    kinds = [w.kind for w in snap.findings]
     assert kinds[:2] == ["no_controller", "broker_missing"]
     assert assess(snap).verdict == "critical"
 

@@ -139,7 +139,7 @@ def test_facts_survive_json_and_the_recording() -> None:
     assert back.topics[0].config == REFUSED
     admin = one_replica_left(False)
     assert apply_delta(admin, snapshot_delta(admin, snap)) == dataclasses.replace(
-        snap, warnings=snap.warnings)
+        snap, findings=snap.findings)
 
 
 def test_the_screen_says_question_mark_with_the_reason() -> None:

@@ -84,14 +84,14 @@ def test_the_controller_is_the_quorum_leader_never_the_broker_metadata_names() -
     assert (unknown.controller.id, unknown.quorum) == (None, None)
     assert unknown.limitations == ("KRaft quorum: b1:9092: no answer in 1.0 s; the active "
                                    "controller is unknown",)
-    assert unknown.warnings[0].kind == "no_controller"
+    assert unknown.findings[0].kind == "no_controller"
 
 
 def test_a_broker_missing_from_the_metadata_is_fenced() -> None:
     s = kraft_snapshot(kraft_view(listed=(1, 2)))
     assert {b.id: b.fenced for b in s.brokers} == {1: False, 2: False, 3: True}
     assert {b.id: b.registered for b in s.brokers} == {1: None, 2: None, 3: None}
-    assert "broker_fenced" in {w.kind for w in s.warnings}
+    assert "broker_fenced" in {w.kind for w in s.findings}
     rows = {r.broker_id: r.cells[3].plain for r in broker_rows(s, None)}
     assert rows == {1: "yes", 2: "yes", 3: "FENCED"}
     report = assess(s)
@@ -139,7 +139,7 @@ def test_a_controller_still_leading_at_an_old_epoch_is_warned_about() -> None:
              ControllerAnswer(102, "198.18.1.102:9093", "leader", 7),
              ControllerAnswer(103, "198.18.1.103:9093", "unreachable", error="refused"))
     s = kraft_snapshot(kraft_view(answer=quorum(102, 7), controllers=stale))
-    warning = next(w for w in s.warnings if w.kind == "stale_quorum_leader")
+    warning = next(w for w in s.findings if w.kind == "stale_quorum_leader")
     assert warning.message == ("controller 101 still answers as quorum leader at epoch 6 "
                                "(the quorum is at 7)")
     lines = header_text(s, T0 + 100, "lab").plain.split("\n")

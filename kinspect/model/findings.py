@@ -6,32 +6,32 @@ Each finding's kind, severity and order come from the registry of health checks
 from __future__ import annotations
 
 from kinspect.model.health_checks import KINDS, LATE_RANK
-from kinspect.model.snapshot import BrokerInfo, ClusterSnapshot, ClusterWarning, TopicInfo
+from kinspect.model.snapshot import BrokerInfo, ClusterFinding, ClusterSnapshot, TopicInfo
 
 # An online log dir with less than this share of its volume free is nearly full.
 NEARLY_FULL_FREE = 0.1
 
 
 def found(kind: str, message: str, topic: str | None = None,
-          broker: int | None = None) -> ClusterWarning:
+          broker: int | None = None) -> ClusterFinding:
     """A finding of a registered kind, with its check's severity."""
-    return ClusterWarning(kind, message, topic=topic, broker=broker,
+    return ClusterFinding(kind, message, topic=topic, broker=broker,
                           severity=KINDS[kind].severity)
 
 
-def cluster_warnings(s: ClusterSnapshot) -> tuple[ClusterWarning, ...]:
-    out: list[ClusterWarning] = []
+def cluster_findings(s: ClusterSnapshot) -> tuple[ClusterFinding, ...]:
+    out: list[ClusterFinding] = []
     if s.sees_zookeeper and s.zookeeper_state == "connected" and s.controller.id is None:
         out.append(found("no_controller", "no controller: no leader can be elected"))
     if s.kraft:
-        out += _kraft_warnings(s)
-    out += _broker_warnings(s)
+        out += _kraft_findings(s)
+    out += _broker_findings(s)
     for t in s.topics:
-        out += _topic_warnings(t)
+        out += _topic_findings(t)
     return tuple(sorted(out, key=_order))
 
 
-def _order(w: ClusterWarning) -> tuple[int, int, bool, str]:
+def _order(w: ClusterFinding) -> tuple[int, int, bool, str]:
     """The worst first; within a severity, by the registry's rank, __consumer_offsets first."""
     rank = LATE_RANK
     if w.kind in KINDS:
@@ -39,7 +39,7 @@ def _order(w: ClusterWarning) -> tuple[int, int, bool, str]:
     return -w.severity.rank, rank, w.topic != "__consumer_offsets", w.topic or ""
 
 
-def _topic_warnings(t: TopicInfo) -> list[ClusterWarning]:
+def _topic_findings(t: TopicInfo) -> list[ClusterFinding]:
     """A topic's risky settings: replication factor 1, min.insync.replicas, unclean election."""
     out = []
     if t.replication_factor == 1:
@@ -48,14 +48,14 @@ def _topic_warnings(t: TopicInfo) -> list[ClusterWarning]:
             why = "every consumer group stops when its one broker dies"
         out.append(found("replication_factor_1", f"{t.name} has replication factor 1: {why}",
                          topic=t.name))
-    out += _min_isr_warnings(t)
+    out += _min_isr_findings(t)
     if t.setting("unclean.leader.election.enable") == "true":
         out.append(found("unclean_election_enabled", f"{t.name}: unclean leader election is "
                          "on: committed data can vanish", topic=t.name))
     return out
 
 
-def _min_isr_warnings(t: TopicInfo) -> list[ClusterWarning]:
+def _min_isr_findings(t: TopicInfo) -> list[ClusterFinding]:
     raw = t.setting("min.insync.replicas")  # unknown settings: see health.unchecked
     if not isinstance(raw, str) or not raw.isdigit() or t.replication_factor <= 1:
         return []
@@ -70,7 +70,7 @@ def _min_isr_warnings(t: TopicInfo) -> list[ClusterWarning]:
     return []
 
 
-def _kraft_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
+def _kraft_findings(s: ClusterSnapshot) -> list[ClusterFinding]:
     """No quorum leader: no controller, so no leader election and no ISR change; a controller
     still answering as leader at an older epoch: cut off, and not yet aware of it."""
     quorum = s.quorum
@@ -90,10 +90,10 @@ def _kraft_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
     return out
 
 
-def _broker_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
+def _broker_findings(s: ClusterSnapshot) -> list[ClusterFinding]:
     """A broker missing or fenced, and a broker's log dir offline (a failed or full disk) or
     nearly full."""
-    out: list[ClusterWarning] = []
+    out: list[ClusterFinding] = []
     for b in s.brokers:
         if b.expected and b.registered is False:
             out.append(found("broker_missing", f"broker {b.id} is expected but not registered "
@@ -109,7 +109,7 @@ def _broker_warnings(s: ClusterSnapshot) -> list[ClusterWarning]:
     return out
 
 
-def _nearly_full(b: BrokerInfo) -> list[ClusterWarning]:
+def _nearly_full(b: BrokerInfo) -> list[ClusterFinding]:
     """Online log dirs with less than a tenth of their volume free: a full disk takes the dir
     offline, and its replicas with it. Sizes not told (before Kafka 3.3) are an unmade check."""
     if not isinstance(b.log_dirs, tuple):

@@ -23,6 +23,7 @@ from kinspect.validation import option, topic_name, writable_dir
 if TYPE_CHECKING:
     from kinspect.clients.groups_watch import GroupsWatch
     from kinspect.clients.kafka import WatchedAdmin
+    from kinspect.model.snapshot import ClusterSnapshot
     from kinspect.target import ClusterTarget
 
 
@@ -59,30 +60,11 @@ def make_observer(args: argparse.Namespace, run_dir: Path | None = None,
 def cmd_snapshot(args: argparse.Namespace) -> int:
     for topic in args.topic:
         topic_name(topic)
-    cluster, admin = resolve_with_admin(args)
-    groups = early_groups(cluster)
-    try:
-        from kinspect.cli.snapshot_json import snapshot_json
-        from kinspect.cli.snapshot_text import render_snapshot
-        from kinspect.model import snapshot_to_json, topic_to_json
+    from kinspect.cli.snapshot_json import snapshot_json
+    from kinspect.cli.snapshot_text import render_snapshot
+    from kinspect.model import snapshot_to_json, topic_to_json
 
-        observer = make_observer(args, one_shot=True, cluster=cluster, groups=groups, admin=admin)
-    except BaseException:
-        if groups is not None:
-            groups.stop()  # no observer adopted it
-        raise
-    # One short-lived process building one big acyclic model: the cyclic collector would only
-    # walk the growing heap again and again (a third of the model's time at 10,000 partitions).
-    gc.disable()
-    observer.start()
-    try:
-        snapshot = observer.wait_ready(timeout_s=15)
-    finally:
-        observer.stop()
-    observer.check_auth()  # a refused login: one line, exit 2
-    if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
-        where = observer.admin.bootstrap if observer.admin else observer.zk.hosts
-        raise KinspectError(f"cannot reach the cluster at {where}")
+    snapshot = _take_snapshot(args)
     known = {t.name for t in snapshot.topics}
     unknown = [t for t in args.topic if t not in known]
     if unknown:
@@ -95,6 +77,32 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     data["topics"] = [topic_to_json(t) for t in topics]
     print(render_snapshot(data))
     return 0
+
+
+def _take_snapshot(args: argparse.Namespace) -> ClusterSnapshot:
+    """One snapshot of the cluster, by an observer started and stopped for it; a cluster that
+    neither the AdminClient nor ZooKeeper reaches is one line (exit 2)."""
+    cluster, admin = resolve_with_admin(args)
+    groups = early_groups(cluster)
+    try:
+        observer = make_observer(args, one_shot=True, cluster=cluster, groups=groups, admin=admin)
+    except BaseException:
+        if groups is not None:
+            groups.stop()  # no observer adopted it
+        raise
+    # One short-lived process building one big acyclic model: the cyclic collector would only
+    # walk the growing heap again and again (a third of the model's time at 10,000 partitions).
+    gc.disable()
+    observer.start()
+    try:
+        snapshot: ClusterSnapshot = observer.wait_ready(timeout_s=15)
+    finally:
+        observer.stop()
+    observer.check_auth()  # a refused login: one line, exit 2
+    if snapshot.admin_state != "ok" and not snapshot.sees_zookeeper:
+        where = observer.admin.bootstrap if observer.admin else observer.zk.hosts
+        raise KinspectError(f"cannot reach the cluster at {where}")
+    return snapshot
 
 
 def write_bytes(encoded: bytes) -> None:

@@ -60,14 +60,7 @@ def parse_groups(specs: Sequence[str], nodes: Iterable[str]) -> list[list[str]]:
         raise KinspectError("partition needs at least one group, e.g. 'kafka2' or 'kafka1,zk1'")
     groups: list[list[str]] = []
     for spec in specs:
-        members = [m.strip() for m in spec.split(",")]
-        if any(not m for m in members):
-            raise KinspectError(f"empty node name in group {spec!r}")
-        for member in members:
-            if member not in known:
-                raise KinspectError(f"unknown node {member!r} (nodes: {', '.join(known)})")
-        if len(set(members)) != len(members):
-            raise KinspectError(f"group {spec!r} names a node twice")
+        members = _group(spec, known)
         if members in groups:
             raise KinspectError(f"group {spec!r} is given twice")
         groups.append(members)
@@ -79,6 +72,19 @@ def parse_groups(specs: Sequence[str], nodes: Iterable[str]) -> list[list[str]]:
         raise KinspectError("those groups hold every node together: nothing would be cut "
                             "(use heal)")
     return groups
+
+
+def _group(spec: str, known: list[str]) -> list[str]:
+    """One group's nodes (`kafka1,zk1`): each named once, each a node of the lab."""
+    members = [m.strip() for m in spec.split(",")]
+    if any(not m for m in members):
+        raise KinspectError(f"empty node name in group {spec!r}")
+    for member in members:
+        if member not in known:
+            raise KinspectError(f"unknown node {member!r} (nodes: {', '.join(known)})")
+    if len(set(members)) != len(members):
+        raise KinspectError(f"group {spec!r} names a node twice")
+    return members
 
 
 def blocked_pairs(
@@ -117,11 +123,19 @@ def isolate_groups(node: str, nodes: Iterable[str], scope: str) -> list[list[str
         return [[node], others]
     if scope in ("zk", "controllers"):
         if not zookeepers:
-            what = ("ZooKeeper itself" if node == ZOOKEEPER_NODE else
-                    "in a lab whose brokers are the controller quorum (combined mode)"
-                    if broker_id_of(node) is not None else "the only controller")
-            raise KinspectError(f"{node} is {what}; use --from brokers or all")
+            raise KinspectError(f"{node} is {_why_no_quorum(node)}; use --from brokers or all")
         return [[node, *brokers], others]
     if scope == "brokers":
-        return [[node, *zookeepers], others] if brokers else [[node], others]
+        if not brokers:
+            return [[node], others]
+        return [[node, *zookeepers], others]
     raise KinspectError(f"--from must be zk, brokers or all, not {scope!r}")
+
+
+def _why_no_quorum(node: str) -> str:
+    """Why `node` has no ZooKeeper or controller quorum apart from it to be cut from."""
+    if node == ZOOKEEPER_NODE:
+        return "ZooKeeper itself"
+    if broker_id_of(node) is not None:
+        return "in a lab whose brokers are the controller quorum (combined mode)"
+    return "the only controller"

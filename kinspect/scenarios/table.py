@@ -103,18 +103,30 @@ def side_by_side(rows: Sequence[dict[str, Any]], columns: Sequence[Platform],
     for name in names:
         line = [name]
         for platform in columns:
-            row = last.get((name, platform))
-            line += _platform_cells(row)
+            line += _platform_cells(last.get((name, platform)))
         body.append(line)
     if markdown:
-        rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"
-        return "\n".join(["| " + " | ".join(head) + " |", rule,
-                          *("| " + " | ".join(c.replace("|", "/") for c in b) + " |"
-                            for b in body)])
+        return _markdown_grid(head, body)
+    return _text_grid(head, body)
+
+
+def _markdown_grid(head: list[str], body: list[list[str]]) -> str:
+    """A Markdown table: the scenario left-aligned, the figures right-aligned."""
+    rule = "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"
+    lines = ["| " + " | ".join(head) + " |", rule]
+    for cells in body:
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _text_grid(head: list[str], body: list[list[str]]) -> str:
+    """Padded columns under a rule of dashes: the scenario left-aligned, the figures right."""
     grid = [head, *body]
     widths = [max(len(line[i]) for line in grid) for i in range(len(head))]
-    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                     for i, (c, w) in enumerate(zip(line, widths, strict=True))).rstrip()
-           for line in grid]
+    out = []
+    for line in grid:
+        first = line[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
+        out.append("  ".join([first, *rest]).rstrip())
     out.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(out)

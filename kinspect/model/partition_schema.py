@@ -72,7 +72,7 @@ DISKS = Codec(
     "tuple([ReplicaDisk(*d) for d in VALUE])")
 
 REQUIRED = "required"  # a fact every snapshot JSON and recording row has had
-TextFormat = Literal["plain", "ids", "age"]
+TextFormat = Literal["plain", "ids", "clock"]  # as it is, broker ids, ms as local time
 GaugeValue = Literal["value", "count", "seconds"]  # the fact, its length, ms as s
 
 
@@ -191,12 +191,12 @@ PARTITION_FACTS: tuple[PartitionFact, ...] = (
                   absent=[]),
     PartitionFact("offline_replicas", "tuple[int, ...]", "offline_replicas", IDS, absent=[]),
     PartitionFact("disks", "tuple[ReplicaDisk, ...]", "disks", DISKS, absent=[]),
-    PartitionFact("isr_changed_at", "Fact[int] | None (ms; None: not asked)", "isr_changed_at",
-                  unknown=True, optional=True, absent=None,
-                  column=ScreenColumn("isr changed", 85),
-                  text=TextColumn("ISR CHANGED", 11, right=True, format="age"),
-                  gauge=Gauge("isr_changed_timestamp_seconds", "when the controller last "
-                              "wrote the partition's ISR (Unix time; NaN: not told)",
+    PartitionFact("state_changed_at", "Fact[int] | None (ms; None: recorded before it was "
+                  "read)", "state_changed_at", unknown=True, optional=True, absent=None,
+                  column=ScreenColumn("changed", 85),
+                  text=TextColumn("CHANGED", 12, format="clock"),
+                  gauge=Gauge("state_changed_timestamp_seconds", "when the controller last "
+                              "wrote the partition's leader and ISR (Unix time; NaN: not told)",
                               "seconds")),
 )
 

@@ -14,8 +14,9 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from kinspect.model import ClusterSnapshot, PartitionInfo
+from kinspect.tui.partition_cells import PARTITION_COLUMNS, partition_cells
 from kinspect.tui.partition_rows import Prepared
-from kinspect.tui.render import PARTITION_COLUMNS, healthy, partition_cells
+from kinspect.tui.render import healthy
 
 MARK_LIMIT = 300  # more changed cells than this in one snapshot: no highlight
 MARK_FOR_S = 3.0

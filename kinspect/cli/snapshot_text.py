@@ -4,33 +4,38 @@ from __future__ import annotations
 
 from typing import Any
 
-FLAG_NAMES = (("offline", "OFFLINE"), ("under_min_isr", "UNDER-MIN-ISR"),
-              ("at_min_isr", "AT-MIN-ISR"), ("under_replicated", "UNDER-REPLICATED"),
-              ("views_disagree", "VIEWS-DISAGREE"))
+from kinspect.model.partition_codec import partition_from_json
+from kinspect.model.partition_schema import TextColumn, text_columns
+from kinspect.model.partition_words import cell, flag_words
+from kinspect.model.snapshot import PartitionInfo
 
 
-def flags(partition: dict[str, Any]) -> str:
-    """The flags that hold; `NAME?` for one kinspect was not told (`unchecked` says why)."""
-    names = []
-    for key, label in FLAG_NAMES:
-        value = partition.get(key)
-        if isinstance(value, dict) and "unknown" in value:
-            names.append(label + "?")
-        elif value:
-            names.append(label)
-    moving = partition.get("reassignment")
-    if isinstance(moving, dict) and "adding" in moving:
-        names.append(f"MOVING(+{_ids(moving['adding'])} -{_ids(moving['removing'])})")
-    elr = partition.get("elr")
-    if isinstance(elr, dict) and (elr.get("eligible") or elr.get("last_known")):
-        names.append(f"ELR({_ids(elr['eligible'])}; last {_ids(elr['last_known'])})")
-    if partition.get("preferred_leader") is False and not partition.get("offline"):
-        names.append("NOT-PREFERRED")
-    return " ".join(names) or "ok"
+def _header() -> str:
+    """The partition table's header: the schema's text columns, then the flags."""
+    cells = []
+    for fact in text_columns():
+        column = fact.text
+        assert column is not None
+        cells.append(_aligned(column, column.label))
+    return " ".join(cells) + "  FLAGS"
 
 
-def _ids(values: list[int] | None) -> str:
-    return ",".join(str(v) for v in values or []) or "-"
+def _aligned(column: TextColumn, words: str) -> str:
+    """Cut to the column's width, padded on its side."""
+    words = words[:column.width]
+    if column.right:
+        return words.rjust(column.width)
+    return words.ljust(column.width)
+
+
+def partition_line(p: PartitionInfo, kraft: bool = False) -> str:
+    """One partition: each text column's cell (partition_words), then its flags' words."""
+    cells = []
+    for fact in text_columns():
+        column = fact.text
+        assert column is not None
+        cells.append(_aligned(column, cell(fact, p, column.missing)))
+    return " ".join(cells) + "  " + flag_words(p, kraft)
 
 
 def _broker(b: dict[str, Any]) -> str:
@@ -62,24 +67,24 @@ def _head(data: dict[str, Any]) -> list[str]:
             f"quorum hw {quorum['high_watermark']}  (lag) {members}"]
 
 
+def _partition_lines(topics: list[Any], kraft: bool) -> list[str]:
+    lines = []
+    for topic in topics:
+        for raw in topic.get("partitions", []):
+            lines.append(partition_line(partition_from_json(topic["name"], raw), kraft))
+    return lines
+
+
 def render_snapshot(data: dict[str, Any]) -> str:
+    """The `snapshot --json` document as text (its partitions read back by the schema's
+    codec, so the text and the JSON say the same)."""
     lines = [
         *_head(data),
         "brokers: " + "  ".join(_broker(b) for b in data.get("brokers", [])),
         "",
-        f"{'TOPIC':24} {'P':>3} {'LEADER':>6} {'EPOCH':>5} {'REPLICAS':10} {'ISR':10} "
-        f"{'HW':>10}  FLAGS",
+        _header(),
+        *_partition_lines(data.get("topics", []), data.get("mode") == "kraft"),
     ]
-    for topic in data.get("topics", []):
-        for part in topic.get("partitions", []):
-            leader = part.get("leader")
-            lines.append(
-                f"{topic['name'][:24]:24} {part['partition']:>3} "
-                f"{leader if leader is not None else 'none':>6} "
-                f"{part.get('leader_epoch') if part.get('leader_epoch') is not None else '-':>5} "
-                f"{_ids(part.get('replicas')):10} {_ids(part.get('isr')):10} "
-                f"{part.get('high_watermark') if part.get('high_watermark') is not None else '-':>10}"
-                f"  {flags(part)}")
     warnings = data.get("warnings") or []
     if warnings:
         lines.append("")

@@ -88,11 +88,12 @@ def _json_source() -> str:
         inside = items.setdefault(outer, [])
         assert isinstance(inside, list)
         inside.append(f"{inner!r}: {value}")
-    written = []
+    written: list[str] = []
     for key, item in items.items():
+        text = item
         if isinstance(item, list):
-            item = "{" + ", ".join(item) + "}"
-        written.append(f"{key!r}: {item}")
+            text = "{" + ", ".join(item) + "}"
+        written.append(f"{key!r}: {text}")
     lines.append("    return {" + ", ".join(written) + "}")
     return "\n".join(lines) + "\n"
 

@@ -72,7 +72,8 @@ DISKS = Codec(
     "tuple([ReplicaDisk(*d) for d in VALUE])")
 
 REQUIRED = "required"  # a fact every snapshot JSON and recording row has had
-TextFormat = Literal["plain", "ids", "clock"]  # as it is, broker ids, ms as local time
+# as it is, with thousands separators, broker ids, ms as the local time
+TextFormat = Literal["plain", "count", "ids", "clock"]
 GaugeValue = Literal["value", "count", "seconds"]  # the fact, its length, ms as s
 
 
@@ -93,6 +94,7 @@ class ScreenColumn:
 
     label: str
     place: int
+    right: bool = False  # aligned right (a number)
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ PARTITION_FACTS: tuple[PartitionFact, ...] = (
                   column=ScreenColumn("leader", 30),
                   text=TextColumn("LEADER", 6, right=True, missing="none")),
     PartitionFact("leader_epoch", "int | None", "leader_epoch", optional=True,
-                  column=ScreenColumn("epoch", 40), text=TextColumn("EPOCH", 5, right=True)),
+                  column=ScreenColumn("epoch", 40),
+                  text=TextColumn("EPOCH", 5, right=True, missing="?")),
     PartitionFact("replicas", "tuple[int, ...]", "replicas", IDS,
                   column=ScreenColumn("replicas", 50), text=TextColumn("REPLICAS", 10,
                                                                        format="ids")),
@@ -154,7 +157,8 @@ PARTITION_FACTS: tuple[PartitionFact, ...] = (
                   text=TextColumn("ISR", 10, format="ids"),
                   gauge=Gauge("isr_replicas", "replicas in sync", "count")),
     PartitionFact("high_watermark", "int | None", "high_watermark", optional=True,
-                  column=ScreenColumn("hw", 80), text=TextColumn("HW", 10, right=True),
+                  column=ScreenColumn("hw", 80, right=True),
+                  text=TextColumn("HW", 10, right=True, missing="?", format="count"),
                   gauge=Gauge("high_watermark", "the high watermark (NaN: not told)")),
     PartitionFact("log_start", "int | None", "log_start", optional=True),
     PartitionFact("offline", "bool", "offline", field=False, flag=Flag("OFFLINE"),
@@ -194,7 +198,7 @@ PARTITION_FACTS: tuple[PartitionFact, ...] = (
     PartitionFact("state_changed_at", "Fact[int] | None (ms; None: recorded before it was "
                   "read)", "state_changed_at", unknown=True, optional=True, absent=None,
                   column=ScreenColumn("changed", 85),
-                  text=TextColumn("CHANGED", 12, format="clock"),
+                  text=TextColumn("CHANGED", 8, format="clock"),
                   gauge=Gauge("state_changed_timestamp_seconds", "when the controller last "
                               "wrote the partition's leader and ISR (Unix time; NaN: not told)",
                               "seconds")),

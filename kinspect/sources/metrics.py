@@ -12,19 +12,16 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kinspect.model import ClusterSnapshot, Event, EventKind, PartitionInfo, Unknown, assess
+from kinspect.model import ClusterSnapshot, Event, EventKind, Unknown, assess
 from kinspect.model.assessment import Verdict
+from kinspect.model.partition_schema import Gauge, gauges
 
-FLAGS: dict[str, Callable[[PartitionInfo], Any]] = {
-    "offline": lambda p: p.offline, "unavailable": lambda p: p.unavailable,
-    "under_replicated": lambda p: p.under_replicated, "under_min_isr": lambda p: p.under_min_isr,
-    "at_min_isr": lambda p: p.at_min_isr}
 COUNTED = {EventKind.ISR_SHRANK: ("isr_shrinks", "ISR shrinks seen"),
            EventKind.ISR_EXPANDED: ("isr_expands", "ISR expansions seen"),
            EventKind.LEADER_CHANGED: ("leader_changes", "partition leader changes seen"),
@@ -88,24 +85,32 @@ def _health(snapshot: ClusterSnapshot) -> Iterator[Metric]:
                             value=math.nan if controller is None else controller)
 
 
+def _sample(gauge: Gauge, value: object) -> float:
+    """A partition fact as its gauge's sample: the value, its length, or ms as seconds."""
+    if gauge.value == "count":
+        assert isinstance(value, tuple)
+        return float(len(value))
+    sample = _number(value)
+    if gauge.value == "seconds":
+        return sample / 1000
+    return sample
+
+
 def _partitions(snapshot: ClusterSnapshot) -> Iterator[Metric]:
+    """A gauge per partition fact the schema gives one (partition_schema.Gauge)."""
     labels = ["topic", "partition"]
-    flags = {name: GaugeMetricFamily(f"kinspect_partition_{name}", f"1 when the partition is "
-                                     f"{name.replace('_', ' ')} (Kafka's definition; NaN: not "
-                                     "told)", labels=labels) for name in FLAGS}
-    isr = GaugeMetricFamily("kinspect_partition_isr_replicas", "replicas in sync", labels=labels)
-    replicas = GaugeMetricFamily("kinspect_partition_replicas", "replication factor",
-                                 labels=labels)
-    hw = GaugeMetricFamily("kinspect_partition_high_watermark", "the high watermark (NaN: not "
-                           "told)", labels=labels)
+    families = []
+    for fact in gauges():
+        gauge = fact.gauge
+        assert gauge is not None
+        family = GaugeMetricFamily(f"kinspect_partition_{gauge.name}", gauge.help,
+                                   labels=labels)
+        families.append((fact.name, gauge, family))
     for p in snapshot.partitions():
         key = [p.topic, str(p.partition)]
-        for name, flag in FLAGS.items():
-            flags[name].add_metric(key, _number(flag(p)))
-        isr.add_metric(key, len(p.isr))
-        replicas.add_metric(key, p.replication_factor)
-        hw.add_metric(key, _number(p.high_watermark))
-    yield from (*flags.values(), isr, replicas, hw)
+        for name, gauge, family in families:
+            family.add_metric(key, _sample(gauge, getattr(p, name)))
+    yield from (family for _, _, family in families)
 
 
 def _brokers(snapshot: ClusterSnapshot) -> Iterator[Metric]:

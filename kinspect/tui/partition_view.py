@@ -23,6 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kinspect.model import ClusterSnapshot, PartitionInfo
+from kinspect.tui.partition_cells import PARTITION_COLUMNS, RIGHT_ALIGNED, partition_cells
 from kinspect.tui.partition_rows import (
     MARK_LIMIT,
     Change,
@@ -33,12 +34,7 @@ from kinspect.tui.partition_rows import (
     TopicSummary,
     row_key,
 )
-from kinspect.tui.render import (
-    PAD_STYLE,
-    PARTITION_COLUMNS,
-    partition_cells,
-    topic_summary_text,
-)
+from kinspect.tui.render import PAD_STYLE, topic_summary_text
 
 MARK_FOR_S = 3.0
 MARK_STYLE = Style.parse("on #6b4e00")
@@ -235,7 +231,7 @@ class PartitionView(ScrollView, can_focus=True):
         for column in PARTITION_COLUMNS:
             label, width = column, self._widths[column]
             pad = " " * (width - len(label))
-            if column == "hw":
+            if column in RIGHT_ALIGNED:
                 line.append(pad, PAD_STYLE).append(label)
             else:
                 line.append(label).append(pad, PAD_STYLE)
@@ -273,7 +269,7 @@ class PartitionView(ScrollView, can_focus=True):
             if column in marked:
                 cell.stylize(MARK_STYLE)
             pad = " " * (width - cell.cell_len)
-            if column == "hw":
+            if column in RIGHT_ALIGNED:
                 line.append(pad, PAD_STYLE).append_text(cell)
             else:
                 line.append_text(cell).append(pad, PAD_STYLE)

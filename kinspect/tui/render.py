@@ -19,7 +19,6 @@ from kinspect.lab.faults import FaultKind
 from kinspect.lab.journal import cut_text
 from kinspect.model import (
     ClusterSnapshot,
-    EligibleLeaders,
     Event,
     PartitionInfo,
     QuorumInfo,
@@ -43,8 +42,6 @@ if TYPE_CHECKING:
     from kinspect.tui.partition_rows import TopicSummary
 
 STALE_AFTER_MS = 5000
-PARTITION_COLUMNS = ("topic", "part", "leader", "epoch", "replicas", "isr", "replica logs", "hw",
-                     "flags")
 BROKER_COLUMNS = ("id", "address", "lab", "zk", "leads", "not in ISR", "disk")
 # The labels in KRaft, by column key: "zk" says whether the broker is in the cluster metadata.
 KRAFT_BROKER_LABELS = {"zk": "metadata"}
@@ -267,42 +264,6 @@ def disk_text(info: BrokerInfo | None) -> Text:
     return text
 
 
-def partition_flags(p: PartitionInfo, kraft: bool = False) -> Text:
-    text = Text()
-    if p.offline:
-        text.append("OFFLINE ", "bold white on red")
-    if p.views_disagree:  # in KRaft: a broker leading against the newest decision
-        text.append(f"stale leader {p.broker_leader} " if kraft else
-                    f"ZK≠broker {p.broker_leader} ", "bold magenta")
-    _isr_flags(p, text)
-    if p.moving:
-        text.append_text(moving_text(p)).append(" ", PAD_STYLE)
-    if isinstance(p.elr, EligibleLeaders) and (p.elr.eligible or p.elr.last_known):
-        text.append(f"ELR {_ids(p.elr.eligible) or '-'} ", "cyan")
-        if not p.elr.eligible:
-            text.append(f"(last {_ids(p.elr.last_known)}) ", "dim")
-    if p.diverged:
-        text.append("DIVERGED ", DIVERGED_STYLE)
-    if not p.offline and not p.preferred_leader:
-        text.append("not-preferred", "dim")
-    return text
-
-
-def _isr_flags(p: PartitionInfo, text: Text) -> None:
-    """Short of the minimum ISR, at it, under-replicated: each known, or `?` when unknown."""
-    under, at, urp = p.under_min_isr, p.at_min_isr, p.under_replicated
-    if under is True:
-        text.append("<min-ISR ", "bold red")
-    elif at is True:
-        text.append("at-min-ISR ", "yellow")
-    elif isinstance(under, Unknown) and p.isr_short:  # the reason is in the warnings panel
-        text.append("min-ISR? ", UNKNOWN_STYLE)
-    if urp is True:
-        text.append("URP ", "yellow")
-    elif isinstance(urp, Unknown):
-        text.append("URP? ", UNKNOWN_STYLE)
-
-
 def throttle_words(throttle: Throttle) -> str:
     """`leader 97.7 KiB/s, follower 97.7 KiB/s`: the rates kafka-reassign-partitions set."""
     rates = (("leader", throttle.leader_rate), ("follower", throttle.follower_rate))
@@ -376,17 +337,6 @@ def replica_logs_text(p: PartitionInfo) -> Text:
             text.append(" ", PAD_STYLE)
         text.append_text(replica_log_text(p, log))
     return text
-
-
-def partition_cells(p: PartitionInfo, kraft: bool = False) -> dict[str, Text]:
-    """Cells by column; each is compared with the last one shown to mark what changed."""
-    leader = Text(str(p.leader), "bold") if p.leader is not None else Text("none", "bold red")
-    hw = "?" if p.high_watermark is None else f"{p.high_watermark:,}"
-    epoch = "?" if p.leader_epoch is None else str(p.leader_epoch)
-    return {"topic": Text(p.topic, SEVERITY_STYLE[p.state]), "part": Text(str(p.partition)),
-            "leader": leader, "epoch": Text(epoch), "replicas": Text(_ids(p.replicas)),
-            "isr": isr_text(p), "replica logs": replica_logs_text(p),
-            "hw": Text(hw, justify="right"), "flags": partition_flags(p, kraft)}
 
 
 def healthy(p: PartitionInfo) -> bool:

@@ -21,8 +21,9 @@ from kinspect.model import (
 )
 from kinspect.model.assessment import assess, unchecked, verdict_of
 from kinspect.sources.recording import apply_delta, snapshot_delta
+from kinspect.tui.partition_cells import partition_flags
 from kinspect.tui.partition_rows import summarize
-from kinspect.tui.render import partition_flags, topic_summary_text, warnings_text
+from kinspect.tui.render import topic_summary_text, warnings_text
 from tests.helpers.model_fixtures import T0, broker_view, zk_view
 
 REFUSED = Unknown("no DescribeConfigs permission on the topic")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kinspect.model import ClusterSnapshot, PartitionInfo, ReplicaLog
+from kinspect.tui.partition_cells import partition_cells
 from kinspect.tui.partition_rows import PartitionTable, TopicSummary, row_key
-from kinspect.tui.render import header_text, partition_cells, replica_logs_text
+from kinspect.tui.render import header_text, replica_logs_text
 from tests.helpers.model_fixtures import demo_snapshot
 
 

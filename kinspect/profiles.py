@@ -92,37 +92,58 @@ def _resolve(value: Any, key: str, where: str) -> str:
     return text
 
 
+_PROFILE_KEYS = ("bootstrap", "zookeeper", "kafka", "zookeeper_auth", "refresh_s")
+
+
 def _profile(name: str, raw: Any, path: Path) -> Profile:
     where = f"{path}: [clusters.{name}]"
     if not isinstance(raw, dict):
         raise KinspectError(f"{where} must be a table")
-    unknown = set(raw) - {"bootstrap", "zookeeper", "kafka", "zookeeper_auth", "refresh_s"}
+    unknown = set(raw) - set(_PROFILE_KEYS)
     if unknown:
-        raise KinspectError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: bootstrap, "
-                            "zookeeper, kafka, zookeeper_auth, refresh_s)")
-    if not isinstance(raw.get("bootstrap"), str) or not raw["bootstrap"].strip():
-        raise KinspectError(f"{where}: bootstrap is required, e.g. \"broker1:9092,broker2:9092\"")
-    host_ports(raw["bootstrap"], f"{where}: bootstrap")
-    if raw.get("zookeeper") is not None:
-        if not isinstance(raw["zookeeper"], str):
-            raise KinspectError(f"{where}: zookeeper must be a string, e.g. \"zk1:2181/kafka\"")
-        host_ports(raw["zookeeper"], f"{where}: zookeeper", chroot_allowed=True)
+        raise KinspectError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: "
+                            f"{', '.join(_PROFILE_KEYS)})")
+    bootstrap = _bootstrap(raw.get("bootstrap"), where)
+    zookeeper = _zookeeper(raw.get("zookeeper"), where)
     kafka = raw.get("kafka", {})
     if not isinstance(kafka, dict):
         raise KinspectError(f"{where}: kafka must be a table of librdkafka properties")
-    auth = raw.get("zookeeper_auth")
-    zk_auth: tuple[tuple[str, str], ...] = ()
-    if auth is not None:
-        if not isinstance(auth, dict) or "scheme" not in auth or "credential" not in auth:
-            raise KinspectError(f"{where}: zookeeper_auth needs scheme and credential")
-        zk_auth = ((str(auth["scheme"]), _resolve(auth["credential"], "credential", where)),)
+    zk_auth = _zookeeper_auth(raw.get("zookeeper_auth"), where)
     refresh = raw.get("refresh_s", 1.0)
     if not isinstance(refresh, int | float) or not 0.2 <= refresh <= 300:
         raise KinspectError(f"{where}: refresh_s must be between 0.2 and 300 seconds")
-    return Profile(name=name, bootstrap=raw["bootstrap"].strip(),
-                   zookeeper=str(raw["zookeeper"]) if raw.get("zookeeper") else None,
+    return Profile(name=name, bootstrap=bootstrap, zookeeper=zookeeper,
                    kafka={str(k): _resolve(v, str(k), where) for k, v in kafka.items()},
                    zookeeper_auth=zk_auth, refresh_s=float(refresh))
+
+
+def _bootstrap(bootstrap: Any, where: str) -> str:
+    """The profile's bootstrap servers, required and each a host:port."""
+    if not isinstance(bootstrap, str) or not bootstrap.strip():
+        raise KinspectError(f"{where}: bootstrap is required, e.g. \"broker1:9092,broker2:9092\"")
+    host_ports(bootstrap, f"{where}: bootstrap")
+    return bootstrap.strip()
+
+
+def _zookeeper(zookeeper: Any, where: str) -> str | None:
+    """The profile's ZooKeeper connect string with its chroot, if it names one."""
+    if zookeeper is None:
+        return None
+    if not isinstance(zookeeper, str):
+        raise KinspectError(f"{where}: zookeeper must be a string, e.g. \"zk1:2181/kafka\"")
+    host_ports(zookeeper, f"{where}: zookeeper", chroot_allowed=True)
+    if not zookeeper:
+        return None
+    return zookeeper
+
+
+def _zookeeper_auth(auth: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """zookeeper_auth = {scheme, credential}: the one digest kazoo logs in with (none: none)."""
+    if auth is None:
+        return ()
+    if not isinstance(auth, dict) or "scheme" not in auth or "credential" not in auth:
+        raise KinspectError(f"{where}: zookeeper_auth needs scheme and credential")
+    return ((str(auth["scheme"]), _resolve(auth["credential"], "credential", where)),)
 
 
 def _clusters(path: Path) -> dict[str, Any]:

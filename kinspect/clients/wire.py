@@ -102,24 +102,29 @@ def _mechanism(value: Any) -> str:
 
 def connection_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """kafka-python settings for a librdkafka config; KinspectError names what it cannot do."""
+    given = config or {}
     out: dict[str, Any] = {"security_protocol": "PLAINTEXT"}
-    for key, value in (config or {}).items():
-        if key in _IGNORED or key in OAUTH_KEYS:
-            continue
-        if key == "security.protocol":
-            out["security_protocol"] = str(value).upper()
-        elif key in ("sasl.mechanism", "sasl.mechanisms"):
-            out["sasl_mechanism"] = _mechanism(value)
-        elif key in _SETTINGS:
-            out[_SETTINGS[key]] = value
-        elif key == "ssl.endpoint.identification.algorithm":
-            out["ssl_check_hostname"] = str(value).lower() == "https"
-        elif key == "enable.ssl.certificate.verification" and str(value).lower() == "false":
-            out["ssl_check_hostname"] = False
-            out["ssl_context"] = _unverified_context()
+    for key, value in given.items():
+        if key not in _IGNORED and key not in OAUTH_KEYS:
+            out.update(_translate(key, value))
     if out.get("sasl_mechanism") == "OAUTHBEARER":
-        out["sasl_oauth_token_provider"] = LibrdkafkaTokens(config or {})
+        out["sasl_oauth_token_provider"] = LibrdkafkaTokens(given)
     return out
+
+
+def _translate(key: str, value: Any) -> list[tuple[str, object]]:
+    """One librdkafka setting in kafka-python's words (none: kafka-python has no use for it)."""
+    if key == "security.protocol":
+        return [("security_protocol", str(value).upper())]
+    if key in ("sasl.mechanism", "sasl.mechanisms"):
+        return [("sasl_mechanism", _mechanism(value))]
+    if key in _SETTINGS:
+        return [(_SETTINGS[key], value)]
+    if key == "ssl.endpoint.identification.algorithm":
+        return [("ssl_check_hostname", str(value).lower() == "https")]
+    if key == "enable.ssl.certificate.verification" and str(value).lower() == "false":
+        return [("ssl_check_hostname", False), ("ssl_context", _unverified_context())]
+    return []
 
 
 def _unverified_context() -> Any:

@@ -19,6 +19,7 @@ from kinspect.lab.backend import LabBackend
 from kinspect.lab.faults import Fault
 from kinspect.lab.topology import broker_node, node_of
 from kinspect.load.runstats import aggregate, read_stats
+from kinspect.model.views import PartitionStateZ
 from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
 
 Say = Callable[[str], None]
@@ -61,9 +62,16 @@ def _replica_role(target: str, decided: Decisions, topic: str) -> list[str]:
         return [broker_node(leader)]
     followers = [b for b in decided.replicas(topic).get(0, ()) if b != leader]
     if target == "follower":
-        in_sync = [b for b in followers if state is not None and b in state.isr]
-        return [broker_node(b) for b in (in_sync or followers)[:1]]
+        return [broker_node(b) for b in _first_follower(followers, state)]
     return [broker_node(b) for b in followers]
+
+
+def _first_follower(followers: list[int], state: PartitionStateZ | None) -> list[int]:
+    """The first follower still in sync, else the first follower at all (none: none)."""
+    in_sync = followers
+    if state is not None:
+        in_sync = [b for b in followers if b in state.isr] or followers
+    return in_sync[:1]
 
 
 STATS_POLL_S = 0.2  # the producers publish their stats once a second; no need to read faster

@@ -169,16 +169,18 @@ def _not_preferred(p: PartitionInfo, kraft: bool) -> Said:
     return FlagSaid("preferred_leader", _FLAGS["preferred_leader"].word)
 
 
-# Each flag's test, in the order the flags are said (a test checks every flag of the schema
-# has one).
-FLAG_TESTS: tuple[Callable[[PartitionInfo, bool], Said], ...] = (
-    _offline, _views, _under_min, _at_min, _urp, _moving, _elr, _diverged, _not_preferred)
+# Each flag's test by the fact it flags, in the order the flags are said (a test checks every
+# flag of the schema has one).
+FLAG_TESTS: dict[str, Callable[[PartitionInfo, bool], Said]] = {
+    "offline": _offline, "views_disagree": _views, "under_min_isr": _under_min,
+    "at_min_isr": _at_min, "under_replicated": _urp, "reassignment": _moving, "elr": _elr,
+    "replica_logs": _diverged, "preferred_leader": _not_preferred}
 
 
 def flags(p: PartitionInfo, kraft: bool = False) -> list[FlagSaid]:
     """The flags that hold, in order."""
     said = []
-    for test in FLAG_TESTS:
+    for test in FLAG_TESTS.values():
         found = test(p, kraft)
         if found is not None:
             said.append(found)

@@ -21,6 +21,7 @@ from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalle
 from kinspect.model.events import JsonObject
 from kinspect.model.health_checks import CHECK_OF
 from kinspect.model.serialize import seconds, unchecked_to_json
+from kinspect.model.severity import Severity
 from kinspect.profiles import redact
 from kinspect.target import ClusterTarget
 from kinspect.validation import option
@@ -181,10 +182,18 @@ def health_json(snapshot: ClusterSnapshot, zk_error: str | None = None,
                        zk_error)
 
 
-def _text(result: dict[str, Any]) -> list[str]:
+def problem_lines(report: HealthReport) -> list[str]:
+    """Each problem with its severity, the registry's word (`- critical: ...`, `- warn: ...`):
+    the verdict says the worst, each line how bad it is itself."""
+    lines = [f"  - {Severity.CRITICAL}: {problem}" for problem in report.critical]
+    lines += [f"  - {Severity.WARN}: {problem}" for problem in report.warnings]
+    return lines
+
+
+def _text(result: dict[str, Any], report: HealthReport) -> list[str]:
     """The JSON object, for a human: the verdict, the problems, then the details."""
     lines = [f"{result['verdict'].upper()}: {result['cluster']}"]
-    lines += [f"  - {problem}" for problem in result["problems"]]
+    lines += problem_lines(report)
     for group in result.get("groups", []):
         lag = "?" if group["lag"] is None else f"{group['lag']:,}"
         behind = "" if group.get("lag_seconds") is None else f" ({group['lag_seconds']:,.1f} s)"
@@ -224,5 +233,5 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.json:
         print(redact(json.dumps(result)))
     else:
-        print("\n".join(redact(line) for line in _text(result)))
+        print("\n".join(redact(line) for line in _text(result, report)))
     return report.exit_code

@@ -82,6 +82,16 @@ class Unchecked:
 CHECK_NAMES: dict[Check, str] = {c.key: c.unknown for c in CHECKS.values()}
 
 
+def unmade(check: Check, reason: str, subjects: tuple[str, ...] = (),
+           judged: bool = True) -> Unchecked:
+    """A registered check left unmade, with its registry's severity (info when it is not
+    judged: lag without --max-lag is said, never a verdict)."""
+    severity = CHECKS[check].severity
+    if not judged:
+        severity = Severity.INFO
+    return Unchecked(check, severity, reason, subjects)
+
+
 @dataclass(frozen=True)
 class HealthReport:
     """The cluster's health: what is wrong (`critical`, `warnings`: one line each), what could
@@ -147,30 +157,28 @@ def _partitions_unknown(parts: Iterable[PartitionInfo]) -> list[Unchecked]:
             under_min[value.reason].append(p.name)
         if isinstance(value := p.under_replicated, Unknown):
             under_replicated[value.reason].append(p.name)
-    return ([Unchecked("under_min_isr", Severity.CRITICAL, why, tuple(names))
-             for why, names in under_min.items()]
-            + [Unchecked("under_replicated", Severity.WARN, why, tuple(names))
+    return ([unmade("under_min_isr", why, tuple(names)) for why, names in under_min.items()]
+            + [unmade("under_replicated", why, tuple(names))
                for why, names in under_replicated.items()])
 
 
 def _hidden(s: ClusterSnapshot) -> list[Unchecked]:
     if isinstance(s.hidden_topics, Unknown):
-        return [Unchecked("hidden_topics", Severity.CRITICAL, "cannot tell whether some topics "
-                          f"are hidden from this user: {s.hidden_topics.reason}")]
+        return [unmade("hidden_topics", "cannot tell whether some topics are hidden from this "
+                       f"user: {s.hidden_topics.reason}")]
     if s.hidden_topics:
-        return [Unchecked("hidden_topics", Severity.CRITICAL, "no Describe permission on them: "
-                          "the brokers hold them, the metadata does not list them",
-                          s.hidden_topics)]
+        return [unmade("hidden_topics", "no Describe permission on them: the brokers hold them, "
+                       "the metadata does not list them", s.hidden_topics)]
     return []
 
 
-def _by_reason(check: Check, severity: Severity, unknown: Iterable[tuple[str, Unknown]]
+def _by_reason(check: Check, unknown: Iterable[tuple[str, Unknown]], judged: bool = True
                ) -> list[Unchecked]:
     """One Unchecked per distinct reason, naming the subjects (topics, groups) it left unjudged."""
     by_reason: dict[str, list[str]] = defaultdict(list)
     for subject, why in unknown:
         by_reason[why.reason].append(subject)
-    return [Unchecked(check, severity, reason, tuple(names)) for reason, names in by_reason.items()]
+    return [unmade(check, reason, tuple(names), judged) for reason, names in by_reason.items()]
 
 
 def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, ...]:
@@ -178,15 +186,14 @@ def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, .
     counts as one only when lag is judged: health --max-lag)."""
     parts = s.partitions()
     out = _partitions_unknown(parts)
-    out += _by_reason("settings", Severity.WARN,
+    out += _by_reason("settings",
                       ((t.name, t.config) for t in s.topics if isinstance(t.config, Unknown)))
     out += _hidden(s)
     if s.controller_unknown is not None:
-        out.append(Unchecked("controller", Severity.CRITICAL, s.controller_unknown.reason))
-    out += _by_reason("group_lag", Severity.WARN if judge_lag else Severity.INFO,
-                      s.groups_unknown)
-    out += _by_reason("log_dirs", Severity.CRITICAL, _disks_unknown(s))
-    out += _by_reason("log_dir_space", Severity.WARN, _space_unknown(s))
+        out.append(unmade("controller", s.controller_unknown.reason))
+    out += _by_reason("group_lag", s.groups_unknown, judged=judge_lag)
+    out += _by_reason("log_dirs", _disks_unknown(s))
+    out += _by_reason("log_dir_space", _space_unknown(s))
     return tuple(out)
 
 
@@ -393,12 +400,12 @@ def assess(s: ClusterSnapshot, zk_error: str | None = None, max_lag: int | None 
     limit, retention's deadline on a lagging group is judged too."""
     missing = unchecked(s, judge_lag=max_lag is not None or max_lag_s is not None)
     if max_lag_s is not None:
-        missing += tuple(_by_reason("group_lag", Severity.WARN, (
+        missing += tuple(_by_reason("group_lag", (
             (g.group_id, Unknown("the next record's timestamp was not read (no Read on the "
                                  "topic, or not yet): its lag in seconds is a lower bound"))
             for g in s.groups if not g.lag_ms_complete(s.taken_at))))
     if max_lag is not None or max_lag_s is not None:
-        missing += tuple(_by_reason("retention", Severity.WARN, retention_unknown(s)))
+        missing += tuple(_by_reason("retention", retention_unknown(s)))
     if s.admin_state != "ok" and not s.sees_zookeeper:
         return HealthReport(critical=(_no_answer(s, zk_error),), unchecked=missing,
                             reachable=False, controller_ok=False)

@@ -81,7 +81,7 @@ HEALTH_CHECKS: tuple[HealthCheck, ...] = (
                 "(DescribeLogDirs)", "a log dir offline (a failed or full disk)",
                 "log dirs (a failed or full disk)", "DescribeLogDirs refused or failed",
                 (FindingKind("log_dir_offline", Severity.CRITICAL, 1),)),
-    HealthCheck("hidden_topics", Severity.CRITICAL, Area.SETTINGS, "the topics on the brokers' "
+    HealthCheck("hidden_topics", Severity.CRITICAL, Area.CLUSTER, "the topics on the brokers' "
                 "disks against the metadata", "topics hidden from this user, nothing checked "
                 "on them", "topics hidden from this user", "DescribeLogDirs refused"),
     HealthCheck("at_min_isr", Severity.WARN, Area.PARTITIONS, "each ISR against its topic's "
@@ -133,10 +133,13 @@ def area_of(kind: str) -> Area | None:
 
 
 def checks_table() -> str:
-    """The README's table of checks, rendered from the registry."""
-    lines = ["| check | severity | looks at | finds | cannot check when |",
-             "|---|---|---|---|---|"]
+    """The README's table of checks, rendered from the registry (tests/model/test_health_checks.py
+    rewrites it under --update-goldens)."""
+    lines = ["| check | severity | looks at | finds | filed under | its findings' kinds | "
+             "cannot check when |",
+             "|---|---|---|---|---|---|---|"]
     for c in HEALTH_CHECKS:
-        lines.append(f"| `{c.key}` | {c.severity} | {c.looks_at} | {c.finding} | "
-                     f"{c.unknown_when} |")
+        kinds = ", ".join(f"`{k.key}` ({k.severity})" for k in c.kinds) or "—"
+        lines.append(f"| `{c.key}` | {c.severity} | {c.looks_at} | {c.finding} | {c.area} | "
+                     f"{kinds} | {c.unknown_when} |")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from kinspect.model.assessment import Unchecked, unchecked
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.health_checks import CHECKS
 from kinspect.model.partition_codec import partition_from_json, partition_to_json
 from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
@@ -112,8 +113,11 @@ def quorum_from_json(d: dict[str, Any]) -> QuorumInfo:
 
 
 def unchecked_to_json(u: Unchecked) -> dict[str, Any]:
+    """An unmade check in the registry's words: what it looks at, what it would have found."""
+    check = CHECKS[u.check]
     return {"check": u.check, "severity": u.severity, "reason": u.reason,
-            "subjects": list(u.subjects), "text": u.text}
+            "subjects": list(u.subjects), "text": u.text, "looks_at": check.looks_at,
+            "finds": check.finding}
 
 
 def snapshot_to_json(s: ClusterSnapshot, with_topics: bool = True) -> dict[str, Any]:

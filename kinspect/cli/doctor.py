@@ -11,9 +11,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.lab.host_checks import Diagnosis, Status, UsePath
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 SCHEMA = 1
 EXIT_HELP = ("exit codes: 0 a lab with network faults (partitions, slow links) can run here; "
@@ -52,7 +55,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return diagnosis.exit_code
 
 
-def as_json(diagnosis: Diagnosis) -> dict[str, Any]:
+def as_json(diagnosis: Diagnosis) -> JsonObject:
     """The stable shape scripts rely on (SCHEMA grows only by new keys)."""
     faults = None
     if diagnosis.faults_path:

@@ -24,6 +24,7 @@ from kinspect.validation import option, writable_dir
 
 if TYPE_CHECKING:
     from kinspect.lab.authorizer import LabUser
+    from kinspect.model.events import JsonObject
 
 T = TypeVar("T")
 StatusJson = dict[str, Any]  # the lab's status as `lab status --json` writes it (status_json)
@@ -486,12 +487,12 @@ def _secure_lab() -> tuple[LabBackend, LabState]:
     return lab, state
 
 
-def _user_json(state: LabState, user: LabUser, acls: list[str] | None) -> dict[str, Any]:
+def _user_json(state: LabState, user: LabUser, acls: list[str] | None) -> JsonObject:
     from kinspect.lab import authorizer
 
     return {"name": user.name, "password_file": user.password_file,
             "grants": [g.words for g in user.grants], "acls": acls,
-            **authorizer.client_settings(state, user)}
+            **authorizer.client_settings(state, user).to_json()}
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:

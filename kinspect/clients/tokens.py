@@ -22,12 +22,15 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError
 from kafka.sasl.oauth import AbstractTokenProvider
 
 from kinspect.errors import KinspectError
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 REFRESH_AT = 0.8  # of a token's lifetime, as librdkafka's refresh
 DEFAULT_LIFE_S = 3600  # librdkafka's lifeSeconds default for unsecured tokens
@@ -84,7 +87,7 @@ class LibrdkafkaTokens(AbstractTokenProvider):  # type: ignore[misc]
                              "unsecured tokens need one)")
         life = float(options.get("lifeSeconds", DEFAULT_LIFE_S))
         now = int(time.time())
-        claims: dict[str, Any] = {"sub": options["principal"], "iat": now, "exp": now + int(life)}
+        claims: JsonObject = {"sub": options["principal"], "iat": now, "exp": now + int(life)}
         if "scope" in options:
             claims["scope"] = options["scope"].split(",")
         header = _b64(json.dumps({"alg": "none"}).encode())

@@ -18,13 +18,17 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.lab import sasl, tls
 from kinspect.lab.state import LabState
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 ZOOKEEPER_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 KRAFT_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -101,7 +105,7 @@ def enabled(state: LabState) -> bool:
     return bool(state.extra.get("authorizer"))
 
 
-def plan(root: Path, mode: str) -> dict[str, Any]:
+def plan(root: Path, mode: str) -> JsonObject:
     """The authorizer for the state: the class this mode's Kafka has, the super users, and
     where `lab user add` keeps its users."""
     return {"class": KRAFT_AUTHORIZER if mode == "kraft" else ZOOKEEPER_AUTHORIZER,
@@ -292,24 +296,35 @@ def describe_acls(state: LabState, name: str) -> list[str]:
     return sorted(lines)
 
 
-def client_settings(state: LabState, user: LabUser) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ClientSettings:
+    """How a lab user reaches the lab: the bootstrap and a profile's librdkafka settings."""
+
+    bootstrap: str | None  # None: the lab has no such listener
+    kafka: Mapping[str, str]
+
+    def to_json(self) -> JsonObject:
+        return {"bootstrap": self.bootstrap, "kafka": dict(self.kafka)}
+
+
+def client_settings(state: LabState, user: LabUser) -> ClientSettings:
     """How this user reaches the lab: the bootstrap and the librdkafka settings of a profile
     (the password as a ${file:} reference: a profile or a run dir never holds it)."""
     secure = tls.enabled(state)
     kafka = {"security.protocol": "SASL_SSL" if secure else "SASL_PLAINTEXT",
              "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user.name,
              "sasl.password": f"${{file:{user.password_file}}}"}
-    if secure:
-        kafka["ssl.ca.location"] = str(tls.ca_file(state))
-    bootstrap = tls.sasl_ssl_bootstrap(state) if secure else sasl.bootstrap(state)
-    return {"bootstrap": bootstrap, "kafka": kafka}
+    if not secure:
+        return ClientSettings(sasl.bootstrap(state), kafka)
+    kafka["ssl.ca.location"] = str(tls.ca_file(state))
+    return ClientSettings(tls.sasl_ssl_bootstrap(state), kafka)
 
 
 def profile_toml(state: LabState, user: LabUser) -> str:
     """A profile for config.toml, ready to paste: [clusters.lab-NAME]. No ZooKeeper: the
     lab's ZooKeeper has no ACLs, and a user of few rights sees what the brokers allow."""
     settings = client_settings(state, user)
-    lines = [f"[clusters.lab-{user.name}]", f'bootstrap = "{settings["bootstrap"]}"',
+    lines = [f"[clusters.lab-{user.name}]", f'bootstrap = "{settings.bootstrap}"',
              "", f"[clusters.lab-{user.name}.kafka]"]
-    lines += [f'"{key}" = "{value}"' for key, value in settings["kafka"].items()]
+    lines += [f'"{key}" = "{value}"' for key, value in settings.kafka.items()]
     return "\n".join(lines) + "\n"

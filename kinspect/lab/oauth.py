@@ -20,11 +20,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState
 from kinspect.procs import read_process
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 CLIENT_ID = "kinspect"
 AUDIENCE = "kafka"
@@ -50,7 +53,7 @@ def _private(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-def plan(root: Path) -> dict[str, Any]:
+def plan(root: Path) -> JsonObject:
     """The key, its key set and the client's secret, on disk; what the state keeps of them."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -106,7 +109,7 @@ def node_files(state: LabState) -> dict[str, bytes]:
     return {JWKS_FILE: jwks_path(state).read_bytes()}
 
 
-def start(state: LabState) -> dict[str, Any]:
+def start(state: LabState) -> JsonObject:
     """Start the token endpoint on loopback; what the state keeps of it (pid, URL)."""
     info = state.extra["oauth"]
     directory = Path(info["dir"])

@@ -12,10 +12,13 @@ import os
 import secrets
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kinspect.errors import KinspectError
 from kinspect.lab.state import LabState, NodeRecord, load_state
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 SASL_PORT_OFFSET = 1000
 USERNAME = "kinspect"
@@ -27,7 +30,7 @@ def password_file(root: Path) -> Path:
     return root / "sasl-password"
 
 
-def plan(root: Path, mechanism: str) -> dict[str, Any]:
+def plan(root: Path, mechanism: str) -> JsonObject:
     """Choose the password (kept on disk, private) and describe the listener for the state."""
     if mechanism.upper() not in (*MECHANISMS, OAUTHBEARER):
         raise KinspectError("--sasl must be one of "

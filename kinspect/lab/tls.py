@@ -16,9 +16,12 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.lab.state import LabState, NodeRecord
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 SSL_PORT_OFFSET = 2000
 SASL_SSL_PORT_OFFSET = 3000
@@ -51,7 +54,7 @@ def certificate_plan(nodes: list[NodeRecord]) -> list[CertRequest]:
             for node in nodes if node.role == "broker"]
 
 
-def plan(root: Path, nodes: list[NodeRecord]) -> dict[str, Any]:
+def plan(root: Path, nodes: list[NodeRecord]) -> JsonObject:
     """Make the CA and every broker's key and certificate; describe them for the state."""
     directory = tls_dir(root)
     ca_cert, ca_key = make_ca(directory)

@@ -17,7 +17,10 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 LIFETIME_S = 3600
 
@@ -41,11 +44,11 @@ class Issuer:
             client, secret = urllib.parse.unquote(client), urllib.parse.unquote(secret)
         return client == self.client_id and hmac.compare_digest(secret, self.secret)
 
-    def token(self, scope: str | None) -> dict[str, Any]:
+    def token(self, scope: str | None) -> JsonObject:
         import jwt
 
         now = int(time.time())
-        claims: dict[str, Any] = {"sub": self.client_id, "iss": self.issuer, "aud": self.audience,
+        claims: JsonObject = {"sub": self.client_id, "iss": self.issuer, "aud": self.audience,
                                   "iat": now, "exp": now + LIFETIME_S}
         if scope:
             claims["scope"] = scope
@@ -66,7 +69,7 @@ def handler(issuer: Issuer) -> type[BaseHTTPRequestHandler]:
                 return self._send(401, {"error": "invalid_client"})
             return self._send(200, issuer.token(form.get("scope")))
 
-        def _send(self, status: int, body: dict[str, Any]) -> None:
+        def _send(self, status: int, body: JsonObject) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

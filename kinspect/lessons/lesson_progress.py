@@ -14,11 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.lessons.lesson_values import Lesson, LessonRecord, Prediction, Status
 from kinspect.paths import kinspect_home
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 KIND = "kinspect-lesson-progress"
 VERSION = 1
@@ -107,7 +110,7 @@ class Progress:
                 return lesson
         return None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"kind": KIND, "version": VERSION, "current": self.current,
                 "lessons": {name: _record_json(r) for name, r in sorted(self.records.items())}}
 
@@ -133,7 +136,7 @@ def _plain(value: Any) -> Any:
     return item() if callable(item) else str(value)
 
 
-def _record_json(record: LessonRecord) -> dict[str, Any]:
+def _record_json(record: LessonRecord) -> JsonObject:
     data = asdict(record)
     data["status"] = record.status.value
     return data

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.load.rundir import known_fields
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class ProducerCounts:
     done: bool = False  # every producer finished
     ts: int = 0  # the newest publish (ms)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
@@ -61,7 +64,7 @@ class ConsumerCounts:
         """The messages it did not process: failed, or aborted with a transaction."""
         return self.failed + self.aborted
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
     @classmethod

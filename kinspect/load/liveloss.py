@@ -34,6 +34,8 @@ from kinspect.model import ClusterSnapshot, PartitionInfo
 if TYPE_CHECKING:  # imported where used: LiveLoss is a value the light install's TUI and
     import numpy as np  # replay read, without the load extra's numpy and pyarrow
 
+    from kinspect.model.events import JsonObject
+
 Key = tuple[str, int, int]  # topic, partition, producer
 COLUMNS = ["topic", "partition", "producer", "offset", "ack_ts", "status"]
 
@@ -63,7 +65,7 @@ class LiveLoss:
     def writers(self) -> list[int]:
         return sorted({w for d in self.doomed for w in d.writers})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"acked": self.acked, "doomed": self.doomed_total, "pending": self.pending,
                 "writers": self.writers(),
                 "partitions": [{"topic": d.topic, "partition": d.partition, "doomed": d.count,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.load.consumers.settings import consumer_dir
@@ -26,6 +26,9 @@ from kinspect.load.liveloss import LiveLoss
 from kinspect.load.rundir import SETTINGS_FILE, load_running, new_run_dir
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.trend import RateSample, trend_from_json, trend_to_json
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 __all__ = ["LoadRequest", "LoadStatus", "load_status", "start_load", "stop_load"]
 
@@ -69,7 +72,7 @@ class LoadStatus:
     def consumers_running(self) -> bool:
         return self.consumers is not None and self.consumers.running
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """As a session recording keeps it (the replay's load panel: `from_json`)."""
         return {"run_dir": str(self.run_dir), "running": self.running,
                 "settings": _json_of(self.settings, {}), "stats": _json_of(self.stats, {}),

@@ -22,12 +22,13 @@ from kinspect.errors import KinspectError
 from kinspect.load.liveloss import LedgerTail, LiveLoss
 
 if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
     from kinspect.sources.observer import Observer
 
 LIVE_LOSS_FILE = "live_loss.jsonl"
 
 
-def live_loss_json(live: LiveLoss, ts_ms: int, final: bool = False) -> dict[str, Any]:
+def live_loss_json(live: LiveLoss, ts_ms: int, final: bool = False) -> JsonObject:
     return {"ts": ts_ms, **live.to_json(), "final": final}
 
 

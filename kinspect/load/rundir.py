@@ -17,10 +17,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.paths import kinspect_home
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 RUN_FILE = "run.json"
 SETTINGS_FILE = "settings.json"
@@ -87,7 +90,7 @@ class RunInfo:
         return self.started_at_ms, self.verified_at_ms or now_ms()
 
 
-def _write_json(path: Path, value: dict[str, Any]) -> None:
+def _write_json(path: Path, value: JsonObject) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(value, indent=2) + "\n")
     os.replace(tmp, path)

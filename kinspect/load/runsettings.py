@@ -11,12 +11,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import SETTINGS_FILE, known_fields
 from kinspect.profiles import MASK, is_secret, reference_of, resolve_reference
 from kinspect.validation import number
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 SECRETS_NOTE = "secrets_note"  # in settings.json beside the fields: which values are masked
 
@@ -106,7 +109,7 @@ class LoadSettings:
         """settings.json, with every secret of `extra` as its reference or *** (see module);
         a secret one of `secret_files` holds (the lab's password file) is kept as that file."""
         run_dir.mkdir(parents=True, exist_ok=True)
-        data: dict[str, Any] = asdict(self)
+        data: JsonObject = asdict(self)
         data["extra"], masked = stored_extra(self.extra, secret_files)
         if masked:
             data[SECRETS_NOTE] = (f"{', '.join(masked)} given as a literal value (-X or the "

@@ -7,7 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.compute as pc
@@ -16,6 +16,9 @@ import pyarrow.parquet as pq
 from kinspect.load.ack_ledger import chunk_producer, chunk_sent_upto, ledger_dir, read_marks
 from kinspect.load.counts import ProducerCounts
 from kinspect.load.rundir import STATS_DIR
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 SUMMED = ("sent", "acked", "failed", "in_flight")  # the counts a run's producers add up
 READ_BATCH = 65_536  # ledger rows read at a time by `ledger_totals`
@@ -86,7 +89,7 @@ class StatsPublisher:
         finished = self.acked_count + self.failed_count
         rate = (finished - self.last_done) * 1000 / elapsed
         self.last_ms, self.last_done = now_ms, finished
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "producer": self.producer, "pid": os.getpid(), "ts": now_ms, "sent": sent,
             "acked": self.acked_count, "failed": self.failed_count,
             "failed_by_error": self.failed_by_error, "in_flight": in_flight, "rate": rate,

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from kinspect.model.controller_moves import ControllerMove, ControllerMoves, ControllerState
 from kinspect.model.facts import Unknown
 from kinspect.model.severity import Severity as Severity  # noqa: PLC0414 (re-exported)
 from kinspect.model.snapshot import ClusterSnapshot, PartitionInfo
+
+JsonObject = dict[str, object]  # a JSON document's object, as json.loads gives it
 
 
 class EventKind(StrEnum):
@@ -42,9 +43,9 @@ class Event:
     partition: str | None = None
     broker: int | None = None
     severity: Severity = Severity.INFO
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: JsonObject = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"ts": self.ts, "kind": self.kind, "partition": self.partition,
                 "broker": self.broker, "severity": self.severity, "detail": self.detail,
                 **self.fields}
@@ -340,7 +341,6 @@ _ALWAYS: dict[str, tuple[str, ...]] = {
     EventKind.PARTITION_ONLINE: ("epoch", "new"),
     EventKind.PARTITION_OFFLINE: ("old",),
 }
-JsonObject = dict[str, object]  # a JSON document's object, as json.loads gives it
 
 
 @dataclass(frozen=True)

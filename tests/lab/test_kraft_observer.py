@@ -125,6 +125,9 @@ def test_snapshot_json_names_the_quorum_leader_and_the_newest_decision(
     leader, isr = described(lab)
     assert (part["leader"], tuple(sorted(part["isr"]))) == (leader, tuple(sorted(isr)))
     assert part["leader_epoch"] == librdkafka_epoch(lab)
+    # KRaft's metadata keeps no time of a change: unknown, with why, never a made-up time
+    assert part["state_changed_at"] == {
+        "unknown": "KRaft's metadata keeps no time of a partition's change"}
 
 
 @contextmanager

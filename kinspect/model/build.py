@@ -10,7 +10,8 @@ is kept beside the decision so disagreements — a zombie leader — can be flag
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from kinspect.model.facts import Fact, Unknown
 from kinspect.model.findings import cluster_findings
@@ -30,6 +31,7 @@ from kinspect.model.snapshot import (
     TopicInfo,
 )
 from kinspect.model.views import (
+    AdminState,
     BrokerView,
     ConfigValue,
     EligibleLeaders,
@@ -373,31 +375,53 @@ def _controller(zk: ZkView | None, broker: BrokerView | None, kraft: bool) -> Co
 
 
 def _limitations(zk: ZkView | None, broker: BrokerView | None, mode: str) -> list[str]:
+    """What this snapshot could not see, and why: each said once, under the facts it lacks."""
     out = []
     if mode == "kraft":
-        if broker is not None and broker.quorum is None:
-            out.append(f"KRaft quorum: {broker.quorum_error or 'no answer'}; the active "
-                       "controller is unknown")
-        if broker is not None and broker.state == "ok" and broker.partitions \
-                and not broker.decided:
-            out.append("brokers not asked directly: leaders and ISRs are the AdminClient's, "
-                       "leader epochs from ListOffsets")
+        out += _kraft_limitations(broker)
     elif zk is None:
-        out.append("no ZooKeeper: controller epoch, leader epochs from ZooKeeper and "
-                   "the ZooKeeper view are not available")
-        if mode == "unknown":
-            out.append("cluster mode unknown (no broker asked directly): the controller shown "
-                       "is the one brokers report, in KRaft a random broker")
-    if broker is not None and broker.probes_off:
-        out.append(f"{broker.probes_off}: each replica's own log end, the zombie check and the "
-                   "KRaft quorum are not asked")
-    for broker_id, why in sorted((broker.probe_errors if broker else {}).items()):
-        out.append(f"broker {broker_id} did not answer kinspect's direct questions (its own "
-                   f"metadata and log ends): {why}")
+        out += _without_zookeeper(mode)
+    out += _probe_limitations(broker)
     if broker is None:
         out.append("no AdminClient: high watermarks and topic configs are not available")
     elif broker.state != "ok":
         out.append(f"AdminClient: {broker.error or broker.state}; broker data is stale")
+    return out
+
+
+def _kraft_limitations(broker: BrokerView | None) -> list[str]:
+    if broker is None:
+        return []
+    out = []
+    if broker.quorum is None:
+        out.append(f"KRaft quorum: {broker.quorum_error or 'no answer'}; the active "
+                   "controller is unknown")
+    if broker.state == "ok" and broker.partitions and not broker.decided:
+        out.append("brokers not asked directly: leaders and ISRs are the AdminClient's, "
+                   "leader epochs from ListOffsets")
+    return out
+
+
+def _without_zookeeper(mode: str) -> list[str]:
+    out = ["no ZooKeeper: controller epoch, leader epochs from ZooKeeper and the ZooKeeper "
+           "view are not available"]
+    if mode == "unknown":
+        out.append("cluster mode unknown (no broker asked directly): the controller shown "
+                   "is the one brokers report, in KRaft a random broker")
+    return out
+
+
+def _probe_limitations(broker: BrokerView | None) -> list[str]:
+    """The brokers' direct questions turned off, or a broker that did not answer them."""
+    if broker is None:
+        return []
+    out = []
+    if broker.probes_off:
+        out.append(f"{broker.probes_off}: each replica's own log end, the zombie check and the "
+                   "KRaft quorum are not asked")
+    for broker_id, why in sorted(broker.probe_errors.items()):
+        out.append(f"broker {broker_id} did not answer kinspect's direct questions (its own "
+                   f"metadata and log ends): {why}")
     return out
 
 
@@ -424,51 +448,106 @@ def _hidden(zk: ZkView | None, broker: BrokerView | None) -> Fact[tuple[str, ...
     return tuple(sorted(broker.hidden_topics))
 
 
-def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
-                   expected_brokers: Sequence[int] | None, taken_at: int) -> ClusterSnapshot:
-    expected = set(expected_brokers or ())
-    mode = _mode(zk, broker)
-    kraft = mode == "kraft"
+def _brokers(zk: ZkView | None, broker: BrokerView | None, expected: set[int],
+             kraft: bool) -> tuple[BrokerInfo, ...]:
+    """Every broker ZooKeeper, the metadata or the caller knows of, by id."""
     addresses: dict[int, str] = {}
-    if broker:
+    listed: set[int] = set()
+    if broker is not None:
         addresses.update(broker.brokers)
-    if zk:
+        listed = set(broker.brokers)
+    if zk is not None:
         addresses.update(zk.brokers)
-    ids = set(addresses) | expected
-    listed = set(broker.brokers) if broker else set()
-    brokers = tuple(BrokerInfo(id=b, address=addresses.get(b),
-                               registered=(b in zk.brokers) if zk else None,
-                               expected=b in expected,
-                               fenced=(b not in listed) if kraft and broker else None,
-                               throttle=_throttle(b, broker), log_dirs=_log_dirs(b, broker))
-                    for b in sorted(ids))
+    out = []
+    for b in sorted(set(addresses) | expected):
+        registered = None
+        if zk is not None:
+            registered = b in zk.brokers
+        fenced = None
+        if kraft and broker is not None:
+            fenced = b not in listed
+        out.append(BrokerInfo(id=b, address=addresses.get(b), registered=registered,
+                              expected=b in expected, fenced=fenced,
+                              throttle=_throttle(b, broker), log_dirs=_log_dirs(b, broker)))
+    return tuple(out)
+
+
+def _topics(zk: ZkView | None, broker: BrokerView | None, mode: str) -> tuple[TopicInfo, ...]:
+    """Every topic ZooKeeper or the metadata lists, each with its partitions and settings."""
     # The brokers' partitions by topic, grouped once: per topic it would cost topics x partitions.
     by_topic: dict[str, set[int]] = {}
-    for t, p in broker.partitions if broker else ():
-        by_topic.setdefault(t, set()).add(p)
-    names = set(by_topic) | (set(zk.topics) if zk else set())
-    topics = []
+    if broker is not None:
+        for t, p in broker.partitions:
+            by_topic.setdefault(t, set()).add(p)
+    names = set(by_topic)
+    if zk is not None:
+        names |= set(zk.topics)
     look = _Lookups(zk, broker, mode)
+    topics = []
     for name in sorted(names):
         config = _topic_config(name, broker)
         parts = _partitions(name, look, config, by_topic.get(name, set()))
         rf = max((p.replication_factor for p in parts), default=0)
-        topics.append(TopicInfo(name=name, replication_factor=rf,
-                                config=config if isinstance(config, Unknown)
-                                else tuple(sorted(config.items())), partitions=tuple(parts)))
-    quorum = quorum_info(broker.quorum, broker) if kraft and broker and broker.quorum else None
+        told: Fact[tuple[tuple[str, ConfigValue], ...]]
+        if isinstance(config, Unknown):
+            told = config
+        else:
+            told = tuple(sorted(config.items()))
+        topics.append(TopicInfo(name=name, replication_factor=rf, config=told,
+                                partitions=tuple(parts)))
+    return tuple(topics)
+
+
+def _quorum(broker: BrokerView | None, kraft: bool) -> tuple[QuorumInfo | None, Unknown | None]:
+    """KRaft's quorum, or why the controller is unknown (neither in ZooKeeper mode)."""
+    if not kraft or broker is None:
+        return None, None
+    if broker.quorum is None:
+        return None, broker.quorum_unknown
+    return quorum_info(broker.quorum, broker), None
+
+
+@dataclass(frozen=True)
+class _Admin:
+    """What the AdminClient's poll says of itself: its state, error, and when it asked."""
+
+    state: AdminState | Literal["absent"]  # absent: no AdminClient view at all
+    error: str | None
+    replica_logs_at: int | None
+    log_dirs_at: int | None
+    groups_unknown: tuple[tuple[str, Unknown], ...]
+
+
+def _admin(broker: BrokerView | None) -> _Admin:
+    if broker is None:
+        return _Admin("absent", None, None, None, ())
+    replica_logs_at = None
+    if broker.replica_ends:
+        replica_logs_at = broker.polled_at_ms
+    log_dirs_at = None
+    if broker.log_dirs:
+        log_dirs_at = broker.log_dirs_at_ms
+    refused = tuple((g, Unknown(why)) for g, why in sorted(broker.groups_refused.items()))
+    return _Admin(broker.state, broker.error, replica_logs_at, log_dirs_at, refused)
+
+
+def build_snapshot(zk: ZkView | None, broker: BrokerView | None,
+                   expected_brokers: Sequence[int] | None, taken_at: int) -> ClusterSnapshot:
+    """One snapshot from what ZooKeeper and the brokers said, with its findings."""
+    mode = _mode(zk, broker)
+    kraft = mode == "kraft"
+    quorum, controller_unknown = _quorum(broker, kraft)
+    admin = _admin(broker)
+    zookeeper_state = None
+    if zk is not None:
+        zookeeper_state = zk.session_state
     snapshot = ClusterSnapshot(
         groups=_groups(broker), taken_at=taken_at, controller=_controller(zk, broker, kraft),
-        zookeeper_state=zk.session_state if zk else None,
-        admin_state=broker.state if broker else "absent",
-        admin_error=broker.error if broker else None,
-        brokers=brokers, topics=tuple(topics), findings=(),
+        zookeeper_state=zookeeper_state, admin_state=admin.state, admin_error=admin.error,
+        brokers=_brokers(zk, broker, set(expected_brokers or ()), kraft),
+        topics=_topics(zk, broker, mode), findings=(),
         limitations=tuple(_limitations(zk, broker, mode)),
-        replica_logs_at=broker.polled_at_ms if broker and broker.replica_ends else None,
-        mode=mode, quorum=quorum, hidden_topics=_hidden(zk, broker),
-        controller_unknown=broker.quorum_unknown if kraft and broker and quorum is None
-        else None,
-        groups_unknown=tuple((g, Unknown(why)) for g, why in
-                             sorted((broker.groups_refused if broker else {}).items())),
-        log_dirs_at=broker.log_dirs_at_ms if broker and broker.log_dirs else None)
+        replica_logs_at=admin.replica_logs_at, mode=mode, quorum=quorum,
+        hidden_topics=_hidden(zk, broker), controller_unknown=controller_unknown,
+        groups_unknown=admin.groups_unknown, log_dirs_at=admin.log_dirs_at)
     return ClusterSnapshot(**{**snapshot.__dict__, "findings": cluster_findings(snapshot)})

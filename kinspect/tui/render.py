@@ -28,12 +28,19 @@ from kinspect.model import (
 from kinspect.model.assessment import (
     STALLED_AFTER_MS,
     HealthReport,
+    Unchecked,
     Verdict,
     duration,
     unchecked,
 )
 from kinspect.model.lag import LagTrend
-from kinspect.model.snapshot import BrokerInfo, Throttle
+from kinspect.model.snapshot import (
+    BrokerInfo,
+    ClusterFinding,
+    GroupInfo,
+    GroupPartition,
+    Throttle,
+)
 from kinspect.tui.partition_rows import BrokerCounts, broker_counts
 
 if TYPE_CHECKING:
@@ -224,26 +231,53 @@ def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None,
                 counts: BrokerCounts | None = None) -> list[BrokerRow]:
     """Brokers the cluster knows, plus lab brokers it does not (those are the news). `counts`:
     the snapshot's, when the feed's thread made them (partition_rows.Prepared)."""
-    lab_nodes = {n.broker_id: n for n in lab.brokers} if lab else {}
-    known = {b.id: b for b in snapshot.brokers} if snapshot else {}
-    leading, out_of_isr = counts or broker_counts(snapshot)
-    rows = []
-    for broker_id in sorted(set(known) | {i for i in lab_nodes if i is not None}):
-        info = known.get(broker_id)
-        node = lab_nodes.get(broker_id)
-        address = (info.address if info and info.address else node.address if node else "?")
-        if info is not None and info.fenced is not None:  # KRaft: in the cluster metadata?
-            zk = _span("FENCED", "bold red") if info.fenced else _span("yes", "green")
-        elif info is None or info.registered is None:
-            zk = _span("?", "dim")
-        else:
-            zk = _span("yes", "green") if info.registered else _span("NO", "bold red")
-        leads, missing = leading.get(broker_id, 0), out_of_isr.get(broker_id, 0)
-        rows.append(BrokerRow(broker_id, (
-            _span(str(broker_id), "bold"), Text(address), lab_state_text(node, lab), zk,
-            Text(str(leads)), _span(str(missing), "bold yellow" if missing else "dim"),
-            disk_text(info))))
-    return rows
+    lab_nodes: dict[int | None, NodeRecord] = {}
+    if lab:
+        lab_nodes = {n.broker_id: n for n in lab.brokers}
+    known: dict[int, BrokerInfo] = {}
+    if snapshot:
+        known = {b.id: b for b in snapshot.brokers}
+    if counts is None:
+        counts = broker_counts(snapshot)
+    leading, out_of_isr = counts
+    ids = sorted(set(known) | {i for i in lab_nodes if i is not None})
+    return [_broker_row(i, known.get(i), lab_nodes.get(i), lab, leading.get(i, 0),
+                        out_of_isr.get(i, 0)) for i in ids]
+
+
+def _broker_row(broker_id: int, info: BrokerInfo | None, node: NodeRecord | None,
+                lab: LabState | None, leads: int, missing: int) -> BrokerRow:
+    """One broker's cells: id, address, its lab node's state, whether the cluster has it, the
+    partitions it leads, the ISRs it is missing from, its disks."""
+    missing_style = "dim"
+    if missing:
+        missing_style = "bold yellow"
+    return BrokerRow(broker_id, (
+        _span(str(broker_id), "bold"), Text(_address(info, node)), lab_state_text(node, lab),
+        _membership(info), Text(str(leads)), _span(str(missing), missing_style),
+        disk_text(info)))
+
+
+def _address(info: BrokerInfo | None, node: NodeRecord | None) -> str:
+    """Where the cluster says the broker is, else where the lab started it."""
+    if info is not None and info.address:
+        return info.address
+    if node is not None:
+        return node.address
+    return "?"
+
+
+def _membership(info: BrokerInfo | None) -> Text:
+    """The `zk` cell: registered in ZooKeeper, or in KRaft unfenced in the cluster metadata."""
+    if info is not None and info.fenced is not None:
+        if info.fenced:
+            return _span("FENCED", "bold red")
+        return _span("yes", "green")
+    if info is None or info.registered is None:
+        return _span("?", "dim")
+    if info.registered:
+        return _span("yes", "green")
+    return _span("NO", "bold red")
 
 
 def disk_text(info: BrokerInfo | None) -> Text:
@@ -369,20 +403,19 @@ def fault_detail(entry: JournalEntry) -> str:
 
 
 def warnings_text(snapshot: ClusterSnapshot | None, health: HealthReport | None = None) -> Text:
-    """Warnings, then each check kinspect could not make (`?`, with the reason: a refused
+    """Findings, then each check kinspect could not make (`?`, with the reason: a refused
     request is said, never taken as healthy), then what this view cannot show. `health`: the
     snapshot's assessment when already made (the TUI's, in the feed's thread); without it the
     unmade checks are worked out here (~6 ms at 10,000 partitions)."""
-    missing = () if snapshot is None else health.unchecked if health else unchecked(snapshot)
-    throttled = [(b.id, b.throttle) for b in snapshot.brokers if isinstance(b.throttle, Throttle)
-                 and b.throttle.active] if snapshot is not None else []
-    if snapshot is None or not (snapshot.findings or snapshot.limitations or missing
-                                or throttled):
+    if snapshot is None:
+        return Text("no cluster warnings", "dim")
+    missing = _unmade(snapshot, health)
+    throttled = _throttling(snapshot)
+    if not (snapshot.findings or snapshot.limitations or missing or throttled):
         return Text("no cluster warnings", "dim")
     text = Text()
-    for warning in snapshot.findings:
-        style = "bold red" if warning.severity == "critical" else "yellow"
-        text.append("▲ ", style).append(warning.message + "\n")
+    for finding in snapshot.findings:
+        _finding_line(text, finding)
     for check in missing:
         text.append("? ", UNKNOWN_STYLE).append(check.text + "\n")
     for broker_id, throttle in throttled:
@@ -394,48 +427,101 @@ def warnings_text(snapshot: ClusterSnapshot | None, health: HealthReport | None 
     return text
 
 
+def _unmade(snapshot: ClusterSnapshot, health: HealthReport | None) -> tuple[Unchecked, ...]:
+    """The assessment's unmade checks, or the snapshot's worked out here without one."""
+    if health is not None:
+        return health.unchecked
+    return unchecked(snapshot)
+
+
+def _throttling(snapshot: ClusterSnapshot) -> list[tuple[int, Throttle]]:
+    """The brokers whose replication throttle is on, with it."""
+    return [(b.id, b.throttle) for b in snapshot.brokers
+            if isinstance(b.throttle, Throttle) and b.throttle.active]
+
+
+def _finding_line(text: Text, finding: ClusterFinding) -> None:
+    style = "yellow"
+    if finding.severity == "critical":
+        style = "bold red"
+    text.append("▲ ", style).append(finding.message + "\n")
+
+
 def groups_text(snapshot: ClusterSnapshot | None, trend: LagTrend, width: int = 160,
                 limit: int = 6) -> Text:
     """One line per consumer group: state, members, lag and its trend, and the partitions
     that lag most (on-call's question beside ISR health: is anyone falling behind?)."""
-    groups = snapshot.groups if snapshot else ()
-    refused = snapshot.groups_unknown if snapshot else ()
-    if not groups and not refused:
+    if snapshot is None or not (snapshot.groups or snapshot.groups_unknown):
         return Text("no consumer groups (ListGroups shows those this user may describe)", "dim")
+    groups = snapshot.groups
     text = Text()
-    for name, why in refused[:limit]:
+    for name, why in snapshot.groups_unknown[:limit]:
         text.append(f"{name[:28]:<28} ", "bold").append("? ", UNKNOWN_STYLE)
         text.append(why.reason + "\n", "dim")
-    shown = sorted(groups, key=lambda g: -(g.lag or 0))[:limit]
-    for group in shown:
-        lag = group.lag
-        rate = trend.per_second(group.group_id)
-        state_style = "green" if group.state == "stable" else "yellow"
-        text.append(f"{group.group_id[:28]:<28} ", "bold").append(f"{group.state:<10} ",
-                                                                    state_style)
-        text.append(f"{group.members:>2} members  ")
-        text.append(f"lag {lag:>9,}" if lag is not None else "lag         ?",
-                    "bold red" if lag else "")
-        if rate is not None:
-            arrow, style = ("↑", "red") if rate > 0.5 else ("↓", "green") if rate < -0.5 \
-                else ("→", "dim")
-            text.append(f" {arrow} {rate:+,.0f}/s", style)
-        behind_ms = group.lag_ms(snapshot.taken_at) if snapshot is not None else None
-        if behind_ms:
-            text.append(f" · {duration(behind_ms)} behind", "bold yellow")
-        lost = sum(p.deleted_unconsumed for p in group.partitions)
-        if lost:
-            text.append(f" · {lost:,} deleted unconsumed", "bold red")
-        worst = sorted((p for p in group.partitions if p.lag), key=lambda p: -(p.lag or 0))[:3]
-        if worst:
-            text.append("   " + "  ".join(f"{p.topic}-{p.partition} {p.lag:,} (at {p.committed:,})"
-                                          for p in worst), "dim")
-        text.append("\n")
+    for group in sorted(groups, key=_most_behind_first)[:limit]:
+        _group_line(text, group, trend.per_second(group.group_id), snapshot.taken_at)
     if len(groups) > limit:
         text.append(f"… {len(groups) - limit} more groups (kinspect snapshot --json)", "dim")
     text.rstrip()
     text.truncate(width * (limit + 1))
     return text
+
+
+def _most_behind_first(lagging: GroupInfo | GroupPartition) -> int:
+    """A sort key: the most records behind first, an unknown lag as none."""
+    lag = lagging.lag
+    if lag is None:
+        return 0
+    return -lag
+
+
+def _group_line(text: Text, group: GroupInfo, rate: float | None, taken_at: int) -> None:
+    """`billing  stable  2 members  lag 1,234 ↑ +50/s · 90.0 s behind   orders-0 900 (at 10)`."""
+    state_style = "yellow"
+    if group.state == "stable":
+        state_style = "green"
+    text.append(f"{group.group_id[:28]:<28} ", "bold").append(f"{group.state:<10} ",
+                                                                state_style)
+    text.append(f"{group.members:>2} members  ")
+    _lag_cell(text, group.lag)
+    if rate is not None:
+        arrow, style = _trend_arrow(rate)
+        text.append(f" {arrow} {rate:+,.0f}/s", style)
+    _behind(text, group, taken_at)
+    text.append("\n")
+
+
+def _lag_cell(text: Text, lag: int | None) -> None:
+    style = ""
+    if lag:
+        style = "bold red"
+    if lag is None:
+        text.append("lag         ?", style)
+    else:
+        text.append(f"lag {lag:>9,}", style)
+
+
+def _trend_arrow(rate: float) -> tuple[str, str]:
+    """Growing (red), shrinking (green) or flat, by more than half a record a second."""
+    if rate > 0.5:
+        return "↑", "red"
+    if rate < -0.5:
+        return "↓", "green"
+    return "→", "dim"
+
+
+def _behind(text: Text, group: GroupInfo, taken_at: int) -> None:
+    """How old its next record is, what retention deleted unconsumed, its worst partitions."""
+    behind_ms = group.lag_ms(taken_at)
+    if behind_ms:
+        text.append(f" · {duration(behind_ms)} behind", "bold yellow")
+    lost = sum(p.deleted_unconsumed for p in group.partitions)
+    if lost:
+        text.append(f" · {lost:,} deleted unconsumed", "bold red")
+    worst = sorted((p for p in group.partitions if p.lag), key=_most_behind_first)[:3]
+    if worst:
+        text.append("   " + "  ".join(f"{p.topic}-{p.partition} {p.lag:,} (at {p.committed:,})"
+                                      for p in worst), "dim")
 
 
 def topic_summary_text(summary: TopicSummary) -> Text:

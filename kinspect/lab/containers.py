@@ -165,18 +165,14 @@ class DockerBackend(LabBackend):
         created = api.create_container(
             state.extra["image"], command=["kinspect-node", role], name=node.container,
             labels=self._labels(state, node, "jvm"),
-            environment={"KINSPECT_LAB": state.lab_id, "KINSPECT_NODE": node.name,
-                         "KINSPECT_HEAP": heap,
-                         "KINSPECT_JVM_OPTS": " ".join((*JVM_FLAGS, *(oauth.jvm_flags(
-                             state, OAUTH_IN_CONTAINER) if node.role == "broker" else ()))),
-                         # KRaft: kinspect-node logs the quorum's lines too (formatted below)
-                         **({"KINSPECT_CLUSTER_ID": state.extra["cluster_id"]}
-                            if state.kraft else {})},
+            environment=_node_environment(state, node, heap),
             host_config=api.create_host_config(
                 network_mode=f"container:{node.container}-net",
                 binds={str(data): {"bind": str(IN_CONTAINER), "mode": "rw"}}))
-        config = (render_zookeeper(node, IN_CONTAINER) if is_zk
-                  else render_broker(node, state, IN_CONTAINER, TLS_IN_CONTAINER))
+        if is_zk:
+            config = render_zookeeper(node, IN_CONTAINER)
+        else:
+            config = render_broker(node, state, IN_CONTAINER, TLS_IN_CONTAINER)
         if state.kraft:  # formatted here, on the data dir the container mounts
             format_storage(dist.ensure(version=state.kafka_version),
                            write_config(self.root, node, state), data, state.extra["cluster_id"],
@@ -227,8 +223,9 @@ class DockerBackend(LabBackend):
         found = {c.labels.get(NODE_LABEL): c for c in self._containers(state, "jvm")}
         for node in state.nodes:
             container = found.get(node.name)
-            actual = container.status if container else "missing"
-            node.pid = (container.attrs["State"].get("Pid") or None) if container else None
+            actual, node.pid = "missing", None
+            if container:
+                actual, node.pid = container.status, container.attrs["State"].get("Pid") or None
             if actual in {"running", "paused"}:
                 node.state = NodeState(actual)
             elif node.state.alive:
@@ -302,8 +299,10 @@ class DockerBackend(LabBackend):
         script = " && ".join(shlex.join(command) for command in commands)
         code, output = self._container(state, node, "net").exec_run(["sh", "-c", script])
         text = output.decode(errors="replace").strip()
+        if code != 0 and text:
+            raise KinspectError(f"{node.name}: {text.splitlines()[-1]}")
         if code != 0:
-            raise KinspectError(f"{node.name}: {text.splitlines()[-1] if text else f'exit {code}'}")
+            raise KinspectError(f"{node.name}: exit {code}")
 
     def shaping_kit(self) -> Kit:
         """Ask the kernel through a throwaway container, as the process lab asks a namespace."""
@@ -351,6 +350,20 @@ class DockerBackend(LabBackend):
             else:  # Python before 3.11.4 (Debian bookworm's, in the kinspect image)
                 archive.extractall(target)
         return target / "logs"
+
+
+def _node_environment(state: LabState, node: NodeRecord, heap: str) -> dict[str, str]:
+    """What kinspect-node reads in a node's container: the lab, the node, its heap and JVM
+    flags (a broker's OAuth ones too) and, in KRaft, the cluster id (it logs the quorum's lines
+    too)."""
+    flags = list(JVM_FLAGS)
+    if node.role == "broker":
+        flags += oauth.jvm_flags(state, OAUTH_IN_CONTAINER)
+    environment = {"KINSPECT_LAB": state.lab_id, "KINSPECT_NODE": node.name,
+                   "KINSPECT_HEAP": heap, "KINSPECT_JVM_OPTS": " ".join(flags)}
+    if state.kraft:
+        environment["KINSPECT_CLUSTER_ID"] = state.extra["cluster_id"]
+    return environment
 
 
 def _tar(files: dict[str, str | bytes]) -> bytes:

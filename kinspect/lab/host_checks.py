@@ -131,9 +131,10 @@ def install_hint(apt: str, dnf: str | None = None, brew: str | None = None) -> s
     """The one command that installs a package with this machine's package manager."""
     if sys.platform == "darwin":
         return f"brew install {brew or apt}"
-    for manager, package in (("apt-get", apt), ("dnf", dnf or apt), ("yum", dnf or apt)):
+    for manager, command, package in (("apt-get", "apt", apt), ("dnf", "dnf", dnf or apt),
+                                      ("yum", "yum", dnf or apt)):
         if shutil.which(manager) or Path("/usr/bin", manager).exists():
-            return f"{_sudo()}{'apt' if manager == 'apt-get' else manager} install {package}"
+            return f"{_sudo()}{command} install {package}"
     return f"install {apt} with this system's package manager"
 
 
@@ -168,7 +169,9 @@ def java_major(version_text: str) -> int | None:
     if not match:
         return None
     first = int(match.group(1))
-    return int(match.group(2) or 0) if first == 1 else first
+    if first == 1:  # Java 8 and before: 1.8
+        return int(match.group(2) or 0)
+    return first
 
 
 def _linux_only(name: str, enables: str) -> Check | None:
@@ -229,7 +232,9 @@ def check_network_tools() -> Check:
     enables = FAULTS
     if (other := _linux_only(TOOLS, enables)) is not None:
         return other
-    wanted = ["ip", "tc", "iptables"] + ([] if os.geteuid() == 0 else ["unshare", "nsenter"])
+    wanted = ["ip", "tc", "iptables"]
+    if os.geteuid() != 0:  # a user namespace of its own: entered with unshare and nsenter
+        wanted += ["unshare", "nsenter"]
     missing = [tool for tool in wanted if not shutil.which(tool)]
     if not missing:
         return Check(TOOLS, Status.OK, " ".join(wanted) + " present", enables=enables)
@@ -322,9 +327,13 @@ def check_slow_links(probe: NetworkProbe) -> Check:
     kit = shaping.kit_from_probe(" ".join(probe.took))
     if kit.unavailable:
         return Check(SLOW, Status.MISSING, kit.unavailable, module_fix(["sch_netem"]), enables)
-    gaps = [] if kit.netem else ["no netem: --rate and --loss work (tbf + iptables), --delay does not"]
-    gaps += [] if kit.ifb else ["no ifb: only --direction out"]
-    modules = ([] if kit.netem else ["sch_netem"]) + ([] if kit.ifb else ["ifb"])
+    gaps, modules = [], []
+    if not kit.netem:
+        gaps.append("no netem: --rate and --loss work (tbf + iptables), --delay does not")
+        modules.append("sch_netem")
+    if not kit.ifb:
+        gaps.append("no ifb: only --direction out")
+        modules.append("ifb")
     if gaps:
         return Check(SLOW, Status.WARN, "; ".join(gaps), module_fix(modules), enables)
     return Check(SLOW, Status.OK, f"netem, tbf, ifb and iptables statistic work in {probe.where}",
@@ -399,8 +408,9 @@ def check_ports() -> Check:
     free_base = next((base for base in range(ports[0] + 1000, 65000, 1000)
                       if all(_port_free(base + p - ports[0]) for p in ports)), None)
     listening = f"ss -ltnp 'sport = :{taken[0]}'"
-    fix = (f"kinspect lab up --base-port {free_base}  (or stop what listens: {listening})"
-           if free_base else f"stop what listens: {listening}")
+    fix = f"stop what listens: {listening}"
+    if free_base:
+        fix = f"kinspect lab up --base-port {free_base}  (or {fix})"
     return Check(PORTS, Status.MISSING, f"in use on 127.0.0.1: {', '.join(map(str, taken))}",
                  fix, enables)
 
@@ -409,11 +419,20 @@ def lab_memory_mib(options: UpOptions | None = None) -> int:
     """What a lab of these options needs: each JVM's heap (nodes.py) plus its overhead."""
     options = options or UpOptions()
     names = topology.node_names(options.brokers, options.dedicated_controllers)
-    heaps = [jvm_size_mib(ZK_HEAP if name == topology.ZOOKEEPER_NODE else options.broker_heap
-                          or (BROKER_HEAP if topology.broker_id_of(name) is not None
-                              else CONTROLLER_HEAP))
-             for name in names]
+    heaps = [jvm_size_mib(_heap(name, options.broker_heap)) for name in names]
     return sum(heaps) + JVM_OVERHEAD_MIB * len(names) + KINSPECT_MIB
+
+
+def _heap(name: str, broker_heap: str | None) -> str:
+    """A node's heap: ZooKeeper's own; a Kafka node's as given, else a broker's or a
+    dedicated controller's default."""
+    if name == topology.ZOOKEEPER_NODE:
+        return ZK_HEAP
+    if broker_heap:
+        return broker_heap
+    if topology.broker_id_of(name) is not None:
+        return BROKER_HEAP
+    return CONTROLLER_HEAP
 
 
 def memory_check(name: str, need: int, who: str, fix: str, enables: str) -> Check:
@@ -437,12 +456,19 @@ def check_memory() -> Check:
 
 
 def check_cpus() -> Check:
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
+    usable = _usable_cpus()
     enables = "a lab whose brokers keep up (ZooKeeper, 3 brokers and the load)"
     if usable >= CPUS_WANTED:
         return Check(CPUS, Status.OK, f"{usable} usable", enables=enables)
     return Check(CPUS, Status.WARN, f"{usable} usable; the lab is sized for {CPUS_WANTED}",
                  "give this machine (or VM) 2 or more CPUs", enables)
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 0
 
 
 def check_extras() -> Check:
@@ -454,7 +480,9 @@ def check_extras() -> Check:
     missing = {name: modules for name, modules in absent.items() if modules}
     if not missing:
         return Check(EXTRAS, Status.OK, ", ".join(extras.EXTRAS) + " installed", enables=enables)
-    which = next(iter(missing)) if len(missing) == 1 else extras.ALL
+    which = extras.ALL
+    if len(missing) == 1:
+        which = next(iter(missing))
     return Check(EXTRAS, Status.WARN, "not installed: " + ", ".join(
         f"{name} (no {', '.join(modules)})" for name, modules in missing.items()),
         f"pip install 'kinspect[{which}]'", enables)
@@ -558,8 +586,11 @@ def check_docker_routing(engine: Check) -> Check:
     client = docker_engine.connect(timeout=5)
     try:
         broker = _lab_broker(client)
-        verdict = reach.host_reaches_engine(client) if broker is None else \
-            reach.reaches(broker[2], broker[1], f"the docker lab's network (its {broker[0]})")
+        if broker is None:
+            verdict = reach.host_reaches_engine(client)
+        else:
+            verdict = reach.reaches(broker[2], broker[1],
+                                    f"the docker lab's network (its {broker[0]})")
     finally:
         client.close()
     if verdict.reachable is None:
@@ -661,8 +692,12 @@ def _blocked(need: Need, status: dict[str, Status]) -> str | None:
     """None when the need holds: a check OK or WARN, or of alternatives one OK (root's WARN is
     "not root", which must not count)."""
     if isinstance(need, str):
-        return None if need in status and not status[need].blocks else need
-    return None if any(status.get(name) is Status.OK for name in need) else " or ".join(need)
+        if need in status and not status[need].blocks:
+            return None
+        return need
+    if any(status.get(name) is Status.OK for name in need):
+        return None
+    return " or ".join(need)
 
 
 def _via(needs: Sequence[Need], status: dict[str, Status]) -> tuple[str, ...]:
@@ -677,13 +712,23 @@ def diagnose(extra: Sequence[Check] = ()) -> Diagnosis:
     return summarise(checks)
 
 
+def _names(needs: Sequence[Need]) -> list[str]:
+    """Every check a path's needs name, alternatives and all."""
+    names: list[str] = []
+    for need in needs:
+        if isinstance(need, str):
+            names.append(need)
+        else:
+            names.extend(need)
+    return names
+
+
 def summarise(checks: Sequence[Check]) -> Diagnosis:
     """The paths whose checks were all made, each working or blocked by what."""
     status = {check.name: check.status for check in checks}
     paths = []
     for name, faults, needs in PATHS:
-        names = [n for need in needs for n in ((need,) if isinstance(need, str) else need)]
-        if all(n in status for n in names):
+        if all(n in status for n in _names(needs)):
             blocked = tuple(b for need in needs if (b := _blocked(need, status)))
             paths.append(UsePath(name, not blocked, blocked, faults, _via(needs, status)))
     return Diagnosis(tuple(checks), tuple(paths))

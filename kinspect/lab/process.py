@@ -12,7 +12,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from kinspect.errors import KinspectError
 from kinspect.lab import disks, dist, netns, oauth, userns
@@ -51,6 +53,58 @@ def loopback_ports(options: UpOptions) -> list[int]:
             for i in range(len(names))]
 
 
+def _network(asked: Literal["auto", "netns", "loopback"], reason: str | None
+             ) -> Literal["netns", "loopback"]:
+    """The network a lab gets: namespaces where they can be made (`reason`: why not), else
+    loopback; namespaces asked for where they cannot be made are one line."""
+    if asked == "auto":
+        if reason:
+            return "loopback"
+        return "netns"
+    if asked == "netns" and reason:
+        raise KinspectError(reason)
+    return asked
+
+
+Addresses = tuple[Callable[[int, str], tuple[str, int]], Callable[[int], int]]
+
+
+def _namespace_addresses(slot: netns.Slot, controllers: int | None) -> Addresses:
+    """Each node's address and port in its own namespace: the first nodes (ZooKeeper, or the
+    dedicated controllers) on the quorum's port, the brokers on 9092; a combined node's
+    controller listener on CONTROLLER_PORT."""
+    firsts, quorum_port = 1, 2181
+    if controllers is not None:
+        firsts, quorum_port = controllers, CONTROLLER_PORT
+
+    def address(index: int, name: str) -> tuple[str, int]:
+        if index < firsts:
+            return slot.address(index), quorum_port
+        return slot.address(index), 9092
+
+    return address, lambda index: CONTROLLER_PORT
+
+
+def _loopback_addresses(options: UpOptions) -> Addresses:
+    """Each node's port on 127.0.0.1 from the base port (a combined node's controller listener
+    100 above its broker's), each checked free."""
+
+    def address(index: int, name: str) -> tuple[str, int]:
+        return "127.0.0.1", _free(loopback_port(options, index))
+
+    def controller_port(index: int) -> int:
+        return _free(loopback_port(options, index, controller=True))
+
+    return address, controller_port
+
+
+def _free(port: int) -> int:
+    if port_open("127.0.0.1", port):
+        raise KinspectError(
+            f"port {port} on 127.0.0.1 is already in use (choose another --base-port)")
+    return port
+
+
 class ProcessBackend(LabBackend):
     name = "process"
 
@@ -60,41 +114,22 @@ class ProcessBackend(LabBackend):
     # ----- lifecycle -------------------------------------------------------------------
 
     def _plan(self, options: UpOptions, progress: Progress) -> LabState:
-        network = options.network
-        reason = netns.can_use_netns()
-        if network == "auto":
-            network = "loopback" if reason else "netns"
-        elif network == "netns" and reason:
-            raise KinspectError(reason)
-        slot = netns.choose_slot() if network == "netns" else None
-
-        controllers = options.dedicated_controllers
-
-        def free(host: str, port: int) -> int:
-            if port_open(host, port):
-                raise KinspectError(
-                    f"port {port} on {host} is already in use (choose another --base-port)")
-            return port
-
-        def address(index: int, name: str) -> tuple[str, int]:
-            first = index < (1 if controllers is None else controllers)
-            if slot:
-                own = (2181 if controllers is None else CONTROLLER_PORT) if first else 9092
-                return slot.address(index), own
-            return "127.0.0.1", free("127.0.0.1", loopback_port(options, index))
-
-        def controller_port(index: int) -> int:  # combined mode: beside the broker's port
-            return CONTROLLER_PORT if slot else free("127.0.0.1",
-                                                     loopback_port(options, index, controller=True))
-
-        nodes = plan_nodes(options.brokers, address, controllers, controller_port)
+        network = _network(options.network, netns.can_use_netns())
+        if network == "netns":
+            slot = netns.choose_slot()
+            address, controller_port = _namespace_addresses(slot, options.dedicated_controllers)
+        else:
+            address, controller_port = _loopback_addresses(options)
+        nodes = plan_nodes(options.brokers, address, options.dedicated_controllers,
+                           controller_port)
         version = dist.ensure(progress, version=options.kafka).version
-        for node in nodes:
-            node.netns = slot.netns(node.name) if slot else None
         holder = userns.inside()
-        return self._new_state(options, nodes, version, network,
-                               slot.number if slot else None,
-                               slot.host_address if slot else "127.0.0.1",
+        if network != "netns":
+            return self._new_state(options, nodes, version, network, None, "127.0.0.1",
+                                   base_port=options.base_port, userns_holder=holder)
+        for node in nodes:
+            node.netns = slot.netns(node.name)
+        return self._new_state(options, nodes, version, network, slot.number, slot.host_address,
                                base_port=options.base_port, userns_holder=holder)
 
     def _build(self, state: LabState, options: UpOptions, progress: Progress) -> None:

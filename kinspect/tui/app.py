@@ -152,14 +152,10 @@ class KinspectApp(ActingApp):
 
     def on_resize(self, event: Resize) -> None:
         """Small terminals favour partitions; tall ones give the event log more lines."""
-        # Partitions first: on a short screen (an 80x24 terminal) the event log and the
-        # groups panel shrink so that rows of the partition table stay in view.
-        tall = event.size.height
-        self.main.query_one(EventLog).styles.height = max(7, tall // 4) if tall >= 30 else 4
-        self.main.query_one("#consumer-groups").styles.max_height = (
-            8 if tall >= 40 else 5 if tall >= 30 else 3)
-        # the sparklines only where there is room: below 40 lines the counts and the live figure
-        self.main.query_one(LoadPanel).styles.height = 8 if tall >= 40 else 5
+        events, groups, load = _panel_heights(event.size.height)
+        self.main.query_one(EventLog).styles.height = events
+        self.main.query_one("#consumer-groups").styles.max_height = groups
+        self.main.query_one(LoadPanel).styles.height = load
 
     @property
     def partitions(self) -> PartitionPanel:
@@ -167,8 +163,12 @@ class KinspectApp(ActingApp):
 
     def load_topics(self) -> tuple[str, ...]:
         """The topic the load runs on (l, or any load whose run dir is watched): shown first."""
-        topic = self.load.topic() if self.load else None
-        return (str(topic),) if topic else ()
+        if not self.load:
+            return ()
+        topic = self.load.topic()
+        if not topic:
+            return ()
+        return (str(topic),)
 
     @work(thread=True, exclusive=True, group="feed", exit_on_error=False)
     def start_feed(self) -> None:
@@ -349,13 +349,19 @@ class KinspectApp(ActingApp):
     def _render_header(self) -> None:
         if not self.screen_stack or not self.main.query("#header"):  # shutting down
             return
-        title = self.feed.title + ("  read-only" if self.read_only_reason else "")
+        title = self.feed.title
+        if self.read_only_reason:
+            title += "  read-only"
+        verdict = None
+        if self.health:
+            verdict = self.health.verdict
         header = self.main.query_one("#header", TextBox)
         text = header_text(self.snapshot, int(self.clock() * 1000), title,
-                           self.problems + self.stopped, self.engine_state,
-                           self.health.verdict if self.health else None)
+                           self.problems + self.stopped, self.engine_state, verdict)
         width = header.content_region.width
-        lines = min(HEADER_LINES, len(text.wrap(self.console, width))) if width > 0 else 0
+        lines = 0
+        if width > 0:
+            lines = min(HEADER_LINES, len(text.wrap(self.console, width)))
         header.show(text, layout=lines != self._header_lines)  # the clock ticks every second
         if lines and lines != self._header_lines:  # laid out: the lines the text wraps to
             header.styles.height = self._header_lines = lines
@@ -480,8 +486,10 @@ class KinspectApp(ActingApp):
         self.start_feed()
         self.refresh_bindings()
         self._render_header()
-        self.notify(f"now looking at {self.feed.title}"
-                    + (" (read-only)" if self.read_only_reason else ""))
+        looking = f"now looking at {self.feed.title}"
+        if self.read_only_reason:
+            looking += " (read-only)"
+        self.notify(looking)
 
     def action_broker(self) -> None:
         broker = self.main.query_one(BrokerTable).selected_broker
@@ -507,10 +515,23 @@ TOAST_LEVEL: dict[Severity, SeverityLevel] = {
 LASTING_WORKERS = frozenset({"feed", "engine"})  # run as long as the screen: not one-off actions
 
 
+def _panel_heights(tall: int) -> tuple[int, int, int]:
+    """The event log's height, the groups panel's most and the load panel's height for a
+    screen `tall` lines high. Partitions first: on a short screen (an 80x24 terminal) the event
+    log and the groups panel shrink so that rows of the partition table stay in view; the load's
+    sparklines show only from 40 lines (below, its counts and the live figure)."""
+    if tall >= 40:
+        return max(7, tall // 4), 8, 8
+    if tall >= 30:
+        return max(7, tall // 4), 5, 5
+    return 4, 3, 5
+
+
 def worker_failure(worker: Worker[Any]) -> str:
     """`start_feed stopped: RuntimeError: …`: which worker, and why in one line."""
-    reason = error_line(worker.error) if worker.error is not None else "no reason given"
-    return f"{worker.name} stopped: {reason}"
+    if worker.error is None:
+        return f"{worker.name} stopped: no reason given"
+    return f"{worker.name} stopped: {error_line(worker.error)}"
 
 
 HEADER_LINES = 3  # the header's most lines; the verdict is on the last one when it wraps

@@ -105,8 +105,9 @@ class LessonApp(KinspectApp):
             self.main.query_one("#side").display = event.size.width >= NARROW
 
     def _panel_context(self) -> PanelContext:
-        nxt = self.lessons[self.index + 1].title(self.lang) if self.index + 1 < len(
-            self.lessons) else None
+        nxt = None
+        if self.index + 1 < len(self.lessons):
+            nxt = self.lessons[self.index + 1].title(self.lang)
         return PanelContext(self.lang, self.index + 1, len(self.lessons), self.run_progress,
                             nxt, self._backup_when(), self._needs_mode())
 
@@ -118,14 +119,18 @@ class LessonApp(KinspectApp):
         want = self.flow.lesson.mode
         if want is None or self.backup is not None or self.lab is None:
             return None
-        return want if self.lab.mode != want else None
+        if self.lab.mode == want:
+            return None
+        return want
 
     def _show_lesson(self) -> None:
         if not self.screen_stack or not self.main.query("#lesson"):
             return
         self.main.query_one(LessonPanel).show(self.flow, self._panel_context())
-        self._point(self.flow.step.point if self.flow.phase is Phase.RUN and self.flow.step
-                    else None)
+        pointed = None
+        if self.flow.phase is Phase.RUN and self.flow.step:
+            pointed = self.flow.step.point
+        self._point(pointed)
 
     def _point(self, panel: Panel | None) -> None:
         """The part of the screen the step is about: a bright double border, and its title
@@ -138,8 +143,7 @@ class LessonApp(KinspectApp):
             self._titles.setdefault(name.value, str(widget.border_title or ""))
             pointed = name is panel
             widget.set_class(pointed, POINTED)
-            title = self._titles[name.value]
-            widget.border_title = f"▶▶ {title} ◀◀" if pointed and title else title or None
+            widget.border_title = _pointed_title(self._titles[name.value], pointed)
 
     def _moved(self, flow: Flow) -> None:
         self.flow = flow
@@ -261,9 +265,12 @@ class LessonApp(KinspectApp):
         from kinspect.scenarios.scenario_process import follow
 
         title = "lesson: fix" if fix else "lesson"
-        mode = self.flow.lesson.mode or (self.lab.mode if self.lab else None)
-        # the lab's release too, when the lesson keeps the lab's mode (a 4.x lab stays 4.x)
-        kafka = self.lab.kafka_version if self.lab and self.lab.mode == mode else None
+        mode, kafka = self.flow.lesson.mode, None
+        if self.lab is not None:
+            mode = mode or self.lab.mode
+            # the lab's release too, when the lesson keeps the lab's mode (a 4.x lab stays 4.x)
+            if self.lab.mode == mode:
+                kafka = self.lab.kafka_version
         try:
             process = self.lab_console.start_scenario(scenario, mode, kafka)
             self.post_message(LoadStarted(process.run_dir))  # the load panel follows its load
@@ -274,9 +281,8 @@ class LessonApp(KinspectApp):
         finally:
             self.post_message(TaskStep(title, "", done=True))
         report = outcome.report
-        result = RunResult(scenario, outcome.failure, outcome.row or {},
-                           report.explanation if report else "", str(process.run_dir),
-                           outcome.held)
+        result = RunResult(scenario, outcome.failure, outcome.row or {}, _story(report),
+                           str(process.run_dir), outcome.held)
         self.post_message(LessonRunEnded(result, report, outcome.report_dir))
 
     @on(LessonRunEnded)
@@ -407,13 +413,29 @@ def recorded_result(scenario: str, run_dir: Path) -> tuple[RunResult, Report | N
     try:
         row = json.loads((run_dir / SCENARIO_FILE).read_text())
         report_path = run_dir / POSTMORTEM_DIR / "report.json"
-        report = (Report.from_json(json.loads(report_path.read_text()))
-                  if report_path.exists() else None)
+        report = None
+        if report_path.exists():
+            report = Report.from_json(json.loads(report_path.read_text()))
     except (OSError, ValueError) as exc:
         return RunResult(scenario, f"the recording's result: {error_line(exc)}"), None
     held = bool(row.get("expectation_met"))
-    story = report.explanation if report else ""
-    return RunResult(scenario, None, row, story, str(run_dir), held), report
+    return RunResult(scenario, None, row, _story(report), str(run_dir), held), report
+
+
+def _story(report: Report | None) -> str:
+    """The report's explanation (none without a report)."""
+    if report is None:
+        return ""
+    return report.explanation
+
+
+def _pointed_title(title: str, pointed: bool) -> str | None:
+    """A panel's border title, between arrows when the step points at it (none: no title)."""
+    if not title:
+        return None
+    if pointed:
+        return f"▶▶ {title} ◀◀"
+    return title
 
 
 def run_learn(cluster: ClusterTarget | None, lessons: Sequence[Lesson], first: str,

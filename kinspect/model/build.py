@@ -488,14 +488,15 @@ def _topics(zk: ZkView | None, broker: BrokerView | None, mode: str) -> tuple[To
         config = _topic_config(name, broker)
         parts = _partitions(name, look, config, by_topic.get(name, set()))
         rf = max((p.replication_factor for p in parts), default=0)
-        told: Fact[tuple[tuple[str, ConfigValue], ...]]
-        if isinstance(config, Unknown):
-            told = config
-        else:
-            told = tuple(sorted(config.items()))
-        topics.append(TopicInfo(name=name, replication_factor=rf, config=told,
+        topics.append(TopicInfo(name=name, replication_factor=rf, config=_sorted(config),
                                 partitions=tuple(parts)))
     return tuple(topics)
+
+
+def _sorted(config: Fact[dict[str, ConfigValue]]) -> Fact[tuple[tuple[str, ConfigValue], ...]]:
+    if isinstance(config, Unknown):
+        return config
+    return tuple(sorted(config.items()))
 
 
 def _quorum(broker: BrokerView | None, kraft: bool) -> tuple[QuorumInfo | None, Unknown | None]:

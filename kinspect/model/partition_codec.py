@@ -14,6 +14,7 @@ from dataclasses import fields
 from functools import cache
 from typing import Any
 
+from kinspect.model.events import JsonObject
 from kinspect.model.facts import Unknown
 from kinspect.model.partition_schema import (
     KEY,
@@ -182,7 +183,7 @@ def _json_decoder() -> JsonDecoder:
     return decoder
 
 
-partition_to_json: Callable[[PartitionInfo], Json] = _with(
+partition_to_json: Callable[[PartitionInfo], JsonObject] = _with(
     {}, _json_source(), "partition_to_json")
 partition_from_json = _json_decoder()
 partition_row: Callable[[PartitionInfo], list[Any]] = _with({}, _row_source(), "partition_row")

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from kinspect.model.assessment import Unchecked, unchecked
+from kinspect.model.events import JsonObject
 from kinspect.model.facts import Fact, Unknown
 from kinspect.model.health_checks import CHECKS
 from kinspect.model.partition_codec import partition_from_json, partition_to_json
@@ -45,7 +46,7 @@ def fact_from_json(raw: Any, decode: Callable[[Any], T] = _same) -> Fact[T]:
     return decode(raw)
 
 
-def reassignment_to_json(r: Reassignment | None) -> dict[str, Any] | None:
+def reassignment_to_json(r: Reassignment | None) -> JsonObject | None:
     return None if r is None else {"replicas": list(r.replicas), "adding": list(r.adding),
                                    "removing": list(r.removing)}
 
@@ -55,7 +56,7 @@ def reassignment_from_json(d: dict[str, Any] | None) -> Reassignment | None:
                                                tuple(d["removing"]))
 
 
-def elr_to_json(e: EligibleLeaders) -> dict[str, Any]:
+def elr_to_json(e: EligibleLeaders) -> JsonObject:
     return {"eligible": list(e.eligible), "last_known": list(e.last_known)}
 
 
@@ -63,7 +64,7 @@ def elr_from_json(d: dict[str, Any]) -> EligibleLeaders:
     return EligibleLeaders(tuple(d["eligible"]), tuple(d["last_known"]))
 
 
-def throttle_to_json(t: Throttle) -> dict[str, Any]:
+def throttle_to_json(t: Throttle) -> JsonObject:
     return {"leader_rate": t.leader_rate, "follower_rate": t.follower_rate}
 
 
@@ -76,7 +77,7 @@ def _config_from_json(values: dict[str, str], sources: dict[str, str]
     return tuple(sorted((k, ConfigValue(v, sources.get(k, "unknown"))) for k, v in values.items()))
 
 
-def log_dir_to_json(d: LogDirInfo) -> dict[str, Any]:
+def log_dir_to_json(d: LogDirInfo) -> JsonObject:
     return {"path": d.path, "offline": d.offline, "error": d.error, "size": d.size,
             "replicas": d.replicas, "total_bytes": d.total_bytes,
             "usable_bytes": d.usable_bytes}
@@ -87,12 +88,12 @@ def log_dir_from_json(d: dict[str, Any]) -> LogDirInfo:
                       d["usable_bytes"])
 
 
-def _member(m: QuorumMember) -> dict[str, Any]:
+def _member(m: QuorumMember) -> JsonObject:
     return {"id": m.id, "log_end_offset": m.log_end_offset, "lag": m.lag,
             "last_fetch_ms": m.last_fetch_ms, "last_caught_up_ms": m.last_caught_up_ms}
 
 
-def quorum_to_json(q: QuorumInfo) -> dict[str, Any]:
+def quorum_to_json(q: QuorumInfo) -> JsonObject:
     return {"leader_id": q.leader_id, "leader_epoch": q.leader_epoch,
             "high_watermark": q.high_watermark, "voters": [_member(v) for v in q.voters],
             "observers": [_member(o) for o in q.observers], "asked": q.asked,
@@ -112,7 +113,7 @@ def quorum_from_json(d: dict[str, Any]) -> QuorumInfo:
                                              c["error"]) for c in d.get("controllers", [])))
 
 
-def unchecked_to_json(u: Unchecked) -> dict[str, Any]:
+def unchecked_to_json(u: Unchecked) -> JsonObject:
     """An unmade check in the registry's words: what it looks at, what it would have found."""
     check = CHECKS[u.check]
     return {"check": u.check, "severity": u.severity, "reason": u.reason,
@@ -120,7 +121,7 @@ def unchecked_to_json(u: Unchecked) -> dict[str, Any]:
             "finds": check.finding}
 
 
-def snapshot_to_json(s: ClusterSnapshot, with_topics: bool = True) -> dict[str, Any]:
+def snapshot_to_json(s: ClusterSnapshot, with_topics: bool = True) -> JsonObject:
     """The snapshot; `mode` always, `quorum` only in KRaft (null there when it did not answer),
     each broker's `fenced` only in KRaft. Without topics, "topics" is left empty for the
     caller to fill from `topic_to_json`."""
@@ -128,13 +129,13 @@ def snapshot_to_json(s: ClusterSnapshot, with_topics: bool = True) -> dict[str, 
     out["mode"] = s.mode
     out["unchecked"] = [unchecked_to_json(u) for u in unchecked(s)]  # what assess(s) says
     if s.kraft:
-        out["quorum"] = quorum_to_json(s.quorum) if s.quorum is not None else None
-        for row, broker in zip(out["brokers"], s.brokers, strict=True):
-            row["fenced"] = broker.fenced
+        out["quorum"] = None
+        if s.quorum is not None:
+            out["quorum"] = quorum_to_json(s.quorum)
     return out
 
 
-def _snapshot_json(s: ClusterSnapshot, with_topics: bool) -> dict[str, Any]:
+def _snapshot_json(s: ClusterSnapshot, with_topics: bool) -> JsonObject:
     return {
         "taken_at": s.taken_at,
         "replica_logs_at": s.replica_logs_at,
@@ -144,13 +145,7 @@ def _snapshot_json(s: ClusterSnapshot, with_topics: bool) -> dict[str, Any]:
                           if s.controller_unknown is not None else {})},
         "zookeeper": {"state": s.zookeeper_state} if s.sees_zookeeper else None,
         "admin": {"state": s.admin_state, "error": s.admin_error},
-        "brokers": [{"id": b.id, "address": b.address, "registered": b.registered,
-                     "expected": b.expected,
-                     "throttle": None if b.throttle is None
-                     else fact_to_json(b.throttle, throttle_to_json),
-                     "log_dirs": None if b.log_dirs is None
-                     else fact_to_json(b.log_dirs, lambda dirs: [log_dir_to_json(d) for d in dirs])}
-                    for b in s.brokers],
+        "brokers": [_broker(b, s.kraft) for b in s.brokers],
         "log_dirs_at": s.log_dirs_at,
         "topics": [topic_to_json(t) for t in s.topics] if with_topics else [],
         "hidden_topics": fact_to_json(s.hidden_topics, list),
@@ -162,7 +157,24 @@ def _snapshot_json(s: ClusterSnapshot, with_topics: bool) -> dict[str, Any]:
     }
 
 
-def topic_to_json(t: TopicInfo, partitions: Any = None) -> dict[str, Any]:
+def _broker(b: BrokerInfo, kraft: bool) -> JsonObject:
+    """A broker; `fenced` only in KRaft."""
+    out: JsonObject = {"id": b.id, "address": b.address, "registered": b.registered,
+                       "expected": b.expected, "throttle": None, "log_dirs": None}
+    if b.throttle is not None:
+        out["throttle"] = fact_to_json(b.throttle, throttle_to_json)
+    if b.log_dirs is not None:
+        out["log_dirs"] = fact_to_json(b.log_dirs, _log_dirs_json)
+    if kraft:
+        out["fenced"] = b.fenced
+    return out
+
+
+def _log_dirs_json(dirs: tuple[LogDirInfo, ...]) -> list[JsonObject]:
+    return [log_dir_to_json(d) for d in dirs]
+
+
+def topic_to_json(t: TopicInfo, partitions: Any = None) -> JsonObject:
     """One topic with its partitions, or with `partitions` in their place (the bulk of a
     snapshot's JSON, which a caller may encode elsewhere: `partitions_to_json`)."""
     return {
@@ -173,7 +185,7 @@ def topic_to_json(t: TopicInfo, partitions: Any = None) -> dict[str, Any]:
     }
 
 
-def partitions_to_json(partitions: Iterable[PartitionInfo]) -> list[dict[str, Any]]:
+def partitions_to_json(partitions: Iterable[PartitionInfo]) -> list[JsonObject]:
     """The partitions, each by the codec compiled from the partition schema."""
     return [partition_to_json(p) for p in partitions]
 
@@ -182,7 +194,7 @@ def seconds(ms: int | None) -> float | None:
     return None if ms is None else round(ms / 1000, 3)
 
 
-def _group(g: GroupInfo, at_ms: int) -> dict[str, Any]:
+def _group(g: GroupInfo, at_ms: int) -> JsonObject:
     """A group with its lag in records and in seconds (the age of its next record, at the
     snapshot's time; a lower bound when `lag_seconds_complete` is false)."""
     return {"group": g.group_id, "state": g.state, "members": g.members, "lag": g.lag,

@@ -23,6 +23,7 @@ from kinspect.model import (
     PartitionInfo,
     QuorumInfo,
     ReplicaLog,
+    Severity,
     Unknown,
 )
 from kinspect.model.assessment import (
@@ -55,7 +56,10 @@ KRAFT_BROKER_LABELS = {"zk": "metadata"}
 UNKNOWN_STYLE = "bold yellow"
 SEVERITY_STYLE = {"offline": "bold white on red", "under_min_isr": "bold red",
                   "unknown": UNKNOWN_STYLE, "warn": "yellow", "moving": "cyan", "ok": ""}
-EVENT_STYLE = {"error": "bold red", "warn": "yellow", "info": "green"}
+# Each severity's colour, for an event and a cluster finding alike (a finding's severity is its
+# kind's in the check registry, health_checks.KINDS).
+SEVERITY_COLOURS: dict[Severity, str] = {Severity.INFO: "green", Severity.WARN: "yellow",
+                                         Severity.ERROR: "bold red", Severity.CRITICAL: "bold red"}
 # Separators get a colour of their own: an SVG export draws each run of one style as one text
 # element and viewers drop its leading spaces, which glued "connected" to "admin". A run that
 # starts with the separator's own style keeps the words apart on screen and in screenshots.
@@ -379,7 +383,7 @@ def healthy(p: PartitionInfo) -> bool:
 
 def event_line(event: Event) -> Text:
     text = Text(clock_text(event.ts) + " ", "dim")
-    text.append(f"{event.kind:<24}", EVENT_STYLE.get(event.severity, ""))
+    text.append(f"{event.kind:<24}", SEVERITY_COLOURS.get(event.severity, ""))
     if event.partition:
         text.append(f"{event.partition} ", "bold")
     return text.append(event.detail)
@@ -441,10 +445,11 @@ def _throttling(snapshot: ClusterSnapshot) -> list[tuple[int, Throttle]]:
 
 
 def _finding_line(text: Text, finding: ClusterFinding) -> None:
-    style = "yellow"
-    if finding.severity == "critical":
-        style = "bold red"
-    text.append("▲ ", style).append(finding.message + "\n")
+    """`▲ warn broker 3 is expected but not registered`: the mark and the severity's word in
+    its colour."""
+    style = SEVERITY_COLOURS[finding.severity]
+    text.append(f"▲ {finding.severity}", style).append(" ", PAD_STYLE)
+    text.append(finding.message + "\n")
 
 
 def groups_text(snapshot: ClusterSnapshot | None, trend: LagTrend, width: int = 160,

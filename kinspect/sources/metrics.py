@@ -19,7 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from kinspect.model import ClusterSnapshot, Event, EventKind, Unknown, assess
-from kinspect.model.assessment import Verdict
+from kinspect.model.assessment import HealthReport, Verdict
+from kinspect.model.health_checks import HEALTH_CHECKS
 from kinspect.model.partition_schema import Gauge, gauges
 
 COUNTED = {EventKind.ISR_SHRANK: ("isr_shrinks", "ISR shrinks seen"),
@@ -75,14 +76,29 @@ def _health(snapshot: ClusterSnapshot) -> Iterator[Metric]:
     yield verdict
     yield GaugeMetricFamily("kinspect_health_exit_code", "kinspect health's exit code now",
                             value=report.exit_code)
-    unchecked = GaugeMetricFamily("kinspect_unchecked", "checks a refused or unsupported "
-                                  "request left unmade", labels=["check"])
-    for check, count in Counter(u.check for u in report.unchecked).items():
-        unchecked.add_metric([check], count)
-    yield unchecked
+    yield from _checks(snapshot, report)
     controller = snapshot.controller.id
     yield GaugeMetricFamily("kinspect_controller_id", "the active controller's id (NaN: none)",
                             value=math.nan if controller is None else controller)
+
+
+def _checks(snapshot: ClusterSnapshot, report: HealthReport) -> Iterator[Metric]:
+    """Every check of the registry (health_checks.py): why it could not be made, and its
+    findings by kind. 0 is said for each, so an alert tells "none" from "not exported"."""
+    unchecked = GaugeMetricFamily("kinspect_unchecked", "reasons a check could not be made "
+                                  "(a refused or unsupported request)", labels=["check"])
+    unmade = Counter(u.check for u in report.unchecked)
+    for check in HEALTH_CHECKS:
+        unchecked.add_metric([check.key], unmade[check.key])
+    yield unchecked
+    findings = GaugeMetricFamily("kinspect_findings", "cluster findings now, by the check that "
+                                 "makes them, their kind and severity",
+                                 labels=["check", "kind", "severity"])
+    found = Counter(f.kind for f in snapshot.findings)
+    for check in HEALTH_CHECKS:
+        for kind in check.kinds:
+            findings.add_metric([check.key, kind.key, str(kind.severity)], found[kind.key])
+    yield findings
 
 
 def _sample(gauge: Gauge, value: object) -> float:

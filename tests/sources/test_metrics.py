@@ -63,3 +63,21 @@ def test_a_flag_not_told_is_nan() -> None:
                                (("partition", "0"), ("topic", "test1")))])
     assert samples[("kinspect_unchecked", (("check", "under_min_isr"),))] == 1  # one reason
     assert samples[("kinspect_health_exit_code", ())] == 3  # not judged: a check refused
+
+
+def test_every_check_of_the_registry_is_exported_with_its_findings() -> None:
+    """A finding by its check, kind and severity; every registered kind and check said, 0 when
+    none, so an alert on `kinspect_findings > 0` tells none from not exported."""
+    from kinspect.model.health_checks import HEALTH_CHECKS
+
+    metrics = SnapshotMetrics()
+    metrics.observe(demo_snapshot(isolated_leader=True), [])  # broker 3 not registered
+    samples = scrape(metrics)
+    missing = (("check", "brokers"), ("kind", "broker_missing"), ("severity", "warn"))
+    assert samples[("kinspect_findings", missing)] == 1
+    fenced = (("check", "brokers"), ("kind", "broker_fenced"), ("severity", "warn"))
+    assert samples[("kinspect_findings", fenced)] == 0
+    kinds = {dict(labels)["kind"] for name, labels in samples if name == "kinspect_findings"}
+    assert kinds == {k.key for c in HEALTH_CHECKS for k in c.kinds}
+    checks = {dict(labels)["check"] for name, labels in samples if name == "kinspect_unchecked"}
+    assert checks == {c.key for c in HEALTH_CHECKS}

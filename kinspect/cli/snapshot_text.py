@@ -85,10 +85,10 @@ def render_snapshot(data: dict[str, Any]) -> str:
         _header(),
         *_partition_lines(data.get("topics", []), data.get("mode") == "kraft"),
     ]
-    warnings = data.get("warnings") or []
-    if warnings:
+    findings = data.get("warnings") or []  # the JSON's name for the cluster's findings
+    if findings:
         lines.append("")
-        lines += [f"warning: {w['message']}" for w in warnings]
+        lines += [f"{w.get('severity', 'warn')}: {w['message']}" for w in findings]
     for missing in data.get("unchecked") or []:
         lines.append(f"? {missing['text']}")
     for limitation in data.get("limitations") or []:

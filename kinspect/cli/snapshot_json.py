@@ -15,7 +15,6 @@ import os
 import struct
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import orjson
 
@@ -27,13 +26,14 @@ from kinspect.model import (
     snapshot_to_json,
     topic_to_json,
 )
+from kinspect.model.events import JsonObject
 
 FORK_FROM = 2_000  # partitions: below this a fork (~5-20 ms) saves less than it costs
 # The child's share of the partitions: it encodes ~1.6 times slower (each object it touches
 # is a page copied on write), and this process writes the rest of the snapshot besides.
 CHILD_SHARE = 0.42
 OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
-Encode = Callable[[Sequence[PartitionInfo]], list[dict[str, Any]]]
+Encode = Callable[[Sequence[PartitionInfo]], list[JsonObject]]
 Piece = tuple[int, int, int]  # (topic's index, first partition, end): partitions[first:end]
 _LENGTH = struct.Struct("<Q")
 

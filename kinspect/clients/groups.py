@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -76,7 +77,7 @@ class NextRecords:
     """The timestamp of the record at each committed offset (the next one a group consumes),
     read with a consumer that is only ever assigned: it joins no group and commits nothing."""
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(self, settings: Mapping[str, object]) -> None:
         self._settings = {**settings, "group.id": "kinspect-lag-probe",
                           "enable.auto.commit": False, "enable.partition.eof": True,
                           "max.partition.fetch.bytes": 65536, "fetch.wait.max.ms": 100}

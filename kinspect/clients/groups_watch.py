@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 RESTART_PAUSE_S = 2.0
 
 
-def started(bootstrap: str, config: dict[str, Any], timeout_s: float = 3.0) -> GroupsWatch:
+def started(bootstrap: str, config: Mapping[str, object], timeout_s: float = 3.0) -> GroupsWatch:
     """The probe already running, for a one-shot command to hand to its observer."""
     watch = GroupsWatch(bootstrap, config, timeout_s=timeout_s)
     watch.start()
@@ -44,7 +44,7 @@ def read_probe_line(line: str) -> tuple[list[str], dict[str, GroupView], dict[st
 class GroupsWatch:
     """Runs the probe process, keeps its last answer, starts it again when it dies."""
 
-    def __init__(self, bootstrap: str, config: dict[str, Any], interval_s: float = 1.0,
+    def __init__(self, bootstrap: str, config: Mapping[str, object], interval_s: float = 1.0,
                  timeout_s: float = 3.0, on_change: Callable[[], None] | None = None) -> None:
         self.bootstrap, self.config = bootstrap, config
         self.interval_s, self.timeout_s = interval_s, timeout_s

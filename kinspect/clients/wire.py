@@ -100,10 +100,10 @@ def _mechanism(value: Any) -> str:
     return mechanism
 
 
-def connection_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+def connection_settings(config: Mapping[str, Any] | None) -> dict[str, object]:
     """kafka-python settings for a librdkafka config; KinspectError names what it cannot do."""
     given = config or {}
-    out: dict[str, Any] = {"security_protocol": "PLAINTEXT"}
+    out: dict[str, object] = {"security_protocol": "PLAINTEXT"}
     for key, value in given.items():
         if key not in _IGNORED and key not in OAUTH_KEYS:
             out.update(_translate(key, value))

@@ -94,7 +94,7 @@ class LoadStatus:
 
 
 def _json_of(value: LoadSettings | ProducerCounts | ConsumerCounts | LiveLoss | None,
-             empty: dict[str, Any] | None) -> dict[str, Any] | None:
+             empty: JsonObject | None) -> JsonObject | None:
     """A part's recorded form; `empty` when there is none (the recordings hold {} for settings
     not written yet, None for no consumer group)."""
     if value is None:

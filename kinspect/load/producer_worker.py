@@ -118,7 +118,7 @@ class Worker:
         self._width_end = 0  # the first seq the current value template is too narrow for
         self._template = b""
         self.unanswered = settings.acks == "0"  # acks=0: delivery reports carry no offsets
-        config: dict[str, Any] = {"bootstrap.servers": settings.bootstrap,
+        config: dict[str, object] = {"bootstrap.servers": settings.bootstrap,
                                   **settings.to_producer_config()}
         # The delivery callback, once per message: keep the report, nothing else (`_absorb`).
         reports: list[Any] = []

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import SETTINGS_FILE, known_fields
@@ -93,10 +93,10 @@ class LoadSettings:
             optional(getattr(self, name), "--" + name.replace("_", "-"), low, high, integer=True)
         optional(self.crash_at_s, "--crash-at", 0, 7 * 86400, low_open=True)
 
-    def to_producer_config(self) -> dict[str, Any]:
+    def to_producer_config(self) -> dict[str, object]:
         # librdkafka's own log is quiet: every connection error of a fault experiment would
         # otherwise scroll past, and each delivery error is in the ledger anyway.
-        config: dict[str, Any] = {"acks": self.acks, "enable.idempotence": self.idempotent,
+        config: dict[str, object] = {"acks": self.acks, "enable.idempotence": self.idempotent,
                                   "queue.buffering.max.messages": 200_000, "log_level": 2}
         optional = {"retries": self.retries, "delivery.timeout.ms": self.delivery_timeout_ms,
                     "max.in.flight.requests.per.connection": self.max_in_flight,

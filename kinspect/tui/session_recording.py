@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -20,8 +20,11 @@ from kinspect.model import ClusterSnapshot, Event, Severity
 from kinspect.sources.recording import RECORDING_DIR, Recorder
 from kinspect.tui.messages import LabArrived, Post, ProblemsChanged, Said
 
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
-def load_json(load: LoadStatus | None) -> dict[str, Any] | None:
+
+def load_json(load: LoadStatus | None) -> JsonObject | None:
     """The load panel's counters as recorded (the replay builds a LoadStatus from them)."""
     if load is None:
         return None

@@ -12,7 +12,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import known_fields
@@ -107,10 +106,10 @@ class ConsumeSettings:
     def transactional(self) -> bool:
         return self.output is not None
 
-    def consumer_config(self) -> dict[str, Any]:
+    def consumer_config(self) -> dict[str, object]:
         """librdkafka's consumer properties for this mode (quiet: faults make noise)."""
         auto = self.commit == "auto"
-        config: dict[str, Any] = {
+        config: dict[str, object] = {
             "bootstrap.servers": self.bootstrap, "group.id": self.group,
             "enable.auto.commit": auto, "auto.commit.interval.ms": self.auto_commit_ms,
             "auto.offset.reset": "earliest", "isolation.level": self.isolation,

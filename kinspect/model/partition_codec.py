@@ -43,22 +43,32 @@ def _with(names: Names, source: str, name: str) -> Any:
     return made[name]
 
 
-def _encoding(fact: PartitionFact, encode: str, local: str) -> list[str]:
-    """Statements that leave the fact, written, in `local`."""
-    lines = [f"    {local} = p.{fact.name}"]
-    known = encode.replace(VALUE, local)
+def _converting(fact: PartitionFact, local: str, raw: str, unknown: list[str],
+                convert: str) -> list[str]:
+    """Statements that leave in `local` the fact read from `raw`: Unknown by the `unknown`
+    statements, None as it is, anything else through `convert`."""
+    lines = [f"    {local} = {raw}"]
+    known = convert.replace(VALUE, local)
     test = "if"
     if fact.unknown:
-        lines += [f"    if isinstance({local}, Unknown):",
-                  f'        {local} = {{"unknown": {local}.reason}}']
+        lines += unknown
         test = "elif"
-    if encode == VALUE:
+    if convert == VALUE:
         return lines
     if fact.optional:
         lines += [f"    {test} {local} is not None:", f"        {local} = {known}"]
-    else:
+    elif fact.unknown:
         lines += ["    else:", f"        {local} = {known}"]
+    else:
+        lines += [f"    {local} = {known}"]
     return lines
+
+
+def _encoding(fact: PartitionFact, encode: str, local: str) -> list[str]:
+    """Statements that leave the fact, written, in `local`."""
+    unknown = [f"    if isinstance({local}, Unknown):",
+               f'        {local} = {{"unknown": {local}.reason}}']
+    return _converting(fact, local, f"p.{fact.name}", unknown, encode)
 
 
 def _value_of(fact: PartitionFact, encode: str, lines: list[str]) -> str:
@@ -102,22 +112,9 @@ def _json_source() -> str:
 def _decoding(fact: PartitionFact, raw: str, decode: str) -> list[str]:
     """Statements reading one fact back into `_<name>` from the expression `raw`."""
     local = f"_{fact.name}"
-    lines = [f"    {local} = {raw}"]
-    known = decode.replace(VALUE, local)
-    test = "if"
-    if fact.unknown:
-        lines += [f"    if isinstance({local}, dict) and set({local}) == {{'unknown'}}:",
-                  f"        {local} = Unknown(str({local}['unknown']))"]
-        test = "elif"
-    if decode == VALUE:
-        return lines
-    if fact.optional:
-        lines += [f"    {test} {local} is not None:", f"        {local} = {known}"]
-    elif fact.unknown:
-        lines += ["    else:", f"        {local} = {known}"]
-    else:
-        lines += [f"    {local} = {known}"]
-    return lines
+    unknown = [f"    if isinstance({local}, dict) and set({local}) == {{'unknown'}}:",
+               f"        {local} = Unknown(str({local}['unknown']))"]
+    return _converting(fact, local, raw, unknown, decode)
 
 
 def _json_raw(fact: PartitionFact, names: Names) -> str:

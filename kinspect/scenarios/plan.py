@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kinspect.clients.decisions import Decisions
 from kinspect.errors import KinspectError
@@ -21,6 +21,9 @@ from kinspect.lab.topology import broker_node, node_of
 from kinspect.load.runstats import aggregate, read_stats
 from kinspect.model.views import PartitionStateZ
 from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 Say = Callable[[str], None]
 
@@ -77,6 +80,19 @@ def _first_follower(followers: list[int], state: PartitionStateZ | None) -> list
 STATS_POLL_S = 0.2  # the producers publish their stats once a second; no need to read faster
 
 
+@dataclass(frozen=True)
+class PlanEntry:
+    """One step the plan carried out: when (epoch ms), what, on which nodes."""
+
+    ts: int
+    do: str
+    nodes: tuple[str, ...]
+
+    def to_json(self) -> JsonObject:
+        """As the result row's `faults` hold it."""
+        return {"ts": self.ts, "do": self.do, "nodes": list(self.nodes)}
+
+
 @dataclass
 class PlanLog:
     """What the plan did, with wall-clock times, for the result row and the report.
@@ -85,19 +101,19 @@ class PlanLog:
     before 30% was acknowledged"); the result row fails the expectation on any of them.
     """
 
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[PlanEntry] = field(default_factory=list)
     first_fault_ms: int | None = None
     skipped: list[str] = field(default_factory=list)
 
     def add(self, do: str, nodes: list[str]) -> None:
         ts = time.time_ns() // 1_000_000
-        self.entries.append({"ts": ts, "do": do, "nodes": nodes})
+        self.entries.append(PlanEntry(ts, do, tuple(nodes)))
         if self.first_fault_ms is None and do in DISRUPTIVE:
             self.first_fault_ms = ts
 
-    def disruptive(self) -> list[dict[str, Any]]:
+    def disruptive(self) -> list[PlanEntry]:
         """The entries that broke something, in order (not the starts, resumes and heals)."""
-        return [entry for entry in self.entries if entry["do"] in DISRUPTIVE]
+        return [entry for entry in self.entries if entry.do in DISRUPTIVE]
 
 
 class FaultPlan(threading.Thread):

@@ -138,7 +138,7 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
     row["expectation_failed"] = [*problems, *(str(c) for c in scenario.conditions(platform)
                                               if not c.holds(row))]
     row["expectation_met"] = not row["expectation_failed"]
-    row["faults"] = log.entries
+    row["faults"] = [entry.to_json() for entry in log.entries]
     row["notes"] = problems
     if kraft and not controller_log:
         row["notes"] = [*problems, UNREAD_CONTROLLER]
@@ -205,7 +205,7 @@ def lost_blamed_on_target(report: Report, log: PlanLog) -> float | None:
     disruptive = log.disruptive()
     if not lost or not disruptive:
         return None
-    hit = set(disruptive[0]["nodes"])
+    hit = set(disruptive[0].nodes)
     if not any(broker_id_of(node) is not None for node in hit):
         return None
     on_target = sum(count for broker, count in blamed(report).items()

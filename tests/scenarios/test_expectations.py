@@ -13,7 +13,7 @@ from kinspect.errors import KinspectError
 from kinspect.lab.backend import LabBackend
 from kinspect.postmortem.story.values import Report
 from kinspect.scenarios.catalog import builtin
-from kinspect.scenarios.plan import FaultPlan, PlanLog
+from kinspect.scenarios.plan import FaultPlan, PlanEntry, PlanLog
 from kinspect.scenarios.scenario_run import blamed_broker, lost_blamed_on_target, result_row
 from kinspect.scenarios.spec import DISRUPTIVE, METRICS, Condition, FaultStep, Scenario, parse
 from kinspect.scenarios.table import text_table
@@ -84,8 +84,8 @@ def lost_report(lost: int = 1000, attribution: list[dict[str, Any]] | None = Non
 
 
 def isolated(node: str = "kafka2") -> PlanLog:
-    return PlanLog(entries=[{"ts": 1_000, "do": "isolate", "nodes": [node]},
-                            {"ts": 16_000, "do": "heal", "nodes": [node]}], first_fault_ms=1_000)
+    return PlanLog(entries=[PlanEntry(1_000, "isolate", (node,)),
+                            PlanEntry(16_000, "heal", (node,))], first_fault_ms=1_000)
 
 
 def can_fail(condition: Condition) -> bool:
@@ -161,7 +161,7 @@ def test_the_plan_records_why_it_failed(tmp_path: Path) -> None:
 # --- faults_applied, lost_blamed_on_target, blamed_broker ---------------------------------
 
 def test_faults_applied_counts_only_the_steps_that_broke_something() -> None:
-    log = PlanLog(entries=[{"ts": 1, "do": do, "nodes": ["kafka1"]} for do in
+    log = PlanLog(entries=[PlanEntry(1, do, ("kafka1",)) for do in
                            ("pause", "resume", "kill", "start", "isolate-zk", "heal", "slow",
                             "unslow")])
     row = result_row(scenario(), lost_report(), {}, log, {}, None)
@@ -209,9 +209,9 @@ def test_blame_is_none_when_nothing_was_lost_or_no_broker_was_hit() -> None:
 
 
 def test_blame_follows_the_first_disruptive_step_only() -> None:
-    log = PlanLog(entries=[{"ts": 1, "do": "start", "nodes": ["kafka3"]},  # not disruptive
-                           {"ts": 2, "do": "kill", "nodes": ["kafka1", "kafka2"]},
-                           {"ts": 3, "do": "kill", "nodes": ["kafka3"]}])
+    log = PlanLog(entries=[PlanEntry(1, "start", ("kafka3",)),  # not disruptive
+                           PlanEntry(2, "kill", ("kafka1", "kafka2")),
+                           PlanEntry(3, "kill", ("kafka3",))])
     assert lost_blamed_on_target(lost_report(), log) == 1.0  # broker 2 was among the first hit
 
 

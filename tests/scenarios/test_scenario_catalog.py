@@ -162,7 +162,7 @@ def test_matrix_out_replaces_only_its_block(tmp_path: Path) -> None:
 
 def test_a_result_row_holds_only_what_was_measured_and_planned() -> None:
     from kinspect.postmortem.story.values import Report
-    from kinspect.scenarios.plan import PlanLog
+    from kinspect.scenarios.plan import PlanEntry, PlanLog
     from kinspect.scenarios.scenario_run import failover_ms, result_row
 
     scenario = find("acks1-isolate-leader")  # acked_lost >= 1000, blamed on the isolated broker
@@ -171,8 +171,8 @@ def test_a_result_row_holds_only_what_was_measured_and_planned() -> None:
                                "method": "inferred"}],
               "timeline": [{"kind": "leader_changed", "ts": 1_500, "source": "observer",
                             "new": 3}]})
-    log = PlanLog(entries=[{"ts": 1_000, "do": "isolate", "nodes": ["kafka2"]},
-                           {"ts": 16_000, "do": "heal", "nodes": ["kafka2"]}],
+    log = PlanLog(entries=[PlanEntry(1_000, "isolate", ("kafka2",)),
+                           PlanEntry(16_000, "heal", ("kafka2",))],
                   first_fault_ms=1_000)
     row = result_row(scenario, report, {}, log, {}, None)
     assert row["expectation_met"] is True and row["expectation_failed"] == []

@@ -16,9 +16,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -29,6 +30,9 @@ from kinspect.load.consumers.settings import ConsumeSettings, consumer_dir
 from kinspect.load.consumers.stats import read_consumer_stats
 from kinspect.load.producer_run import check_topic, hand_over
 from kinspect.load.rundir import PID_FILE, new_run_id, now_ms, read_run
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 OFFSETS_FILE = "offsets.json"
 SUMMARY_FILE = "summary.json"
@@ -42,8 +46,39 @@ def check_consumer_dir(run_dir: Path) -> None:
         raise KinspectError(f"{run_dir} already holds a consumer ledger; use a new --run-dir")
 
 
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """One partition's log start and high watermark, and the group's committed offset there
+    (None: never committed)."""
+
+    partition: int
+    log_start: int
+    high_watermark: int
+    committed: int | None
+
+    def lag(self) -> int:
+        """What the group has yet to read (from the log start when it never committed)."""
+        return self.high_watermark - (self.committed or self.log_start)
+
+    def to_json(self) -> JsonObject:
+        return {"partition": self.partition, "log_start": self.log_start,
+                "high_watermark": self.high_watermark, "committed": self.committed}
+
+
+@dataclass(frozen=True)
+class GroupOffsets:
+    """The group's offsets on each partition of its topic at `ts` (epoch ms): offsets.json's
+    `start` and `end`."""
+
+    ts: int
+    partitions: tuple[PartitionOffsets, ...]
+
+    def to_json(self) -> JsonObject:
+        return {"ts": self.ts, "partitions": [p.to_json() for p in self.partitions]}
+
+
 def group_offsets(bootstrap: str, group: str, topic: str, partitions: int,
-                  extra: dict[str, str], timeout_s: float = 60.0) -> dict[str, Any]:
+                  extra: dict[str, str], timeout_s: float = 60.0) -> GroupOffsets:
     """The group's committed offset (None: never committed) and each partition's log start and
     high watermark, read without joining the group. A cluster still settling (a coordinator
     or leader just moved: a new topic, a failover) is asked again until `timeout_s`."""
@@ -63,19 +98,21 @@ def group_offsets(bootstrap: str, group: str, topic: str, partitions: int,
         consumer.close()
 
 
-def _offsets_once(consumer: Consumer, topic: str, partitions: int) -> dict[str, Any]:
+def _offsets_once(consumer: Consumer, topic: str, partitions: int) -> GroupOffsets:
     wanted = [TopicPartition(topic, p) for p in range(partitions)]
     rows = []
     for tp in consumer.committed(wanted, timeout=30):
         if tp.error is not None:
             raise KafkaException(tp.error)
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=15)
-        rows.append({"partition": tp.partition, "log_start": low, "high_watermark": high,
-                     "committed": tp.offset if tp.offset >= 0 else None})
-    return {"ts": now_ms(), "partitions": rows}
+        committed = None
+        if tp.offset >= 0:  # a negative offset: none committed (OFFSET_INVALID)
+            committed = tp.offset
+        rows.append(PartitionOffsets(tp.partition, low, high, committed))
+    return GroupOffsets(now_ms(), tuple(rows))
 
 
-def format_progress(totals: dict[str, Any], elapsed: float) -> str:
+def format_progress(totals: Mapping[str, int], elapsed: float) -> str:
     return (f"{elapsed:6.1f}s  received {totals['received']:>9,}  processed "
             f"{totals['processed']:>9,}  failed {totals['failed']:>6,}  aborted "
             f"{totals['aborted']:>6,}  commits {totals['commits']:>7,}  crashes "
@@ -105,12 +142,12 @@ def run_consumers(settings: ConsumeSettings, run_dir: Path,
         elapsed, stopped, crashes = _run_workers(settings, run_dir, progress)
     end = group_offsets(settings.bootstrap, settings.group, settings.topic, partitions,
                         settings.extra)
-    (folder / OFFSETS_FILE).write_text(json.dumps({"start": start, "end": end}, indent=2))
+    offsets = {"start": start.to_json(), "end": end.to_json()}
+    (folder / OFFSETS_FILE).write_text(json.dumps(offsets, indent=2))
     summary = {**read_consumer_stats(run_dir), "run_id": run_id, "group": settings.group,
                "topic": settings.topic, "commit": settings.commit, "output": settings.output,
                "elapsed_s": round(elapsed, 3), "stopped": stopped, "crashes": crashes,
-               "lag_at_end": sum(p["high_watermark"] - (p["committed"] or p["log_start"])
-                                 for p in end["partitions"])}
+               "lag_at_end": sum(p.lag() for p in end.partitions)}
     (folder / SUMMARY_FILE).write_text(json.dumps(summary, indent=2))
     return summary
 

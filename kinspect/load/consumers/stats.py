@@ -6,7 +6,6 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from kinspect.load.consumers.settings import consumer_dir
 
@@ -39,7 +38,7 @@ class ConsumerStats:
         os.replace(tmp, self.path)
 
 
-def read_consumer_stats(run_dir: Path) -> dict[str, Any]:
+def read_consumer_stats(run_dir: Path) -> dict[str, int]:
     """Totals over every consumer and incarnation (received, processed, failed, aborted,
     commits, crashes, incarnations)."""
     totals = {"received": 0, "processed": 0, "failed": 0, "aborted": 0, "commits": 0,

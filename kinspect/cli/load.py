@@ -18,6 +18,7 @@ from kinspect.validation import existing_dir, option, topic_name, writable_dir
 
 if TYPE_CHECKING:
     from kinspect.load.runsettings import LoadSettings
+    from kinspect.model.events import JsonObject
     from kinspect.target import ClusterTarget
 
 
@@ -203,7 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_load(args: argparse.Namespace, cluster: ClusterTarget, settings: LoadSettings,
-              display: Display) -> dict[str, Any]:
+              display: Display) -> JsonObject:
     """The load, observing the cluster beside it unless --no-timeline."""
     from kinspect.load.producer_run import run_load
 

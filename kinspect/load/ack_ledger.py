@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -47,6 +47,9 @@ import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import LEDGER_DIR, id_prefix
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 FLUSH_EVERY_MS = 500
 FLUSH_EVERY_ROWS = 50_000
@@ -373,7 +376,24 @@ def _unknown_rows(run_id: str, producer: int, seqs: Any, topic: str) -> pa.Table
     }, schema=LEDGER_SCHEMA)
 
 
-def ledger_summary(table: pa.Table) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LedgerTotals:
+    """What a ledger counts: messages sent, acknowledged, failed and never answered, and the
+    failures by their error."""
+
+    sent: int
+    acked: int
+    failed: int
+    unknown: int
+    failed_by_error: Mapping[str, int]
+
+    def to_json(self) -> JsonObject:
+        """As summary.json and `load --json` begin."""
+        return {"sent": self.sent, "acked": self.acked, "failed": self.failed,
+                "unknown": self.unknown, "failed_by_error": dict(self.failed_by_error)}
+
+
+def ledger_summary(table: pa.Table) -> LedgerTotals:
     status = table["status"]
     counts = {row["values"]: row["counts"] for row in pc.value_counts(status).to_pylist()}
     failed = pc.filter(table["error"], pc.equal(status, "failed"))
@@ -381,6 +401,5 @@ def ledger_summary(table: pa.Table) -> dict[str, Any]:
     sent = 0
     if len(table):
         sent = pc.count_distinct(table["id"]).as_py()
-    return {"sent": sent,
-            "acked": counts.get("acked", 0), "failed": counts.get("failed", 0),
-            "unknown": counts.get("unknown", 0), "failed_by_error": by_error}
+    return LedgerTotals(sent, counts.get("acked", 0), counts.get("failed", 0),
+                        counts.get("unknown", 0), by_error)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -42,6 +42,9 @@ from kinspect.load.rundir import (
 from kinspect.load.runsettings import LoadSettings
 from kinspect.load.runstats import aggregate, ledger_totals, read_stats
 from kinspect.procs import read_process
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 
 def check_topic(bootstrap: str, topic: str, timeout_s: float = 10.0,
@@ -103,7 +106,7 @@ def run_load(settings: LoadSettings, run_dir: Path,
              expected_brokers: Mapping[int, str] | None = None,
              zk_auth: list[tuple[str, str]] | None = None, origin: str = "load",
              secret_files: Sequence[Path] = (), run_id: str | None = None,
-             controllers: Mapping[int, str] | None = None) -> dict[str, Any]:
+             controllers: Mapping[int, str] | None = None) -> JsonObject:
     """Run the workers to completion (or until stopped) and return the ledger summary.
 
     The run gets its id here (RUN_DIR/run.json); every message carries it. With a ZooKeeper
@@ -160,7 +163,7 @@ def planned_crashes(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _run_workers(settings: LoadSettings, run_dir: Path,
-                 progress: Callable[[str], None] | None) -> dict[str, Any]:
+                 progress: Callable[[str], None] | None) -> JsonObject:
     (run_dir / PID_FILE).write_text(str(os.getpid()))
     workers = [subprocess.Popen([sys.executable, "-m", "kinspect.load.producer_worker", "--run-dir",
                                  str(run_dir.resolve()), "--producer", str(p), "--parent",
@@ -195,7 +198,7 @@ def _run_workers(settings: LoadSettings, run_dir: Path,
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         (run_dir / PID_FILE).unlink(missing_ok=True)
-    summary = ledger_totals(run_dir)  # streamed: flat memory however long the run
+    summary = ledger_totals(run_dir).to_json()  # streamed: flat memory however long the run
     summary.update(elapsed_s=round(time.monotonic() - started, 3), stopped=stopping,
                    acks=settings.acks, producers=settings.producers, topic=settings.topic,
                    worker_exit_codes=[w.returncode for w in workers])

@@ -13,7 +13,13 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kinspect.load.ack_ledger import chunk_producer, chunk_sent_upto, ledger_dir, read_marks
+from kinspect.load.ack_ledger import (
+    LedgerTotals,
+    chunk_producer,
+    chunk_sent_upto,
+    ledger_dir,
+    read_marks,
+)
 from kinspect.load.counts import ProducerCounts
 from kinspect.load.rundir import STATS_DIR
 
@@ -133,7 +139,7 @@ def aggregate(stats: list[dict[str, Any]]) -> ProducerCounts:
                           max((s.get("ts", 0) for s in stats), default=0))
 
 
-def ledger_totals(run_dir: Path) -> dict[str, Any]:
+def ledger_totals(run_dir: Path) -> LedgerTotals:
     """sent / acked / failed / unknown and failures by error, as `ledger_summary(read_ledger())`
     says them, streamed a few record batches at a time: memory does not grow with the run.
 
@@ -159,8 +165,8 @@ def ledger_totals(run_dir: Path) -> dict[str, Any]:
         sent_upto[producer] = upto
     sent = sum(upto + 1 for upto in sent_upto.values())
     synthesized = sum(max(0, upto + 1 - rows.get(p, 0)) for p, upto in sent_upto.items())
-    return {"sent": sent, "acked": status.get("acked", 0), "failed": status.get("failed", 0),
-            "unknown": status.get("unknown", 0) + synthesized, "failed_by_error": by_error}
+    return LedgerTotals(sent, status.get("acked", 0), status.get("failed", 0),
+                        status.get("unknown", 0) + synthesized, by_error)
 
 
 def _count(into: dict[str, int], counts: Any) -> None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.clients.decisions import Decisions
 from kinspect.errors import KinspectError
@@ -37,6 +37,9 @@ from kinspect.scenarios.measured import Measured, metric_value
 from kinspect.scenarios.plan import FaultPlan, PlanLog
 from kinspect.scenarios.platform import Platform
 from kinspect.scenarios.spec import METRICS, Scenario
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 Say = Callable[[str], None]
 CONSUMER_DRAIN_S = 300.0  # the group reads what the load left, then stops when idle
@@ -113,7 +116,7 @@ def _observed_at(entry: Mapping[str, object]) -> object:
 
 def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
                log: PlanLog, probe: dict[str, int], plan_error: str | None,
-               platform: Platform | None = None, controller_log: bool = False) -> dict[str, Any]:
+               platform: Platform | None = None, controller_log: bool = False) -> JsonObject:
     """One run judged. A skipped step or a failed plan fails the expectation by itself: a run
     whose fault never happened demonstrates nothing, however its numbers look. How the KRaft
     controller chose leaders is counted only from its own log (`controller_log`: kept in the
@@ -128,7 +131,7 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
         generator_crashes=int((summary.get("crashed") or {}).get("generators", 0)),
         consumed_during_fault=probe.get("consumed_during_fault"),
         **group_metrics(report.consumers), **counted)
-    row: dict[str, Any] = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
+    row: JsonObject = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
     row.update({name: metric_value(name, report, measured) for name in METRICS})
     row["blamed_broker"] = blamed_broker(report)
     row["failed_by_error"] = summary.get("failed_by_error", {})
@@ -214,8 +217,8 @@ def lost_blamed_on_target(report: Report, log: PlanLog) -> float | None:
 
 
 def skipped_row(scenario: Scenario, reason: str, platform: Platform | None = None
-                ) -> dict[str, Any]:
-    row = {"scenario": scenario.name, "status": "skipped", "reason": reason,
+                ) -> JsonObject:
+    row: JsonObject = {"scenario": scenario.name, "status": "skipped", "reason": reason,
            "source": scenario.source, "expectation": scenario.expectation_text(platform),
            "expectation_met": None}
     if platform is not None:
@@ -239,7 +242,7 @@ def unshapeable(scenario: Scenario) -> str | None:
 
 
 def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
-                 spark: Any = None, platform: Platform | None = None) -> dict[str, Any]:
+                 spark: Any = None, platform: Platform | None = None) -> JsonObject:
     """Run it on a lab of that platform (in KRaft the controller quorum stands where
     ZooKeeper stood); return the result row (also written to RUN_DIR/scenario.json). A
     platform the scenario needs more than (KRaft, Kafka 4.x) is a skipped row with why."""
@@ -274,13 +277,13 @@ def lab_options(scenario: Scenario, platform: Platform) -> UpOptions:
                      controllers=controllers, features=features)
 
 
-def _save(run_dir: Path, row: dict[str, Any]) -> None:
+def _save(run_dir: Path, row: JsonObject) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / SCENARIO_FILE).write_text(json.dumps(row, indent=2))
 
 
 def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, state: LabState,
-                decided: Decisions, spark: Any, platform: Platform) -> dict[str, Any]:
+                decided: Decisions, spark: Any, platform: Platform) -> JsonObject:
     bootstrap = state.bootstrap
     run_id = new_run_id()  # the load's and the group's: the group starts first
     group = scenario.consume_settings(bootstrap, run_id)

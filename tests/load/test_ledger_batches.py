@@ -95,12 +95,13 @@ def mixed_run(run_dir: Path) -> None:
 def test_the_streamed_totals_equal_the_whole_table_summary(tmp_path: Path) -> None:
     mixed_run(tmp_path)
     expected = ledger_summary(read_ledger(tmp_path))
-    assert expected["unknown"] > 50 and len(expected["failed_by_error"]) == 2
+    assert expected.unknown > 50 and len(expected.failed_by_error) == 2
     assert ledger_totals(tmp_path) == expected
 
 
 def test_the_streamed_totals_of_an_empty_ledger(tmp_path: Path) -> None:
-    assert ledger_totals(tmp_path) == ledger_summary(read_ledger(tmp_path)) == {
+    assert ledger_totals(tmp_path) == ledger_summary(read_ledger(tmp_path))
+    assert ledger_totals(tmp_path).to_json() == {
         "sent": 0, "acked": 0, "failed": 0, "unknown": 0, "failed_by_error": {}}
 
 
@@ -170,7 +171,7 @@ def test_acks0_reports_carry_no_offsets(tmp_path: Path) -> None:
     ledger = read_ledger(tmp_path)
     assert set(ledger["offset"].to_pylist()) == {-1}
     assert set(ledger["leader_epoch"].to_pylist()) == {None}
-    assert ledger_totals(tmp_path)["acked"] == 5_000
+    assert ledger_totals(tmp_path).acked == 5_000
 
 
 def test_a_full_buffer_waits_and_every_seq_is_sent_once(tmp_path: Path) -> None:
@@ -192,7 +193,7 @@ def test_a_full_buffer_refused_is_ledgered_as_refused(tmp_path: Path) -> None:
     footers = sum(int(pq.read_schema(p).metadata[b"kinspect.refused"])
                   for p in (tmp_path / "ledger").glob("p*.parquet"))
     assert footers == refused
-    assert ledger_totals(tmp_path)["failed_by_error"] == {QUEUE_FULL: refused}
+    assert ledger_totals(tmp_path).failed_by_error == {QUEUE_FULL: refused}
 
 
 @pytest.mark.parametrize("size", [16, 100])

@@ -13,8 +13,9 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinspect.errors import KinspectError
 from kinspect.lessons.lang import LANGS, pick_lang
@@ -29,9 +30,11 @@ from kinspect.lessons.lesson_progress import (
 from kinspect.lessons.lesson_values import Lang, Lesson, LessonRecord, Status
 from kinspect.target import ClusterTarget
 
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
+
 OFFLINE = ("list", "summary", "check", "forget")  # placement.py: these stay on this host
 MARKS = {Status.DONE: "✓", Status.CURRENT: "▶", Status.SKIPPED: "-", Status.NEW: " "}
-SummaryEntry = dict[str, Any]  # one lesson of the summary, as --summary --json writes it
 
 
 class _Offline(argparse.Action):
@@ -218,89 +221,131 @@ def _next_name(lessons: Sequence[Lesson], progress: Progress) -> str | None:
     return None
 
 
-def list_rows(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ListRow:
+    """One lesson of --list: its place, words, status, and whether it is current or next."""
+
+    number: int
+    lesson: Lesson
+    title: str
+    status: Status
+    current: bool
+    next: bool
+
+    def to_json(self) -> JsonObject:
+        return {"number": self.number, "name": self.lesson.name, "title": self.title,
+                "scenario": self.lesson.scenario, "mode": self.lesson.mode,
+                "status": self.status.value, "current": self.current, "next": self.next}
+
+
+def list_rows(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> list[ListRow]:
     nxt = _next_name(lessons, progress)
-    return [{"number": i, "name": lesson.name, "title": lesson.title(lang),
-             "scenario": lesson.scenario, "mode": lesson.mode,
-             "status": progress.record(lesson.name).status.value,
-             "current": lesson.name == progress.current, "next": lesson.name == nxt}
+    return [ListRow(i, lesson, lesson.title(lang), progress.record(lesson.name).status,
+                    lesson.name == progress.current, lesson.name == nxt)
             for i, lesson in enumerate(lessons, start=1)]
 
 
 def print_list(lessons: Sequence[Lesson], progress: Progress, lang: Lang, as_json: bool) -> int:
     rows = list_rows(lessons, progress, lang)
     if as_json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(json.dumps([row.to_json() for row in rows], indent=2, ensure_ascii=False))
         return 0
-    width = max(len(row["name"]) for row in rows)
+    width = max(len(row.lesson.name) for row in rows)
     for row in rows:
-        mark = MARKS[Status(row["status"])]
-        if row["current"]:
+        mark = MARKS[row.status]
+        if row.current:
             mark = "▶"
         mode = ""
-        if row["mode"]:
-            mode = f" [{row['mode']}]"
+        if row.lesson.mode:
+            mode = f" [{row.lesson.mode}]"
         tail = ""
-        if row["next"]:
+        if row.next:
             tail = "  (next)"
-        print(f" {mark} {row['number']:>2}  {row['name']:<{width}}  {row['title']}{mode}{tail}")
+        print(f" {mark} {row.number:>2}  {row.lesson.name:<{width}}  {row.title}{mode}{tail}")
     return 0
+
+
+@dataclass(frozen=True)
+class SummaryEntry:
+    """One lesson of the summary: its place and words (None: a record of a lesson no longer in
+    the course) and its record."""
+
+    number: int | None
+    title: str | None
+    scenario: str | None
+    record: LessonRecord
+
+    def to_json(self) -> JsonObject:
+        """As --summary --json writes it."""
+        record = self.record
+        return {"number": self.number, "name": record.name, "title": self.title,
+                "scenario": self.scenario, "status": record.status.value,
+                "updated_at": record.updated_at,
+                "predictions": [{"question": p.question, "chosen": p.chosen, "right": p.right}
+                                for p in record.predictions],
+                "measured": record.measured, "run_dir": record.run_dir,
+                "fix": _fix_summary(record)}
 
 
 def _record_summary(number: int | None, lesson: Lesson | None, record: LessonRecord,
                     lang: Lang) -> SummaryEntry:
-    title = scenario = None  # a record of a lesson no longer in the course
-    if lesson is not None:
-        title, scenario = lesson.title(lang), lesson.scenario
-    return {"number": number, "name": record.name, "title": title, "scenario": scenario,
-            "status": record.status.value, "updated_at": record.updated_at,
-            "predictions": [{"question": p.question, "chosen": p.chosen, "right": p.right}
-                            for p in record.predictions],
-            "measured": record.measured, "run_dir": record.run_dir, "fix": _fix_summary(record)}
+    if lesson is None:  # a record of a lesson no longer in the course
+        return SummaryEntry(number, None, None, record)
+    return SummaryEntry(number, lesson.title(lang), lesson.scenario, record)
 
 
-def _fix_summary(record: LessonRecord) -> dict[str, Any] | None:
+def _fix_summary(record: LessonRecord) -> JsonObject | None:
     if record.fix_scenario is None:
         return None
     return {"scenario": record.fix_scenario, "held": record.fix_held,
             "run_dir": record.fix_run_dir}
 
 
-def summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> dict[str, Any]:
-    """What a facilitator wants after a workshop, as one JSON object."""
+def _entries(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> list[SummaryEntry]:
+    """Each lesson of the course in order, then the records of lessons no longer in it."""
     known = {lesson.name for lesson in lessons}
     entries = [_record_summary(i, lesson, progress.record(lesson.name), lang)
                for i, lesson in enumerate(lessons, start=1)]
     entries += [_record_summary(None, None, record, lang)
                 for name, record in sorted(progress.records.items()) if name not in known]
+    return entries
+
+
+def summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang) -> JsonObject:
+    """What a facilitator wants after a workshop, as one JSON object."""
+    entries = _entries(lessons, progress, lang)
     return {
-        "lessons": len(lessons), "done": sum(e["status"] == Status.DONE for e in entries),
+        "lessons": len(lessons), "done": _done(entries),
         "current": progress.current, "predictions": _prediction_counts(entries),
-        "fixes": _fix_counts(entries), "progress": entries}
+        "fixes": _fix_counts(entries), "progress": [e.to_json() for e in entries]}
+
+
+def _done(entries: list[SummaryEntry]) -> int:
+    return sum(e.record.status == Status.DONE for e in entries)
 
 
 def _prediction_counts(entries: list[SummaryEntry]) -> dict[str, int]:
-    rights = [p["right"] for e in entries for p in e["predictions"]]
+    rights = [p.right for e in entries for p in e.record.predictions]
     return {"made": len(rights), "right": sum(r is True for r in rights),
             "wrong": sum(r is False for r in rights), "not_judged": sum(r is None for r in rights)}
 
 
 def _fix_counts(entries: list[SummaryEntry]) -> dict[str, int]:
-    fixes = [e["fix"] for e in entries if e["fix"]]
-    return {"tried": len(fixes), "held": sum(f["held"] is True for f in fixes)}
+    fixes = [e.record for e in entries if e.record.fix_scenario is not None]
+    return {"tried": len(fixes), "held": sum(f.fix_held is True for f in fixes)}
 
 
 def print_summary(lessons: Sequence[Lesson], progress: Progress, lang: Lang,
                   as_json: bool) -> int:
-    data = summary(lessons, progress, lang)
     if as_json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(json.dumps(summary(lessons, progress, lang), indent=2, ensure_ascii=False))
         return 0
-    p, f = data["predictions"], data["fixes"]
-    print(f"lessons done: {data['done']} of {data['lessons']} · predictions right: "
+    entries = _entries(lessons, progress, lang)
+    p, f = _prediction_counts(entries), _fix_counts(entries)
+    print(f"lessons done: {_done(entries)} of {len(lessons)} · predictions right: "
           f"{p['right']} of {p['made']} · fixes held: {f['held']} of {f['tried']}")
-    for entry in data["progress"]:
-        if entry["status"] == Status.NEW.value and not entry["predictions"]:
+    for entry in entries:
+        if entry.record.status == Status.NEW and not entry.record.predictions:
             continue
         _print_entry(entry)
     return 0
@@ -312,20 +357,19 @@ HELD = {True: "held", False: "did not hold", None: "?"}  # a fix's `held`
 
 def _print_entry(entry: SummaryEntry) -> None:
     """One lesson of the summary: its line, each prediction, what was measured, the fix."""
-    number = entry["number"]
-    if number is None:  # a lesson no longer in the course
-        number = "-"
-    title = entry["title"]
-    if title is None:
-        title = ""
-    print(f" {MARKS[Status(entry['status'])]} {number:>2}  {entry['name']}  {title}")
-    for pred in entry["predictions"]:
-        print(f"      {pred['question']} → {pred['chosen']} ({VERDICTS[pred['right']]})")
-    if entry["measured"]:
+    record = entry.record
+    number: int | str = "-"  # a lesson no longer in the course
+    if entry.number is not None:
+        number = entry.number
+    title = entry.title or ""
+    print(f" {MARKS[record.status]} {number:>2}  {record.name}  {title}")
+    for pred in record.predictions:
+        print(f"      {pred.question} → {pred.chosen} ({VERDICTS[pred.right]})")
+    if record.measured:
         print("      measured: " + ", ".join(_measured(name, value)
-                                             for name, value in entry["measured"].items()))
-    if entry["fix"]:
-        print(f"      fix: {entry['fix']['scenario']} ({HELD[entry['fix']['held']]})")
+                                             for name, value in record.measured.items()))
+    if record.fix_scenario is not None:
+        print(f"      fix: {record.fix_scenario} ({HELD[record.fix_held]})")
 
 
 def _measured(name: str, value: object) -> str:

@@ -115,8 +115,10 @@ def change_latency(lab: dict[str, Any], changes: int = CHANGES) -> dict[str, lis
     def on_update(_snapshot: ClusterSnapshot, new_events: list[Event]) -> None:
         with arrived:
             for event in new_events:
-                if event.kind == "leader_changed" and event.partition == f"{TOPIC}-0":
-                    events.setdefault(int(event.fields["new"]), event.ts)
+                new = event.fields.get("new")
+                if event.kind == "leader_changed" and event.partition == f"{TOPIC}-0" \
+                        and isinstance(new, int):
+                    events.setdefault(new, event.ts)
             arrived.notify_all()
 
     observer = Observer(bootstrap, lab.get("zookeeper"),

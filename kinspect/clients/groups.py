@@ -22,7 +22,8 @@ import sys
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import (
     Consumer,
@@ -32,6 +33,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
+
+if TYPE_CHECKING:
+    from kinspect.model.events import JsonObject
 
 GROUP_AUTHORIZATION_FAILED = 30
 MAX_GROUPS = 200  # consumer groups described per poll (one offsets request each)
@@ -43,18 +47,53 @@ def _result(future: Future[Any], timeout: float) -> Any:
     return future.result(timeout=timeout)
 
 
-def read_groups(admin: AdminClient, timeout_s: float) -> dict[str, Any]:
-    """{"listed": [ids], "groups": {group: {state, members, committed: [[topic, partition,
-    offset], …]}}} of up to MAX_GROUPS groups; a listed group whose coordinator did not answer
-    in time is listed without a view."""
+@dataclass(frozen=True)
+class GroupAnswer:
+    """One group as the probe saw it: its state, members, committed offsets and, once read,
+    the timestamp of the record at each (`next_ts`)."""
+
+    state: str
+    members: int
+    committed: tuple[Position, ...]
+    next_ts: tuple[Position, ...] | None = None  # (topic, partition, ms); None: not read
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"state": self.state, "members": self.members,
+                           "committed": [list(c) for c in self.committed]}
+        if self.next_ts is not None:
+            out["next_ts"] = [list(n) for n in self.next_ts]
+        return out
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """One poll: the groups listed, the views of those that answered, why others were refused
+    (None: none was asked)."""
+
+    listed: tuple[str, ...]
+    groups: Mapping[str, GroupAnswer]
+    refused: Mapping[str, str] | None = None
+
+    def to_json(self) -> JsonObject:
+        """The probe's line, as groups_watch.read_probe_line reads it."""
+        out: JsonObject = {"listed": list(self.listed),
+                           "groups": {gid: g.to_json() for gid, g in self.groups.items()}}
+        if self.refused is not None:
+            out["refused"] = dict(self.refused)
+        return out
+
+
+def read_groups(admin: AdminClient, timeout_s: float) -> ProbeAnswer:
+    """The groups listed and the views of up to MAX_GROUPS of them; a listed group whose
+    coordinator did not answer in time is listed without a view."""
     listing = _result(admin.list_consumer_groups(request_timeout=timeout_s), timeout_s)
     ids = sorted(g.group_id for g in listing.valid)[:MAX_GROUPS]
     if not ids:
-        return {"listed": [], "groups": {}}
+        return ProbeAnswer((), {})
     described = admin.describe_consumer_groups(ids, request_timeout=timeout_s)
     offsets = {gid: admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(gid)], request_timeout=timeout_s)[gid] for gid in ids}
-    out: dict[str, Any] = {}
+    out: dict[str, GroupAnswer] = {}
     refused: dict[str, str] = {}
     for gid in ids:
         try:
@@ -67,10 +106,10 @@ def read_groups(admin: AdminClient, timeout_s: float) -> dict[str, Any]:
         except TimeoutError:
             continue
         state = getattr(description.state, "name", str(description.state)).lower()
-        out[gid] = {"state": state, "members": len(description.members),
-                    "committed": [[tp.topic, tp.partition, tp.offset] for tp in committed
-                                  if tp.offset >= 0]}
-    return {"listed": ids, "groups": out, "refused": refused}
+        positions = tuple((tp.topic, tp.partition, tp.offset) for tp in committed
+                          if tp.offset >= 0)
+        out[gid] = GroupAnswer(state, len(description.members), positions)
+    return ProbeAnswer(tuple(ids), out, refused)
 
 
 class NextRecords:
@@ -137,16 +176,16 @@ def _refused(exc: KafkaException) -> bool:
     return isinstance(error, KafkaError) and error.code() == GROUP_AUTHORIZATION_FAILED
 
 
-def with_timestamps(answer: dict[str, Any], records: NextRecords, budget_s: float
-                    ) -> dict[str, Any]:
-    """The answer with each group's `next_ts`: [[topic, partition, ms], …] of the record at
-    each committed offset that has one (a caught-up partition has none yet)."""
-    wanted = sorted({(t, p, o) for g in answer["groups"].values() for t, p, o in g["committed"]})
+def with_timestamps(answer: ProbeAnswer, records: NextRecords, budget_s: float
+                    ) -> ProbeAnswer:
+    """The answer with each group's `next_ts`: (topic, partition, ms) of the record at each
+    committed offset that has one (a caught-up partition has none yet)."""
+    wanted = sorted({c for g in answer.groups.values() for c in g.committed})
     found = records.timestamps(wanted, budget_s)
-    for group in answer["groups"].values():
-        group["next_ts"] = [[t, p, found[(t, p, o)]] for t, p, o in group["committed"]
-                            if (t, p, o) in found]
-    return answer
+    groups = {gid: replace(g, next_ts=tuple((t, p, found[(t, p, o)]) for t, p, o in g.committed
+                                            if (t, p, o) in found))
+              for gid, g in answer.groups.items()}
+    return replace(answer, groups=groups)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             answer = with_timestamps(read_groups(admin, args.timeout), records,
                                      min(1.0, args.timeout))
-            print(json.dumps(answer), flush=True)
+            print(json.dumps(answer.to_json()), flush=True)
         except (KafkaException, TimeoutError):
             pass  # nothing this time: the caller keeps the last answer
         except BrokenPipeError:

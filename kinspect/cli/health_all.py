@@ -34,11 +34,15 @@ class ClusterVerdict:
 
     @property
     def line(self) -> str:
-        why = self.error or (self.problems[0] if self.problems else
-                             self.unchecked[0] if self.unchecked else "")
-        more = len(self.problems) + len(self.unchecked) - 1 if not self.error else 0
-        return (f"{self.verdict.upper():<11} {self.profile}" + (f": {why}" if why else "")
-                + (f" (+{more} more)" if more > 0 else ""))
+        line = f"{self.verdict.upper():<11} {self.profile}"
+        if self.error:
+            return f"{line}: {self.error}"
+        said = [*self.problems, *self.unchecked]  # the first said, the rest counted
+        if said and said[0]:
+            line += f": {said[0]}"
+        if len(said) > 1:
+            line += f" (+{len(said) - 1} more)"
+        return line
 
 
 def worst(codes: list[int]) -> int:

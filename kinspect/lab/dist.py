@@ -297,7 +297,11 @@ def _failure(version: str, tail: list[str], rc: int) -> str:
                  r"org\.apache\.kafka:[\w.-]+:\w+:[\d.]+ (\(absent\)|was not found)", text):
         return (f"Maven cannot resolve Apache Kafka {version}: org.apache.kafka:kafka_2.13:{version} "
                 "is not in the repositories this machine's Maven reaches (is it a released version?)")
-    reason = errors[0] if errors else (tail[-1] if tail else f"exit code {rc}")
+    reason = f"exit code {rc}"
+    if errors:
+        reason = errors[0]
+    elif tail:
+        reason = tail[-1]
     return f"fetching Kafka {version} with Maven failed: {reason[:300]}"
 
 

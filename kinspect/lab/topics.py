@@ -106,6 +106,18 @@ def _knows(address: str, topics: list[str]) -> bool:
     return True
 
 
+def _kafka_error(error: object) -> object:
+    """A KafkaError itself (confluent-kafka 2.16), or what a KafkaException wraps."""
+    from confluent_kafka import KafkaError
+
+    if isinstance(error, KafkaError):
+        return error
+    args = getattr(error, "args", None)
+    if error is None or not args:
+        return None
+    return args[0]
+
+
 def balance_leaders(bootstrap: str, timeout_s: float = 30.0) -> str | None:
     """Preferred leader election everywhere: after a restart the first broker up leads it all,
     and a demo where one kill takes every partition down teaches the wrong lesson. Returns why
@@ -122,9 +134,7 @@ def balance_leaders(bootstrap: str, timeout_s: float = 30.0) -> str | None:
         return f"no answer from the controller in {timeout_s:.0f} s"
     failed = []
     for partition, error in (results or {}).items():
-        # a KafkaError itself (confluent-kafka 2.16), or a KafkaException wrapping one
-        code = error if isinstance(error, KafkaError) else (
-            error.args[0] if error is not None and getattr(error, "args", None) else None)
+        code = _kafka_error(error)
         if isinstance(code, KafkaError) and code.code() != KafkaError.ELECTION_NOT_NEEDED:
             failed.append(f"{partition.topic}-{partition.partition}: {code.str()}")
     if failed:

@@ -167,7 +167,7 @@ class LessonRecord:
     name: str
     status: Status = Status.NEW
     predictions: tuple[Prediction, ...] = ()
-    measured: dict[str, Any] = field(default_factory=dict)
+    measured: dict[str, object] = field(default_factory=dict)  # metric -> its JSON value
     run_dir: str | None = None
     fix_scenario: str | None = None
     fix_held: bool | None = None

@@ -310,8 +310,11 @@ class ActingApp(App[None]):
         from kinspect.scenarios.scenario_process import ScenarioOutcome, follow
 
         def verdict(outcome: ScenarioOutcome) -> list[Message]:
-            severity = (Severity.ERROR if outcome.failure else
-                        Severity.INFO if outcome.held else Severity.WARN)
+            severity = Severity.WARN  # ran, and the expectation did not hold
+            if outcome.failure:
+                severity = Severity.ERROR
+            elif outcome.held:
+                severity = Severity.INFO
             said: list[Message] = [Said(outcome.verdict(), severity=severity, timeout=15)]
             if outcome.report is not None and outcome.report_dir is not None:
                 said.append(ReportReady(outcome.report, outcome.report_dir))

@@ -33,10 +33,13 @@ def numbers_text(report: Report) -> Text:
     text = Text()
     for key, label in NUMBERS:
         value = getattr(report, key)
-        style = "bold red" if key == "acked_lost" and value else "" if value is not None else "dim"
-        # None: an older report.json that did not count it; said, never shown as 0
-        text.append(f"{label:>22}  ", "dim").append(
-            "not recorded\n" if value is None else f"{value:,}\n", style)
+        text.append(f"{label:>22}  ", "dim")
+        if value is None:  # an older report.json that did not count it: said, never shown as 0
+            text.append("not recorded\n", "dim")
+        elif key == "acked_lost" and value:
+            text.append(f"{value:,}\n", "bold red")
+        else:
+            text.append(f"{value:,}\n", "")
     for key, label in (("unavailable_ms", "longest unavailability"),
                        ("first_ack_after_fault_ms", "first ack after fault")):
         value = getattr(report, key)

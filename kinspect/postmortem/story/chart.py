@@ -153,13 +153,21 @@ def _leaders(ax: Axes, lanes: Lanes) -> None:
         ax.scatter([lanes.x(m.ts) for m in marks], [index[broker]] * len(marks), marker="X",
                    s=60, color=TRUNC, zorder=5, edgecolor="white", lw=0.6)
         for p, what in _row_labels(lanes, broker):
-            believed = isinstance(what, Bar) and what.believed
+            colour, box = _label_look(what)
             ax.text(_at(lanes, p.col, SMALL), index[broker], p.text, fontsize=SMALL, va="center",
-                    ha="left", zorder=6, color=TRUNC if isinstance(what, Mark)
-                    else LED if believed else "white",
-                    bbox={"facecolor": "white", "lw": 0, "pad": 0.8}
-                    if isinstance(what, Mark) or believed else None)
+                    ha="left", zorder=6, color=colour, bbox=box)
     ax.grid(axis="x", alpha=0.3)
+
+
+def _label_look(what: Bar | Mark) -> tuple[str, dict[str, object] | None]:
+    """A broker row's label colour and box: a truncation's and a cut-off leader's stand out on
+    a white box; an ordinary bar's is white on the bar."""
+    box: dict[str, object] = {"facecolor": "white", "lw": 0, "pad": 0.8}
+    if isinstance(what, Mark):
+        return TRUNC, box
+    if what.believed:
+        return LED, box
+    return "white", None
 
 
 def _row_labels(lanes: Lanes, broker: int) -> list[tuple[Placed, Bar | Mark]]:

@@ -121,7 +121,7 @@ def format_progress(totals: Mapping[str, int], elapsed: float) -> str:
 
 def run_consumers(settings: ConsumeSettings, run_dir: Path,
                   progress: Callable[[str], None] | None = None,
-                  secret_files: Sequence[Path] = ()) -> dict[str, Any]:
+                  secret_files: Sequence[Path] = ()) -> JsonObject:
     """Run the group until its workers stop (duration, idle, SIGTERM); return the summary."""
     settings.validate()
     check_consumer_dir(run_dir)
@@ -144,7 +144,7 @@ def run_consumers(settings: ConsumeSettings, run_dir: Path,
                         settings.extra)
     offsets = {"start": start.to_json(), "end": end.to_json()}
     (folder / OFFSETS_FILE).write_text(json.dumps(offsets, indent=2))
-    summary = {**read_consumer_stats(run_dir), "run_id": run_id, "group": settings.group,
+    summary: JsonObject = {**read_consumer_stats(run_dir), "run_id": run_id, "group": settings.group,
                "topic": settings.topic, "commit": settings.commit, "output": settings.output,
                "elapsed_s": round(elapsed, 3), "stopped": stopped, "crashes": crashes,
                "lag_at_end": sum(p.lag() for p in end.partitions)}

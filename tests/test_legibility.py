@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.helpers.legibility import measure
 
 MOST_COMPLEX_21 = 0
-MOST_COMPLEX_13 = 17
+MOST_COMPLEX_13 = 16
 MOST_CONDITIONALS_PER_KLOC = 13.6
 MOST_DICT_STR_ANY = 53
 

@@ -386,23 +386,12 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
     if preset not in presets.PRESETS:
         raise _fail(path, f"[lab] preset must be one of {', '.join(presets.PRESETS)}")
     brokers = _whole(lab, "brokers", 3, 1, 5, "[lab]", path)
-    name = topic.get("name", "test1")
-    try:
-        topic_name(name if isinstance(name, str) else repr(name), "[topic] name")
-    except KinspectError as exc:
-        raise _fail(path, str(exc)) from None
-    partitions = _whole(topic, "partitions", 1, 1, 1000, "[topic]", path)
-    replication = _whole(topic, "replication_factor", 3, 1, 5, "[topic]", path)
-    if replication > brokers:
-        raise _fail(path, f"[topic] replication_factor {replication} is more than the lab's "
-                          f"{brokers} brokers")
+    name, partitions, replication = _topic(topic, brokers, path)
     steps = data.get("fault", [])
     if not isinstance(steps, list):
         raise _fail(path, "fault must be an array of tables ([[fault]])")
     expect = _table(data, "expect", path)
-    needs = data.get("needs", [])
-    if not isinstance(needs, list) or any(n not in NEEDS for n in needs):
-        raise _fail(path, f"needs may only list {', '.join(map(repr, NEEDS))}")
+    needs = _needs(data, path)
     if not set(expect) - set(EXPECT_SCOPES):
         raise _fail(path, "[expect] names no condition: a scenario must say what should happen")
     scenario = Scenario(
@@ -423,6 +412,33 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
         features=_features(lab, needs, path), path=path)
     _check_whole(scenario, path)
     return scenario
+
+
+def _topic(topic: Mapping[str, Any], brokers: int, path: Path) -> tuple[Any, int, int]:
+    """[topic]: its name (a valid topic name), partitions and replication factor (no more
+    than the lab's brokers)."""
+    name = topic.get("name", "test1")
+    shown = name
+    if not isinstance(name, str):
+        shown = repr(name)
+    try:
+        topic_name(shown, "[topic] name")
+    except KinspectError as exc:
+        raise _fail(path, str(exc)) from None
+    partitions = _whole(topic, "partitions", 1, 1, 1000, "[topic]", path)
+    replication = _whole(topic, "replication_factor", 3, 1, 5, "[topic]", path)
+    if replication > brokers:
+        raise _fail(path, f"[topic] replication_factor {replication} is more than the lab's "
+                          f"{brokers} brokers")
+    return name, partitions, replication
+
+
+def _needs(data: Mapping[str, Any], path: Path) -> list[str]:
+    """needs = [...]: what the scenario's platform must have (platform.NEEDS)."""
+    needs = data.get("needs", [])
+    if not isinstance(needs, list) or any(n not in NEEDS for n in needs):
+        raise _fail(path, f"needs may only list {', '.join(map(repr, NEEDS))}")
+    return needs
 
 
 def _controllers(lab: Mapping[str, Any], needs: list[str], path: Path) -> int | None:

@@ -55,6 +55,13 @@ async def until(pilot: Any, probe: Callable[[], bool], timeout: float, what: str
     raise SystemExit(f"screenshots: timed out waiting for {what}")
 
 
+
+def load_acked(app: Any) -> bool:
+    """The load panel has counted an acknowledgement."""
+    if app.load is None or app.load.stats is None:
+        return False
+    return bool(app.load.stats.acked > 0)
+
 def test1(app: KinspectApp) -> Any:
     return app.snapshot.partition("test1", 0) if app.snapshot else None
 
@@ -92,7 +99,7 @@ async def take() -> None:
         await pilot.pause(0.5)
         app.screen.query_one("#count", Input).value = "2000000"  # outlast the failover
         await pilot.press("enter")  # otherwise the form's defaults: test1, acks=1, 10,000 msg/s
-        await until(pilot, lambda: bool(app.load and app.load.stats.get("acked")), 30, "load")
+        await until(pilot, lambda: load_acked(app), 30, "load")
         await pilot.pause(3)
         app.save_screenshot(str(HERE / "1-healthy-under-load.svg"))
         leader = test1(app).leader
@@ -153,7 +160,7 @@ async def take_kraft() -> None:
         await pilot.pause(0.5)
         app.screen.query_one("#count", Input).value = "2000000"
         await pilot.press("enter")
-        await until(pilot, lambda: bool(app.load and app.load.stats.get("acked")), 60, "load")
+        await until(pilot, lambda: load_acked(app), 60, "load")
         await until(pilot, lambda: test1(app) is not None, 30, "test1")
         leader = test1(app).leader
         await pilot.press(str(leader), "i")
@@ -188,7 +195,7 @@ async def take_disk() -> None:
         app.screen.query_one("#topic", Input).value = "orders"  # its 6 partitions span both dirs
         app.screen.query_one("#count", Input).value = "2000000"
         await pilot.press("enter")
-        await until(pilot, lambda: bool(app.load and app.load.stats.get("acked")), 30, "load")
+        await until(pilot, lambda: load_acked(app), 30, "load")
         subprocess.run([sys.executable, "-m", "kinspect", "lab", "fill-disk", "kafka2"],
                        check=True)
         await until(pilot, lambda: dir_offline(app, 2), 60, "kafka2's log dir offline")

@@ -79,7 +79,7 @@ images: docker-engine kafka
 # Style, types, and the layers (import-linter contracts in pyproject.toml).
 lint: system-deps venv
 	$(VENV)/bin/ruff check kinspect tests bench screenshots docker
-	$(VENV)/bin/mypy kinspect bench
+	$(VENV)/bin/mypy kinspect bench screenshots
 	$(VENV)/bin/lint-imports
 
 bench: setup

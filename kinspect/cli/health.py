@@ -97,9 +97,9 @@ def observe_once(cluster: ClusterTarget, timeout_s: float, watch_moves_s: float 
         watcher.stop()
 
 
-def _reassignments(snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
+def _reassignments(snapshot: ClusterSnapshot) -> list[JsonObject]:
     """Each partition being moved, with how far each replica being added trails the leader."""
-    out = []
+    out: list[JsonObject] = []
     for p in snapshot.partitions():
         if not p.moving:
             continue
@@ -109,9 +109,9 @@ def _reassignments(snapshot: ClusterSnapshot) -> list[dict[str, Any]]:
     return out
 
 
-def _elr(snapshot: ClusterSnapshot) -> dict[str, Any]:
+def _elr(snapshot: ClusterSnapshot) -> JsonObject:
     """KRaft: each under-min-ISR partition's eligible leaders, and what they mean."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for p in snapshot.partitions():
         why = elr_explained(p)
         if why is not None and isinstance(p.elr, EligibleLeaders):
@@ -120,10 +120,12 @@ def _elr(snapshot: ClusterSnapshot) -> dict[str, Any]:
     return out
 
 
-def _quorum(snapshot: ClusterSnapshot) -> dict[str, Any] | None:
+def _quorum(snapshot: ClusterSnapshot) -> JsonObject | None:
     q = snapshot.quorum
-    return None if q is None else {"leader_id": q.leader_id, "leader_epoch": q.leader_epoch,
-                                   "voters": [v.id for v in q.voters]}
+    if q is None:
+        return None
+    return {"leader_id": q.leader_id, "leader_epoch": q.leader_epoch,
+            "voters": [v.id for v in q.voters]}
 
 
 def report_json(report: HealthReport, snapshot: ClusterSnapshot, zk_error: str | None = None

@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from kinspect.model.facts import Fact, Unknown, unanswered
 from kinspect.model.health_checks import CHECKS, Area, area_of
+from kinspect.model.partition_words import ids
 from kinspect.model.severity import Severity
 from kinspect.model.snapshot import (
     BrokerInfo,
@@ -414,8 +415,6 @@ def assess(s: ClusterSnapshot, zk_error: str | None = None, max_lag: int | None 
                    warnings=_warnings(s, found, max_lag, watched, max_lag_s), unchecked=missing)
 
 
-def _ids(values: tuple[int, ...]) -> str:
-    return ",".join(map(str, values))
 
 
 def elr_explained(p: PartitionInfo) -> str | None:
@@ -424,13 +423,13 @@ def elr_explained(p: PartitionInfo) -> str | None:
     hold every committed record). None without ELR or when the partition is not under min ISR."""
     if p.under_min_isr is not True or not isinstance(p.elr, EligibleLeaders):
         return None
-    head = "no leader" if p.offline else f"ISR {_ids(p.isr) or '-'}"
+    head = "no leader" if p.offline else f"ISR {ids(p.isr) or '-'}"
     if isinstance(p.min_isr, int) and not p.offline:
-        head = f"ISR {len(p.isr)} < min {p.min_isr} ({_ids(p.isr)})"
+        head = f"ISR {len(p.isr)} < min {p.min_isr} ({ids(p.isr)})"
     if p.elr.eligible:
-        return f"{head}; ELR {_ids(p.elr.eligible)} can still be elected cleanly"
+        return f"{head}; ELR {ids(p.elr.eligible)} can still be elected cleanly"
     if p.elr.last_known:
-        return (f"{head}; ELR empty, last known ELR {_ids(p.elr.last_known)}: only an unclean "
+        return (f"{head}; ELR empty, last known ELR {ids(p.elr.last_known)}: only an unclean "
                 "election elects anyone else")
     return f"{head}; ELR empty: no other replica is known to hold every committed record"
 

@@ -37,7 +37,9 @@ from kinspect.model.views import (
     EligibleLeaders,
     EpochEnd,
     Mode,
+    Offsets,
     PartitionDecision,
+    PartitionMeta,
     PartitionStateZ,
     QuorumAnswer,
     QuorumReplica,
@@ -205,7 +207,8 @@ def _stalled_since(broker: BrokerView | None) -> dict[Key, int]:
 
 
 KRAFT_NO_TIME = Unknown("KRaft's metadata keeps no time of a partition's change")
-NO_STATE = Unknown("the controller's decision for it not read")
+NOT_WATCHED = Unknown("ZooKeeper not watched (--zookeeper): the time is its state znode's")
+NO_STATE = Unknown("no state znode for it in ZooKeeper yet")
 NO_STAT = Unknown("ZooKeeper's stat of its state znode not read")
 
 
@@ -213,50 +216,54 @@ NO_STAT = Unknown("ZooKeeper's stat of its state znode not read")
 # metadata says), whether a broker leads against that decision, and when it was written: a
 # tuple, as this is made for every partition of every snapshot.
 _Decided = tuple[int | None, int | None, tuple[int, ...], bool, Fact[int]]
+State = PartitionStateZ | PartitionDecision
 
 
-def _decided(look: _Lookups, key: Key) -> _Decided:
-    meta = look.metas.get(key)
-    state = look.states.get(key)
+def _no_time(look: _Lookups) -> Unknown:
+    """Why a partition's change has no time: only ZooKeeper's state znode keeps one."""
+    if look.kraft:
+        return KRAFT_NO_TIME
+    if look.zk is None:
+        return NOT_WATCHED
+    return NO_STATE
+
+
+def _decided(look: _Lookups, state: State | None, meta: PartitionMeta | None,
+             offsets: Offsets | None) -> _Decided:
+    if state is None:
+        return _from_brokers(look, meta, offsets)
     b_leader = None
     if meta is not None:
         b_leader = meta.leader
-    if state is None:
-        return _from_brokers(look, key)
+    changed_at: Fact[int] = _no_time(look)
     if isinstance(state, PartitionStateZ):
         since = state.mtime_ms
-        changed_at: Fact[int] = NO_STAT
+        changed_at = NO_STAT
         if since is not None:
             changed_at = since
     else:
         since = state.seen_ms
-        changed_at = KRAFT_NO_TIME
     disagree = _disagree(state.leader, b_leader, look.broker, since)
     return state.leader, state.leader_epoch, tuple(state.isr), disagree, changed_at
 
 
-def _from_brokers(look: _Lookups, key: Key) -> _Decided:
+def _from_brokers(look: _Lookups, meta: PartitionMeta | None, offsets: Offsets | None
+                  ) -> _Decided:
     """No decision read: the brokers' metadata, the epoch from ListOffsets."""
-    meta = look.metas.get(key)
-    offsets = look.offsets.get(key)
-    leader, isr, epoch = None, (), None
+    leader, epoch = None, None
+    isr: tuple[int, ...] = ()
     if meta is not None:
         leader, isr = meta.leader, tuple(meta.isr)
     if offsets is not None:
         epoch = offsets.leader_epoch
-    changed_at = NO_STATE
-    if look.kraft:
-        changed_at = KRAFT_NO_TIME
-    return leader, epoch, isr, False, changed_at
+    return leader, epoch, isr, False, _no_time(look)
 
 
-def _replicas(look: _Lookups, key: Key, assigned: Mapping[int, tuple[int, ...]]
-              ) -> tuple[int, ...]:
+def _replicas(assigned: tuple[int, ...] | None, state: State | None,
+              meta: PartitionMeta | None) -> tuple[int, ...]:
     """ZooKeeper's assignment, else the controller's decision, else the brokers' metadata."""
-    state = look.states.get(key)
-    meta = look.metas.get(key)
-    if assigned.get(key[1]):
-        return tuple(assigned[key[1]])
+    if assigned:
+        return tuple(assigned)
     if isinstance(state, PartitionDecision) and state.replicas:
         return tuple(state.replicas)
     if meta is not None:
@@ -275,8 +282,9 @@ def _partition(topic: str, pid: int, look: _Lookups, assigned: Mapping[int, tupl
     key = (topic, pid)
     meta = look.metas.get(key)
     offsets = look.offsets.get(key)
-    replicas = _replicas(look, key, assigned)
-    leader, epoch, isr, disagree, changed_at = _decided(look, key)
+    state = look.states.get(key)
+    replicas = _replicas(assigned.get(pid), state, meta)
+    leader, epoch, isr, disagree, changed_at = _decided(look, state, meta, offsets)
     b_leader, b_isr = None, None
     if meta is not None:
         b_leader, b_isr = meta.leader, meta.isr

@@ -199,12 +199,3 @@ def row_decoder(fields: tuple[str, ...] | None = ROW_FIELDS) -> RowDecoder:
 
 def _by_length(topic: str, row: list[Any]) -> PartitionInfo:
     return row_decoder(UNNAMED_ROWS[len(row)])(topic, row)
-
-
-def sources() -> dict[str, str]:
-    """The generated code, to read (tests and the curious)."""
-    names: Names = {}
-    return {"partition_to_json": _json_source(),
-            "partition_from_json": _json_decoder_source(names),
-            "partition_row": _row_source(),
-            "decode": _row_decoder_source(ROW_FIELDS, names)}

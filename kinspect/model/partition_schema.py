@@ -226,14 +226,6 @@ def screen_columns() -> tuple[str, ...]:
     return tuple(c.label for c in sorted(columns, key=lambda c: c.place))
 
 
-def flag(name: str) -> Flag:
-    """The words of one fact's flag (KeyError: the fact has none)."""
-    found = BY_NAME[name].flag
-    if found is None:
-        raise KeyError(f"{name} is not a flag")
-    return found
-
-
 def text_columns() -> tuple[PartitionFact, ...]:
     return tuple(f for f in PARTITION_FACTS if f.text is not None)
 

@@ -35,6 +35,7 @@ from kinspect.model.assessment import (
     unchecked,
 )
 from kinspect.model.lag import LagTrend
+from kinspect.model.partition_words import ids
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterFinding,
@@ -84,8 +85,6 @@ def clock_text(ts_ms: int) -> str:
     return time.strftime("%H:%M:%S", local) + f".{ts_ms % 1000:03d}"
 
 
-def _ids(values: tuple[int, ...]) -> str:
-    return ",".join(str(v) for v in values)
 
 
 def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
@@ -188,7 +187,7 @@ def quorum_text(quorum: QuorumInfo | None) -> Text:
             text.append_text(_member_text(m.id, m.lag, m.id == quorum.leader_id))
     unreachable = [c.node_id for c in quorum.controllers if c.state in ("unreachable", "error")]
     if unreachable:
-        sep(text).append(f"no answer from {_ids(tuple(unreachable))}", "bold red")
+        sep(text).append(f"no answer from {ids(tuple(unreachable))}", "bold red")
     for stale in quorum.stale_leaders:
         sep(text).append(f"{stale.node_id} still leads at epoch {stale.leader_epoch}",
                          "bold magenta")
@@ -244,9 +243,9 @@ def broker_rows(snapshot: ClusterSnapshot | None, lab: LabState | None,
     if counts is None:
         counts = broker_counts(snapshot)
     leading, out_of_isr = counts
-    ids = sorted(set(known) | {i for i in lab_nodes if i is not None})
+    broker_ids = sorted(set(known) | {i for i in lab_nodes if i is not None})
     return [_broker_row(i, known.get(i), lab_nodes.get(i), lab, leading.get(i, 0),
-                        out_of_isr.get(i, 0)) for i in ids]
+                        out_of_isr.get(i, 0)) for i in broker_ids]
 
 
 def _broker_row(broker_id: int, info: BrokerInfo | None, node: NodeRecord | None,
@@ -314,9 +313,9 @@ def moving_text(p: PartitionInfo) -> Text:
     replica being added trails the leader's log; `STALLED 75 s` when none moved for a while."""
     parts = [("moving", "cyan")]
     if p.adding:
-        parts.append((f"+{_ids(p.adding)}", "cyan"))
+        parts.append((f"+{ids(p.adding)}", "cyan"))
     if p.removing:
-        parts.append((f"-{_ids(p.removing)}", "cyan"))
+        parts.append((f"-{ids(p.removing)}", "cyan"))
     behind = [f"{r.broker}:{'?' if r.lag is None else f'-{max(0, r.lag):,}'}"
               for r in p.replica_logs if r.broker in p.adding]
     if behind:
@@ -334,12 +333,12 @@ def moving_text(p: PartitionInfo) -> Text:
 def isr_text(p: PartitionInfo) -> Text:
     """`1,2 -3`: the ISR and the replicas missing from it; `+4` a replica a reassignment is
     adding, still catching up (not missing)."""
-    text = Text(_ids(p.isr), "")
+    text = Text(ids(p.isr), "")
     if p.missing:
-        text.append(" ", PAD_STYLE).append("-" + _ids(p.missing), "bold red")
+        text.append(" ", PAD_STYLE).append("-" + ids(p.missing), "bold red")
     joining = tuple(r for r in p.adding if r not in p.isr)
     if joining:
-        text.append(" ", PAD_STYLE).append("+" + _ids(joining), "cyan")
+        text.append(" ", PAD_STYLE).append("+" + ids(joining), "cyan")
     return text
 
 

@@ -243,3 +243,14 @@ def test_kraft_does_not_say_when_and_kinspect_says_it_was_not_told() -> None:
     family = next(m for m in metrics.collect()
                   if m.name == "kinspect_partition_state_changed_timestamp_seconds")
     assert family.samples and all(math.isnan(s.value) for s in family.samples)
+
+
+def test_without_zookeeper_a_zookeeper_cluster_says_why_there_is_no_time() -> None:
+    """A ZooKeeper-mode cluster watched without --zookeeper: not KRaft's reason, ZooKeeper's."""
+    from kinspect.model import build_snapshot
+    from tests.helpers.model_fixtures import broker_view, zk_view
+
+    snapshot = build_snapshot(None, broker_view(zk_view()), [1, 2, 3], T0)
+    said = {p.state_changed_at for p in snapshot.partitions()}
+    assert said == {Unknown("ZooKeeper not watched (--zookeeper): the time is its state "
+                            "znode's")}

@@ -170,7 +170,7 @@ PARTITION_FACTS: tuple[PartitionFact, ...] = (
     PartitionFact("under_min_isr", "Fact[bool]", "under_min_isr", unknown=True, field=False,
                   flag=Flag("<min-ISR", "min-ISR?"), gauge=_flag_gauge("under_min_isr")),
     PartitionFact("at_min_isr", "Fact[bool]", "at_min_isr", unknown=True, field=False,
-                  flag=Flag("at-min-ISR", "at-min-ISR?"), gauge=_flag_gauge("at_min_isr")),
+                  flag=Flag("at-min-ISR"), gauge=_flag_gauge("at_min_isr")),
     PartitionFact("preferred_leader", "bool", "preferred_leader", field=False,
                   flag=Flag("not-preferred")),  # said when it does not hold
     PartitionFact("views_disagree", "bool", "views_disagree",

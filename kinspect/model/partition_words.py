@@ -124,10 +124,11 @@ def _under_min(p: PartitionInfo, kraft: bool) -> Said:
 
 
 def _at_min(p: PartitionInfo, kraft: bool) -> Said:
-    """At the minimum ISR: said only when not under it, and only when known."""
+    """At the minimum ISR: said only when not under it, and only when known (unknown, the
+    under-min-ISR flag says `?`)."""
     if p.under_min_isr is True or p.at_min_isr is not True:
         return None
-    return _known("at_min_isr", True)
+    return FlagSaid("at_min_isr", _FLAGS["at_min_isr"].word)
 
 
 def _urp(p: PartitionInfo, kraft: bool) -> Said:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, Event, snapshot_from_json
+from kinspect.model.partition_codec import row_decoder
 from kinspect.sources.recording import (
     POINTER_FILE,
     RECORDING_DIR,
@@ -99,6 +100,7 @@ class Segment:
             self.problems.append(problems)
         self._snapshots: dict[int, ClusterSnapshot] = {0: snapshot_from_json(first["s"])}
         self.fields = _row_fields(first)
+        row_decoder(self.fields)  # rows this kinspect cannot read: the segment is unreadable
 
     def __len__(self) -> int:
         return len(self.records)

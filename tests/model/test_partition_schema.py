@@ -254,3 +254,28 @@ def test_without_zookeeper_a_zookeeper_cluster_says_why_there_is_no_time() -> No
     said = {p.state_changed_at for p in snapshot.partitions()}
     assert said == {Unknown("ZooKeeper not watched (--zookeeper): the time is its state "
                             "znode's")}
+
+
+def _without_leader(segment: Path) -> None:
+    records = [json.loads(line) for line in gzip.decompress(segment.read_bytes()).splitlines()]
+    records[0]["fields"] = [f for f in records[0]["fields"] if f != "leader"]
+    segment.write_bytes(gzip.compress(b"".join(json.dumps(r).encode() + b"\n" for r in records)))
+
+
+def test_a_segment_whose_rows_lack_a_required_fact_is_unreadable_not_fatal(
+        tmp_path: Path) -> None:
+    """A keyframe naming fields this kinspect cannot read makes its segment unreadable, as a
+    damaged one is: the recording plays up to it, and one made only of such segments is a
+    one-line error."""
+    from kinspect.errors import KinspectError
+
+    record_story(tmp_path)
+    segments = sorted(tmp_path.glob("seg-*.jsonl.gz"))
+    _without_leader(segments[-1])
+    rec = Recording(tmp_path)
+    assert rec.paths == segments[:-1]
+    assert all(rec.frames(i) for i in range(len(rec.paths)))
+    for segment in segments:
+        _without_leader(segment)
+    with pytest.raises(KinspectError, match="no readable recording"):
+        Recording(tmp_path)

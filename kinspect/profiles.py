@@ -121,8 +121,7 @@ def _bootstrap(bootstrap: Any, where: str) -> str:
     """The profile's bootstrap servers, required and each a host:port."""
     if not isinstance(bootstrap, str) or not bootstrap.strip():
         raise KinspectError(f"{where}: bootstrap is required, e.g. \"broker1:9092,broker2:9092\"")
-    host_ports(bootstrap, f"{where}: bootstrap")
-    return bootstrap.strip()
+    return host_ports(bootstrap, f"{where}: bootstrap")
 
 
 def _zookeeper(zookeeper: Any, where: str) -> str | None:
@@ -131,10 +130,7 @@ def _zookeeper(zookeeper: Any, where: str) -> str | None:
         return None
     if not isinstance(zookeeper, str):
         raise KinspectError(f"{where}: zookeeper must be a string, e.g. \"zk1:2181/kafka\"")
-    host_ports(zookeeper, f"{where}: zookeeper", chroot_allowed=True)
-    if not zookeeper:
-        return None
-    return zookeeper
+    return host_ports(zookeeper, f"{where}: zookeeper", chroot_allowed=True)
 
 
 def _zookeeper_auth(auth: Any, where: str) -> tuple[tuple[str, str], ...]:

@@ -30,7 +30,7 @@ from kinspect import extras
 from kinspect.errors import KinspectError, error_line
 from kinspect.lab import dist, shaping, topology, userns
 from kinspect.lab.backend import UpOptions
-from kinspect.lab.nodes import BROKER_HEAP, CONTROLLER_HEAP, ZK_HEAP, jvm_size_mib
+from kinspect.lab.nodes import heap_for, jvm_size_mib
 
 JAVA_MIN = 17
 # A lab JVM's memory beyond its heap (metaspace, code cache, thread stacks, GC and direct
@@ -424,15 +424,13 @@ def lab_memory_mib(options: UpOptions | None = None) -> int:
 
 
 def _heap(name: str, broker_heap: str | None) -> str:
-    """A node's heap: ZooKeeper's own; a Kafka node's as given, else a broker's or a
-    dedicated controller's default."""
+    """A node's heap, by its role, as the lab gives it (nodes.heap_for)."""
+    role = "controller"
     if name == topology.ZOOKEEPER_NODE:
-        return ZK_HEAP
-    if broker_heap:
-        return broker_heap
-    if topology.broker_id_of(name) is not None:
-        return BROKER_HEAP
-    return CONTROLLER_HEAP
+        role = "zookeeper"
+    elif topology.broker_id_of(name) is not None:
+        role = "broker"
+    return heap_for(role, broker_heap)
 
 
 def memory_check(name: str, need: int, who: str, fix: str, enables: str) -> Check:

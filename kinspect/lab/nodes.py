@@ -237,14 +237,23 @@ def broker_heap_problem(size: str) -> str | None:
 
 
 def heap_of(role: str, state: LabState | None = None) -> str:
-    """A node's -Xmx: the role's default, or the heap `lab up --broker-heap` chose, for the
-    brokers and for dedicated KRaft controllers (they hold the same metadata image)."""
+    """A node's -Xmx in a lab: `heap_for` with the heap its `lab up --broker-heap` chose."""
+    chosen = None
+    if state is not None and state.extra.get("broker_heap"):
+        chosen = str(state.extra["broker_heap"])
+    return heap_for(role, chosen)
+
+
+def heap_for(role: str, chosen: str | None) -> str:
+    """A node's -Xmx: ZooKeeper's own; the chosen heap for the brokers and for dedicated KRaft
+    controllers (they hold the same metadata image), else the role's default."""
     if role == "zookeeper":
         return ZK_HEAP
-    chosen = state.extra.get("broker_heap") if state is not None else None
     if chosen:
-        return str(chosen)
-    return CONTROLLER_HEAP if role == "controller" else BROKER_HEAP
+        return chosen
+    if role == "controller":
+        return CONTROLLER_HEAP
+    return BROKER_HEAP
 
 
 def java_command(dist: KafkaDist, root: Path, node: NodeRecord, lab_id: str,

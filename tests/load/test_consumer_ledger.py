@@ -123,3 +123,15 @@ def test_a_registered_consumer_group_is_named_and_stopped_as_one() -> None:
     assert group.stop_command() == "kinspect consume stop --run-dir /runs/r1"
     assert load.what() == "the load on test1"
     assert load.stop_command() == "kinspect load stop --run-dir /runs/r1"
+
+
+def test_lag_at_end_is_kafka_consumer_groups_lag() -> None:
+    """High watermark less the committed offset, a commit at 0 included (kafka-consumer-groups
+    says the same); never committed: from the log start."""
+    from kinspect.load.consumers.group_run import PartitionOffsets
+
+    assert PartitionOffsets(0, 0, 100, None).lag() == 100
+    assert PartitionOffsets(0, 40, 100, None).lag() == 60
+    assert PartitionOffsets(0, 40, 100, 0).lag() == 100  # was 60: 0 read as "never"
+    assert PartitionOffsets(0, 40, 100, 70).lag() == 30
+    assert PartitionOffsets(0, 0, 100, 100).lag() == 0

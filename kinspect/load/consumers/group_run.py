@@ -57,8 +57,11 @@ class PartitionOffsets:
     committed: int | None
 
     def lag(self) -> int:
-        """What the group has yet to read (from the log start when it never committed)."""
-        return self.high_watermark - (self.committed or self.log_start)
+        """kafka-consumer-groups' LAG: the high watermark less the committed offset (a commit
+        at 0 is a commit); a group that never committed counts from the log start."""
+        if self.committed is None:
+            return self.high_watermark - self.log_start
+        return self.high_watermark - self.committed
 
     def to_json(self) -> JsonObject:
         return {"partition": self.partition, "log_start": self.log_start,

@@ -194,7 +194,8 @@ def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, .
         out.append(unmade("controller", s.controller_unknown.reason))
     out += _by_reason("group_lag", s.groups_unknown, judged=judge_lag)
     out += _by_reason("log_dirs", _disks_unknown(s))
-    out += _by_reason("log_dir_space", _space_unknown(s))
+    # said, never a verdict of its own: a cluster before Kafka 3.3 cannot tell it at all
+    out += _by_reason("log_dir_space", _space_unknown(s), judged=False)
     return tuple(out)
 
 
@@ -208,8 +209,8 @@ def _disks_unknown(s: ClusterSnapshot) -> list[tuple[str, Unknown]]:
     return out
 
 
-SIZES_UNTOLD = Unknown("the broker does not tell its volumes' sizes (DescribeLogDirs v4, Kafka "
-                       "3.3): free space not judged")
+SIZES_UNTOLD = Unknown("the broker did not tell its volume's size (it needs DescribeLogDirs v4, "
+                       "Kafka 3.3, and a volume it can measure): free space not judged")
 
 
 def _space_unknown(s: ClusterSnapshot) -> list[tuple[str, Unknown]]:
@@ -289,7 +290,19 @@ def _critical(s: ClusterSnapshot, found: HealthReport, zk_error: str | None) -> 
             "with it working" for where in found.offline_log_dirs]
     if not found.controller_ok and not zk_error:
         out.append("no controller: no leader can be elected")
+    out += _findings_of(found, Verdict.CRITICAL)
     return tuple(out)
+
+
+# Kinds of finding health says in its own words above (the controller, the offline log dirs),
+# from what the report lists; every other finding is said as itself, by its severity.
+SAID_APART = frozenset({"no_controller", "log_dir_offline"})
+
+
+def _findings_of(found: HealthReport, verdict: Verdict) -> list[str]:
+    """The findings whose severity makes this verdict, each as its message."""
+    return [w.message for w in found.findings
+            if SEVERITY_VERDICT[w.severity] is verdict and w.kind not in SAID_APART]
 
 
 def _warnings(s: ClusterSnapshot, found: HealthReport, max_lag: int | None,
@@ -301,8 +314,7 @@ def _warnings(s: ClusterSnapshot, found: HealthReport, max_lag: int | None,
     out += _listed("in a reassignment that made no progress while health watched it",
                    tuple(n for n in watched if n not in found.stalled))
     out += _controller_disagrees(s)
-    # Every finding short of critical (the critical ones are said by their own lines above).
-    out += [w.message for w in found.findings if w.severity is not Severity.CRITICAL]
+    out += _findings_of(found, Verdict.WARNING)
     out += _lagging(s, max_lag, max_lag_s)
     return tuple(out)
 
@@ -413,8 +425,6 @@ def assess(s: ClusterSnapshot, zk_error: str | None = None, max_lag: int | None 
     found = kafka_lists(s)
     return replace(found, critical=_critical(s, found, zk_error),
                    warnings=_warnings(s, found, max_lag, watched, max_lag_s), unchecked=missing)
-
-
 
 
 def elr_explained(p: PartitionInfo) -> str | None:

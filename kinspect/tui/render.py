@@ -85,8 +85,6 @@ def clock_text(ts_ms: int) -> str:
     return time.strftime("%H:%M:%S", local) + f".{ts_ms % 1000:03d}"
 
 
-
-
 def header_text(snapshot: ClusterSnapshot | None, now_ms: int, title: str,
                 problems: tuple[str, ...] = (), engine: str = "",
                 health: Verdict | None = None) -> Text:

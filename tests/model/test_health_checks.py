@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kinspect.model import (
     BrokerLogDirs,
+    ClusterFinding,
     ClusterSnapshot,
     ConfigValue,
     ControllerAnswer,
@@ -61,13 +62,35 @@ def test_a_log_dir_nearly_full_is_a_disk_warning_not_a_risky_setting() -> None:
 
 def test_a_log_dir_whose_sizes_are_not_told_is_an_unmade_space_check() -> None:
     """Before Kafka 3.3 the volume's sizes are not told: log_dir_space is unchecked, with its
-    reason, and nothing is found."""
+    reason, and nothing is found. It is said at info: a cluster that cannot tell it at all is
+    not "unknown" (exit 3) for ever."""
     s = with_disk((LogDir("/data/a", None),))
     space = [u for u in unchecked(s) if u.check == "log_dir_space"]
     assert [(u.severity, u.reason, u.subjects) for u in space] == [
-        (Severity.WARN, SIZES_UNTOLD.reason, ("broker 2: /data/a",))]
+        (Severity.INFO, SIZES_UNTOLD.reason, ("broker 2: /data/a",))]
+    report = assess(s)
+    assert any(u.check == "log_dir_space" for u in report.unchecked)
+    assert report.verdict == verdict_without_disks(s)
     assert "log_dir_nearly_full" not in {f.kind for f in s.findings}
     assert "log dirs' free space unknown for 1: broker 2: /data/a" in space[0].text
+
+
+def verdict_without_disks(s: ClusterSnapshot) -> str:
+    """The verdict of the same snapshot with no log dirs told at all."""
+    brokers = tuple(dataclasses.replace(b, log_dirs=None) for b in s.brokers)
+    return str(assess(dataclasses.replace(s, brokers=brokers)).verdict)
+
+
+def test_a_critical_finding_of_any_kind_makes_the_verdict_critical() -> None:
+    """A finding's severity decides where health files it: a critical kind added to the
+    registry pages (it was said on screen and judged healthy)."""
+    base = demo_snapshot()
+    new = ClusterFinding("a_new_kind", "a new critical thing", severity=Severity.CRITICAL)
+    report = assess(dataclasses.replace(base, findings=(*base.findings, new)))
+    assert "a new critical thing" in report.critical and report.verdict == "critical"
+    warn = ClusterFinding("another_kind", "a new warning", severity=Severity.WARN)
+    quiet = dataclasses.replace(base, findings=(warn,))
+    assert "a new warning" in assess(quiet).warnings
 
 
 def every_kind() -> list[ClusterSnapshot]:

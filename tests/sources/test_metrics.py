@@ -81,3 +81,14 @@ def test_every_check_of_the_registry_is_exported_with_its_findings() -> None:
     assert kinds == {k.key for c in HEALTH_CHECKS for k in c.kinds}
     checks = {dict(labels)["check"] for name, labels in samples if name == "kinspect_unchecked"}
     assert checks == {c.key for c in HEALTH_CHECKS}
+
+
+def test_an_unmade_check_health_does_not_judge_is_not_counted() -> None:
+    """A group not describable is said at info when lag is not judged (the exporter judges
+    none): counted, KinspectChecksUnmade would page for what health does not judge."""
+    snapshot = demo_snapshot()
+    refused = dataclasses.replace(snapshot, groups_unknown=(
+        ("orders-app", Unknown("GROUP_AUTHORIZATION_FAILED")),))
+    metrics = SnapshotMetrics()
+    metrics.observe(refused, [])
+    assert scrape(metrics)[("kinspect_unchecked", (("check", "group_lag"),))] == 0

@@ -19,7 +19,7 @@ from kinspect.errors import KinspectError
 from kinspect.model import ClusterSnapshot, EligibleLeaders, HealthReport, Verdict, assess
 from kinspect.model.assessment import EXIT_CODES, copying, elr_explained, stalled_between
 from kinspect.model.events import JsonObject
-from kinspect.model.health_checks import CHECK_OF
+from kinspect.model.health_checks import check_key
 from kinspect.model.serialize import seconds, unchecked_to_json
 from kinspect.model.severity import Severity
 from kinspect.profiles import redact
@@ -164,16 +164,9 @@ def _findings(report: HealthReport) -> list[JsonObject]:
     missing is the brokers' check, not a risky setting)."""
     out: list[JsonObject] = []
     for w in report.findings:
-        out.append({"kind": w.kind, "check": _check_key(w.kind),
+        out.append({"kind": w.kind, "check": check_key(w.kind),
                     "severity": w.severity, "message": w.message})
     return out
-
-
-def _check_key(kind: str) -> str | None:
-    check = CHECK_OF.get(kind)
-    if check is None:
-        return None
-    return check.key
 
 
 def health_json(snapshot: ClusterSnapshot, zk_error: str | None = None,

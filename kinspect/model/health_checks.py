@@ -121,7 +121,7 @@ CHECKS: dict[str, HealthCheck] = {c.key: c for c in HEALTH_CHECKS}
 # Each kind of cluster finding: the check that makes it.
 CHECK_OF: dict[str, HealthCheck] = {k.key: c for c in HEALTH_CHECKS for k in c.kinds}
 KINDS: dict[str, FindingKind] = {k.key: k for c in HEALTH_CHECKS for k in c.kinds}
-LATE_RANK = 3  # a kind the registry does not name (an old recording's) sorts last
+LATE_RANK = 3  # a kind the registry does not name (an old recording's): with the settings' kinds
 
 
 def area_of(kind: str) -> Area | None:
@@ -130,6 +130,14 @@ def area_of(kind: str) -> Area | None:
     if check is None:
         return None
     return check.area
+
+
+def check_key(kind: str) -> str | None:
+    """The key of the check that makes this kind of finding (None: a kind no check makes)."""
+    check = CHECK_OF.get(kind)
+    if check is None:
+        return None
+    return check.key
 
 
 def checks_table() -> str:

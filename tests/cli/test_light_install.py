@@ -1,8 +1,11 @@
-"""The light install, end to end, as `pip install kinspect` gives it: the wheel built from this
-checkout, installed without extras in a fresh venv from the package registry pip is configured
-with (constraints.txt pins the versions). It leaves the extras' packages out, weighs at most
-80 MB, and its `snapshot`, `health` and TUI work against the session lab, checked against
-ZooKeeper and Kafka's own kafka-topics; a command that needs an extra says which in one line."""
+"""The light install, end to end, as `pip install kinspect` gives it: the sdist and the wheel
+`python -m build` makes from this checkout (`twine check` passes both), the wheel installed
+without extras in a fresh venv from the package registry pip is configured with
+(constraints.txt pins the versions). It leaves the extras' packages out, weighs at most 80 MB,
+and its `snapshot`, `health` and TUI work against the session lab, checked against ZooKeeper
+and Kafka's own kafka-topics; a command that needs an extra says which in one line. The same
+wheel with `[all]` says its version, checks the lab's health and makes a post-mortem of the
+smallest run."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from kazoo.client import KazooClient
 from kinspect.lab.topics import create_topics
 from tests.helpers import wait_until
 from tests.helpers.oracles import kafka_topics
+from tests.helpers.rundirs import clean_run
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -43,22 +47,43 @@ def run(*command: str | Path, timeout: float = 600) -> str:
 
 
 @pytest.fixture(scope="module")
-def light_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One wheel and one venv for the module. The wheel is built from a copy of the sources: a
-    build in the checkout leaves build/ there, whose stale modules a later wheel would take."""
-    work = tmp_path_factory.mktemp("light")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel, as a release makes them (`python -m build`), which `twine check`
+    passes; one build for the module. It is made from a copy of the sources: a build in the
+    checkout leaves build/ there, whose stale modules a later wheel would take."""
+    work = tmp_path_factory.mktemp("dist")
     source = work / "source"
     shutil.copytree(ROOT / "kinspect", source / "kinspect",
                     ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "wheel", source)
-    wheel = next((work / "wheel").glob("kinspect-*.whl"))
+    run(sys.executable, "-m", "build", "-o", work / "dist", source)
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    built = sorted(p.name for p in (work / "dist").iterdir())
+    assert built == [f"kinspect-{version}-py3-none-any.whl", f"kinspect-{version}.tar.gz"], built
+    checked = run(sys.executable, "-m", "twine", "check", "--strict", *(work / "dist").iterdir())
+    assert checked.count("PASSED") == 2, checked
+    return work / "dist"
+
+
+def venv_with(dist: Path, work: Path, extras: str = "") -> Path:
+    """A fresh venv holding the wheel (and `extras`), the versions constraints.txt pins."""
+    wheel = next(dist.glob("kinspect-*.whl"))
     venv = work / "venv"
     run(getattr(sys, "_base_executable", sys.executable), "-m", "venv", venv)
     run(venv / "bin" / "python", "-m", "pip", "install", "-q", "-c", ROOT / "constraints.txt",
-        wheel)
+        f"{wheel}{extras}")
     return venv
+
+
+@pytest.fixture(scope="module")
+def light_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return venv_with(dist, tmp_path_factory.mktemp("light"))
+
+
+@pytest.fixture(scope="module")
+def all_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return venv_with(dist, tmp_path_factory.mktemp("all"), "[all]")
 
 
 def light(venv: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -135,13 +160,11 @@ def test_snapshot_from_the_light_venv_matches_zookeeper_and_kafka_topics(
     assert sum(line.startswith(TOPIC) for line in text.stdout.splitlines()) == 3
 
 
-def test_health_from_the_light_venv_matches_zookeeper_and_kafka_topics(
-        light_venv: Path, lab: dict[str, Any], zk: KazooClient,
-        light_topic: list[dict[str, Any]]) -> None:
+def health_agrees(venv: Path, zk: KazooClient) -> None:
     """kafka-topics saw TOPIC fully in sync (light_topic): health flags none of it, and names
     the brokers ZooKeeper holds as registered and answering."""
     def agrees() -> bool:
-        done = light(light_venv, "health", "--json", "--timeout", "10")
+        done = light(venv, "health", "--json", "--timeout", "10")
         report = json.loads(done.stdout)
         assert done.returncode == report["exit_code"], done.stderr
         brokers = sorted(int(b) for b in zk.get_children("/brokers/ids"))
@@ -149,7 +172,30 @@ def test_health_from_the_light_venv_matches_zookeeper_and_kafka_topics(
         return (report["brokers"]["registered"] == report["brokers"]["answering"] == brokers
                 and not {n for n in flagged if n.startswith(f"{TOPIC}-")})
 
-    wait_until(agrees, 60, "the light health report to agree with kafka-topics", interval=1)
+    wait_until(agrees, 60, f"the health report of {venv} to agree with kafka-topics", interval=1)
+
+
+def test_health_from_the_light_venv_matches_zookeeper_and_kafka_topics(
+        light_venv: Path, zk: KazooClient, light_topic: list[dict[str, Any]]) -> None:
+    health_agrees(light_venv, zk)
+
+
+def test_the_all_venv_says_its_version_checks_health_and_makes_a_post_mortem(
+        all_venv: Path, zk: KazooClient, light_topic: list[dict[str, Any]],
+        tmp_path: Path) -> None:
+    """The wheel with every extra: its version, health against the lab, and a post-mortem of the
+    smallest run (tests/helpers/rundirs.clean_run: 100 records, all acked, none lost)."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    done = light(all_venv, "--version")
+    assert (done.returncode, done.stdout) == (0, f"kinspect {version}\n")
+    health_agrees(all_venv, zk)
+    done = subprocess.run([str(all_venv / "bin" / "kinspect"), "postmortem",
+                           str(clean_run(tmp_path / "run")), "--json"],
+                          capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["acked"], report["acked_lost"]) == (100, 0)
 
 
 def tmux(*args: str) -> str:

@@ -42,10 +42,11 @@ def test_no_test_module_imports_another() -> None:
 
 
 def test_tests_are_laid_out_by_layer() -> None:
-    """A test folder per layer of kinspect/ (plus helpers): no catch-all tests/unit."""
+    """A test folder per layer of kinspect/ (plus helpers, and docs for the site in docs/): no
+    catch-all tests/unit."""
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith(
         ("_", "."))}
-    assert folders - {"helpers"} <= set(LAYERS), folders
+    assert folders - {"helpers", "docs"} <= set(LAYERS), folders
     assert not (ROOT / "tests" / "unit").exists()
 
 

@@ -20,11 +20,14 @@ Kafka takes it offline (12-full-disk.svg), then kafka2's broker view sorted by h
 (13-broker-view.svg).
 With --lesson, on the lab: lesson 2 (acks=1, the leader cut off) asked, narrated in Chinese at
 80x24 and revealed (9-, 10-, 11-lesson-*.svg); its scenario resets the lab (about 2 min).
+With --site, no lab: the docs site built (`mkdocs build --strict`) and its front page as
+headless Chromium draws it (site-front-page.png; Debian's `chromium` package).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import tempfile
@@ -347,6 +350,18 @@ def chart(run_dir: Path | None) -> None:
     print(f"chart written: {redraw(run_dir, HERE / 'postmortem-timeline.png')}", file=sys.stderr)
 
 
+def site_front_page() -> None:
+    """site-front-page.png: the built site's home page in a real browser, 1280x1000."""
+    root = HERE.parent
+    subprocess.run([str(Path(sys.executable).parent / "mkdocs"), "build", "--strict", "--quiet"],
+                   cwd=root, check=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    shot = HERE / "site-front-page.png"
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=1280,1000", f"--screenshot={shot}",
+                    (root / "site" / "index.html").as_uri()], check=True, capture_output=True)
+    print(f"site front page written: {shot}", file=sys.stderr)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--chart"]:
         chart(Path(sys.argv[2]) if len(sys.argv) > 2 else None)
@@ -358,6 +373,8 @@ if __name__ == "__main__":
         asyncio.run(take_disk())
     elif sys.argv[1:2] == ["--lesson"]:
         asyncio.run(take_lesson())
+    elif sys.argv[1:2] == ["--site"]:
+        site_front_page()
     else:
         asyncio.run(take())
         chart(None)

@@ -149,8 +149,8 @@ def _clusters(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise KinspectError(f"no config file at {path} (profiles live there; see README, "
-                            "On call)") from None
+        raise KinspectError(f"no config file at {path} (profiles live there; see "
+                            "docs/guides/on-call.md#profiles)") from None
     except OSError as exc:
         raise KinspectError(f"cannot read {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

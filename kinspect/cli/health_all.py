@@ -67,8 +67,8 @@ def judge(profile: str, args: argparse.Namespace) -> ClusterVerdict:
 def cmd_health_all(args: argparse.Namespace) -> int:
     names = profile_names(args.config)
     if not names:
-        raise KinspectError("--all: the profiles file has no [clusters.NAME] (see README, "
-                            "On call)")
+        raise KinspectError("--all: the profiles file has no [clusters.NAME] (see "
+                            "docs/guides/on-call.md#profiles)")
     with ThreadPoolExecutor(max_workers=min(PARALLEL, len(names))) as pool:
         verdicts = list(pool.map(lambda name: judge(name, args), names))
     code = worst([v.exit_code for v in verdicts])

@@ -124,8 +124,8 @@ def _shared_paths(master: str) -> Iterator[None]:
             raise
         raise KinspectError(f"the executors of {master} cannot read {missing.group(1)}: on a "
                             "cluster the run dir (and --out) must be at the same path on every "
-                            "executor, on a shared file system (README: Running the post-mortem "
-                            "on a Spark cluster)") from None
+                            "executor, on a shared file system (docs/guides/postmortem.md"
+                            "#running-the-post-mortem-on-a-spark-cluster)") from None
 
 
 def _postmortem(args: argparse.Namespace, conf: dict[str, str],

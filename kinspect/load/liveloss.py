@@ -15,7 +15,7 @@ one when it starts at or past the epoch start and every write in it acknowledged
 leader's log end was measured lies below that end (a producer still writing to the cut-off
 leader climbs past it). Every other run's acknowledgements at or past the epoch start are
 doomed. The count is the post-mortem's
-acked-but-lost, known while it happens; they agree when the run is over (README: tolerance).
+acked-but-lost, known while it happens; they agree when the run is over (docs/guides/demo.md: the tolerance).
 
 `LedgerTail` reads each ledger chunk once, as the producers write them (every 500 ms), and
 keeps each producer's acknowledgements of a partition as ranges of consecutive offsets

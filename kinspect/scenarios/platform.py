@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from kinspect.lab import dist
 
-# What a scenario's `needs` may name, and what each asks of the platform (README, "Writing a
-# scenario"): netem is the kernel's, the rest are the lab's.
+# What a scenario's `needs` may name, and what each asks of the platform
+# (docs/development/scenarios.md): netem is the kernel's, the rest are the lab's.
 NEEDS: dict[str, str] = {
     "netem": "the kernel's netem (delay, loss), else tbf stands in where it can",
     "kraft": "a KRaft lab: a controller quorum to break",

@@ -43,7 +43,7 @@ STEP_WORDS = tuple(STEP_FAULTS)
 # heal, unslow) repair, and do not count as the fault having happened.
 DISRUPTIVE = frozenset(do for do, (kind, _) in STEP_FAULTS.items() if kind.disruptive)
 ROLE_TARGETS = ("leader", "follower", "followers", "controller", "offsets-leader", "all")
-# What an [expect] condition may name, and what each means (README, "Writing a scenario").
+# What an [expect] condition may name, and what each means (docs/development/scenarios.md).
 METRICS: dict[str, str] = {
     "acked": "messages the producer saw acknowledged",
     "in_log": "messages in the final log",

@@ -39,7 +39,7 @@ from kinspect.postmortem.story.lanes import (
     pack,
 )
 
-WIDTH_IN, DPI = 10.5, 100  # 1050 px: the README's width
+WIDTH_IN, DPI = 10.5, 100  # 1050 px: the width of a docs page
 FONT = 10.0
 SMALL = FONT - 1  # the words inside the leaders lane
 ACKED, FAILED, LED, LOST, TRUNC = "#2ca02c", "#d62728", "#1f77b4", "#ff9f1c", "#7b1fa2"

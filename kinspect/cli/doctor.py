@@ -14,14 +14,15 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kinspect.lab.host_checks import Diagnosis, Status, UsePath
+from kinspect.model.exits import BAD_INPUT, MISSING, READY
 
 if TYPE_CHECKING:
     from kinspect.model.events import JsonObject
 
 SCHEMA = 1
-EXIT_HELP = ("exit codes: 0 a lab with network faults (partitions, slow links) can run here; "
-             "1 something it needs is missing (the summary names which, each check its fix); "
-             "2 a usage error")
+# The epilog, from the one table of exit codes (model/exits.py).
+EXIT_HELP = (f"exit codes: {READY.code} {READY.means}; {MISSING.code} {MISSING.means}; "
+             f"{BAD_INPUT.code} a usage error")
 COLOURS = {Status.OK: "32", Status.WARN: "33", Status.MISSING: "31", Status.UNKNOWN: "35"}
 STATUS_WIDTH = 9  # MISSING and a space
 VERDICTS = {True: ("yes", "32"), False: ("no ", "31")}  # a path works here: word, colour

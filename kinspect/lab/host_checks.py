@@ -31,6 +31,7 @@ from kinspect.errors import KinspectError, error_line
 from kinspect.lab import dist, shaping, topology, userns
 from kinspect.lab.backend import UpOptions
 from kinspect.lab.nodes import heap_for, jvm_size_mib
+from kinspect.model.exits import MISSING, READY
 
 JAVA_MIN = 17
 # A lab JVM's memory beyond its heap (metaspace, code cache, thread stacks, GC and direct
@@ -109,7 +110,9 @@ class Diagnosis:
     @property
     def exit_code(self) -> int:
         """0: a lab with network faults can run here; 1: something it needs is missing."""
-        return 0 if self.faults_path else 1
+        if self.faults_path:
+            return READY.code
+        return MISSING.code
 
     @property
     def missing(self) -> tuple[str, ...]:

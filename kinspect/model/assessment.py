@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from kinspect.model.exits import VERDICT_CODES
 from kinspect.model.facts import Fact, Unknown, unanswered
 from kinspect.model.health_checks import CHECKS, Area, area_of
 from kinspect.model.partition_words import ids
@@ -48,8 +49,8 @@ class Verdict(StrEnum):
         return EXIT_CODES[self]
 
 
-EXIT_CODES = {Verdict.HEALTHY: 0, Verdict.WARNING: 1, Verdict.CRITICAL: 2, Verdict.UNKNOWN: 3,
-              Verdict.UNREACHABLE: 3}
+# Each verdict's exit code, from the one table of exit codes (exits.py).
+EXIT_CODES = {verdict: VERDICT_CODES[verdict] for verdict in Verdict}
 RANK = {Verdict.HEALTHY: 0, Verdict.WARNING: 1, Verdict.CRITICAL: 2}
 SEVERITY_VERDICT = {Severity.INFO: Verdict.HEALTHY, Severity.WARN: Verdict.WARNING,
                     Severity.ERROR: Verdict.CRITICAL, Severity.CRITICAL: Verdict.CRITICAL}

@@ -78,20 +78,20 @@ images: docker-engine kafka
 
 # Style, types, and the layers (import-linter contracts in pyproject.toml).
 lint: system-deps venv
-	$(VENV)/bin/ruff check kinspect tests bench screenshots docker
-	$(VENV)/bin/mypy kinspect bench screenshots
+	$(VENV)/bin/ruff check kinspect tests bench screenshots docker docs
+	$(VENV)/bin/mypy kinspect bench screenshots docs/generate.py
 	$(VENV)/bin/lint-imports
 
 bench: setup
 	$(PY) -m bench.run
 
-# Every scenario on ZooKeeper 3.9, KRaft 3.9 and KRaft 4.x (rewrites the README's tables; about
+# Every scenario on ZooKeeper 3.9, KRaft 3.9 and KRaft 4.x (rewrites docs/reference/scenarios.md's tables; about
 # 100 runs of 1-2 min each) and the tests `make test` leaves out (extended).
 # `make matrix BACKEND=docker` runs them on the docker lab; MATRIX_ARGS="--names a b" narrows.
 MATRIX_ARGS ?=
 matrix: setup docker-engine images
 	$(if $(filter-out auto,$(BACKEND)),KINSPECT_BACKEND=$(BACKEND)) $(KINSPECT) scenario matrix \
-	  --modes zookeeper,kraft --kafka 3,4 --markdown --out README.md $(MATRIX_ARGS)
+	  --modes zookeeper,kraft --kafka 3,4 --markdown --out docs/reference/scenarios.md $(MATRIX_ARGS)
 	$(PY) -m pytest -m extended $(PYTEST_ARGS)
 
 screenshots: setup

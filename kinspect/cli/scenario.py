@@ -118,7 +118,7 @@ def register(commands: Any) -> None:
                              "pinned 3.9.x")
     matrix.add_argument("--markdown", action="store_true", help="print a Markdown table")
     matrix.add_argument("--out", type=Path, help="also write the table to this file; in a file "
-                        f"holding the lines {MARK_START} and {MARK_END} (the README), only "
+                        f"holding the lines {MARK_START} and {MARK_END} (docs/reference/scenarios.md), only "
                         "the block between them is replaced")
     matrix.set_defaults(handler=cmd_matrix)
 

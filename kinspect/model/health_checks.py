@@ -2,9 +2,10 @@
 how bad a finding is, and what it says when it could not look.
 
 `kinspect health`, `snapshot --json`'s `unchecked`, the screen's warnings panel, the exporter
-and the README's table of checks all read this registry. A cluster finding's kind (a
-`ClusterFinding` in a snapshot) belongs to one check, which files it: the settings check's
-findings are `health --json`'s `risky_settings`, a broker missing is the brokers' check.
+and the docs' page of checks (docs/reference/health-checks.md) all read this registry. A
+cluster finding's kind (a `ClusterFinding` in a snapshot) belongs to one check, which files
+it: the settings check's findings are `health --json`'s `risky_settings`, a broker missing
+is the brokers' check.
 
 To add a check: declare it here (and its findings' kinds), find it (findings.py for a
 finding about the cluster, assessment.py for what `assess` reads off the partitions), and say
@@ -141,8 +142,8 @@ def check_key(kind: str) -> str | None:
 
 
 def checks_table() -> str:
-    """The README's table of checks, rendered from the registry (tests/model/test_health_checks.py
-    rewrites it under --update-goldens)."""
+    """The table of checks on docs/reference/health-checks.md, rendered from the registry
+    (python -m docs.generate writes the page)."""
     lines = ["| check | severity | looks at | finds | filed under | its findings' kinds | "
              "cannot check when |",
              "|---|---|---|---|---|---|---|"]

@@ -1,4 +1,4 @@
-"""Result rows as a terminal table or as Markdown (the README's workshop matrix)."""
+"""Result rows as a terminal table or as Markdown (the docs' workshop matrix)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def text_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The terminal columns plus the source material's figure, for the README."""
+    """The terminal columns plus the source material's figure, for the docs' matrix."""
     columns = (*COLUMNS, ("source", "2018 / source"))
     head = "| " + " | ".join(title for _, title in columns) + " |"
     rule = "|" + "|".join("---" if k in ("scenario", "source") else "---:" for k, _ in columns) + "|"

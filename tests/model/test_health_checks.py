@@ -22,14 +22,12 @@ from kinspect.model import (
 )
 from kinspect.model.assessment import SIZES_UNTOLD, assess, unchecked
 from kinspect.model.findings import cluster_findings
-from kinspect.model.health_checks import CHECK_OF, CHECKS, HEALTH_CHECKS, KINDS, Area, checks_table
+from kinspect.model.health_checks import CHECK_OF, CHECKS, HEALTH_CHECKS, KINDS, Area
 from kinspect.model.severity import Severity
 from tests.helpers.kraft_fixtures import kraft_snapshot, kraft_view, quorum
 from tests.helpers.model_fixtures import T0, broker_view, demo_snapshot, zk_view
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
-START, END = "<!-- checks:start -->", "<!-- checks:end -->"
 # Checks whose unknown is said by another check's Unchecked (the same refused setting).
 SAID_BY = {"at_min_isr": "under_min_isr"}
 
@@ -176,18 +174,6 @@ def test_every_check_has_its_words() -> None:
         words = (c.key, c.looks_at, c.finding, c.unknown, c.unknown_when)
         assert all(w.strip() for w in words), c.key
         assert re.fullmatch(r"[a-z_0-9]+", c.key), c.key
-        assert "|" not in "".join(words), f"{c.key}: a | breaks the README's table"
+        assert "|" not in "".join(words), f"{c.key}: a | breaks the reference page's table"
         for k in c.kinds:
             assert k.severity.rank <= c.severity.rank, k.key
-
-
-def test_the_readmes_table_of_checks_is_the_registrys(update_goldens: bool) -> None:
-    head, rest = README.read_text().split(START)
-    shown, tail = rest.split(END)
-    table = f"\n{checks_table()}\n"
-    if update_goldens:
-        README.write_text(f"{head}{START}{table}{END}{tail}")
-        shown = table
-    stale = "the README's table of checks is stale: run pytest --update-goldens " \
-            "tests/model/test_health_checks.py"
-    assert shown == table, stale

@@ -75,18 +75,34 @@ def table(header: tuple[str, ...], rows: Sequence[tuple[object, ...]]) -> str:
 # -- commands -----------------------------------------------------------------------------
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
     for action in parser._actions:  # argparse has no public walk of its subparsers
         if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
+            return action
+    return None
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = _subparsers(parser)
+    if action is None:
+        return {}
+    return dict(action.choices)
+
+
+def _summaries(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each subcommand's one line, as its parent's --help lists it."""
+    action = _subparsers(parser)
+    if action is None:
+        return {}
+    return {choice.dest: choice.help or "" for choice in action._choices_actions}
 
 
 def _walk(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()
-          ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    """Every command, depth first: ("lab",), ("lab", "up"), …"""
+          ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser, str]]:
+    """Every command with its one line, depth first: ("lab",), ("lab", "up"), …"""
+    summaries = _summaries(parser)
     for word, sub in _subcommands(parser).items():
-        yield (*words, word), sub
+        yield (*words, word), sub, summaries.get(word, "")
         yield from _walk(sub, (*words, word))
 
 
@@ -116,9 +132,11 @@ def _options(parser: argparse.ArgumentParser) -> str:
     return table(("option", "argument", "what it does"), rows)
 
 
-def _command(words: tuple[str, ...], parser: argparse.ArgumentParser) -> str:
+def _command(words: tuple[str, ...], parser: argparse.ArgumentParser, summary: str) -> str:
     subs = _subcommands(parser)
-    parts = [f"## kinspect {' '.join(words)}", "", cell(parser.description or "")]
+    parts = [f"## kinspect {' '.join(words)}", "", cell(summary)]
+    if parser.description:
+        parts += ["", cell(parser.description)]
     if subs:
         parts += ["", "Subcommands: " + ", ".join(
             f"[{w}](#kinspect-{'-'.join((*words, w))})" for w in subs) + "."]
@@ -128,7 +146,7 @@ def _command(words: tuple[str, ...], parser: argparse.ArgumentParser) -> str:
 
 def commands(_: str) -> str:
     root = build_parser()
-    return "\n\n".join([_options(root)] + [_command(w, p) for w, p in _walk(root)])
+    return "\n\n".join([_options(root), *(_command(w, p, line) for w, p, line in _walk(root))])
 
 
 # -- keys, lessons, checks, exit codes, metrics ----------------------------------------------
@@ -199,15 +217,19 @@ def _expectations(scenario: Scenario) -> tuple[str, ...]:
                  for _, mode, kafka in PLATFORMS)
 
 
+def _scenario(s: Scenario) -> str:
+    """One scenario: what it does and why, the source's figure, and what each platform must show."""
+    rows = [(label, f"`{text}`") for (label, _, _), text in zip(PLATFORMS, _expectations(s), strict=True)]
+    parts = [f"### {s.name}", "", f"**{cell(s.title)}.** {cell(s.why)}", ""]
+    if s.source:
+        parts += [f"The source material: {cell(s.source)}", ""]
+    return "\n".join([*parts, table(("on", "expected"), rows)])
+
+
 def scenarios(current: str) -> str:
-    rows: list[tuple[object, ...]] = []
-    for s in catalog.builtin():
-        rows.append((f"<a id=\"{s.name}\"></a>`{s.name}`", s.title, s.why,
-                     *_expectations(s), s.source or "—"))
-    header = ("scenario", "what it does", "why", *(f"expects on {p[0]}" for p in PLATFORMS),
-              "source")
     matrix = "\n\n".join(_kept(current, marks) for marks in KEPT_BLOCKS)
-    return ("## The catalogue\n\n" + table(header, rows) + "\n\n## The latest matrix\n\n"
+    listed = "\n\n".join(_scenario(s) for s in catalog.builtin())
+    return ("## The catalogue\n\n" + listed + "\n\n## The latest matrix\n\n"
             "Written by `make matrix` (`kinspect scenario matrix --markdown --out "
             "docs/reference/scenarios.md`), from real "
             "runs: the first table is ZooKeeper 3.9 in full beside the source material's "

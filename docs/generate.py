@@ -75,7 +75,8 @@ def table(header: tuple[str, ...], rows: Sequence[tuple[object, ...]]) -> str:
 # -- commands -----------------------------------------------------------------------------
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
+def _subparsers(parser: argparse.ArgumentParser
+                ) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
     for action in parser._actions:  # argparse has no public walk of its subparsers
         if isinstance(action, argparse._SubParsersAction):
             return action

@@ -30,7 +30,7 @@ def test_every_vocabulary_reaches_its_page() -> None:
     assert all(f"| {e.code} | {e.scope} | {e.word} |" in pages["README.md"]
                for e in generate.EXITS)
     names = [s.name for s in generate.catalog.builtin()]
-    assert all(f"`{name}`" in pages["scenarios.md"] for name in names)
+    assert all(f"\n### {name}\n" in pages["scenarios.md"] for name in names)
     assert "## kinspect lab up" in pages["commands.md"]
 
 

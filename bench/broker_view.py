@@ -7,7 +7,7 @@ press: during a failover that includes the snapshot draws in flight), and the ev
 stalls, the longest a key can wait before it is handled; idle and during a whole-cluster
 failover. There is no peer to put beside it: no other
 tool's broker view can run against a stand-in; kafka-log-dirs' per-broker answer on a real lab
-is in bench/README.md's log-dirs figures.
+is in the log-dirs figures of docs/performance/index.md.
 
     python -m bench.broker_view [--partitions N]
 """

@@ -79,7 +79,7 @@ images: docker-engine kafka
 # Style, types, and the layers (import-linter contracts in pyproject.toml).
 lint: system-deps venv
 	$(VENV)/bin/ruff check kinspect tests bench screenshots docker docs
-	$(VENV)/bin/mypy kinspect bench screenshots docs/generate.py
+	$(VENV)/bin/mypy kinspect bench screenshots docs/generate.py docs/performance/charts.py
 	$(VENV)/bin/lint-imports
 
 bench: setup

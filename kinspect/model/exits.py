@@ -4,7 +4,8 @@ its word and what it means.
 The health verdicts' codes (`Verdict.exit_code`, Nagios' OK, WARNING, CRITICAL, UNKNOWN),
 doctor's (its `--help` epilog and `Diagnosis.exit_code`), bad input's (`KinspectError`, a usage
 error) and an interrupted command's are read from here, and so is the reference page of exit
-codes (docs.generate). A test fails when a code is returned that this table does not hold.
+codes (docs.generate). The CLI's dispatcher and `KinspectError` keep literals of their own
+(importing the model would slow every start): tests/cli/test_exit_codes.py holds them to it.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def _subparsers(parser: argparse.ArgumentParser
     return None
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     action = _subparsers(parser)
     if action is None:
         return {}
@@ -102,7 +102,7 @@ def _walk(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()
           ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser, str]]:
     """Every command with its one line, depth first: ("lab",), ("lab", "up"), …"""
     summaries = _summaries(parser)
-    for word, sub in _subcommands(parser).items():
+    for word, sub in subcommands(parser).items():
         yield (*words, word), sub, summaries.get(word, "")
         yield from _walk(sub, (*words, word))
 
@@ -134,7 +134,7 @@ def _options(parser: argparse.ArgumentParser) -> str:
 
 
 def _command(words: tuple[str, ...], parser: argparse.ArgumentParser, summary: str) -> str:
-    subs = _subcommands(parser)
+    subs = subcommands(parser)
     parts = [f"## kinspect {' '.join(words)}", "", cell(summary)]
     if parser.description:
         parts += ["", cell(parser.description)]

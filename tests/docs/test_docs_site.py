@@ -5,7 +5,6 @@ anchors between pages; these check what it cannot."""
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from docs.generate import subcommands
 from kinspect.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -53,19 +53,11 @@ def _command_lines(path: Path) -> list[CommandLine]:
     return [CommandLine(where, line) for line in found]
 
 
-def _command_words(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """A parser's subcommands by name (none for a leaf)."""
-    for action in parser._actions:  # argparse has no public walk of its subparsers
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
-
-
 def _names_a_command(argv: list[str]) -> bool:
     """`kinspect scenario run` in prose names a command; it is not an invocation."""
     parser = build_parser()
     for word in argv:
-        parser = _command_words(parser).get(word)  # type: ignore[assignment]
+        parser = subcommands(parser).get(word)  # type: ignore[assignment]
         if parser is None:
             return False
     return True

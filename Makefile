@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KINSPECT := $(VENV)/bin/kinspect
 DEBIAN_PACKAGES := iproute2 iptables kcat tmux procps maven openjdk-17-jre-headless python3-venv \
-                   debootstrap util-linux iputils-ping prometheus
+                   debootstrap util-linux iputils-ping prometheus fuse3
 
 .PHONY: demo test test-fast setup system-deps venv kafka spark-archive lint bench down screenshots matrix \
 	docker-engine images lock bytecode docs docs-serve

@@ -13,7 +13,7 @@ import importlib.util
 from collections.abc import Sequence
 
 EXTRAS: dict[str, frozenset[str]] = {  # extra -> the top-level modules it installs
-    "lab": frozenset({"docker", "cryptography", "jwt"}),
+    "lab": frozenset({"docker", "cryptography", "jwt", "mfusepy"}),
     "load": frozenset({"numpy", "pyarrow"}),
     "postmortem": frozenset({"pyspark", "pyarrow", "numpy", "matplotlib"}),
 }
@@ -26,7 +26,7 @@ COMMAND_EXTRAS: dict[str, str] = {
 }
 # Outside a command (the TUI's keys): numpy and pyarrow are the post-mortem's there (m, e).
 MODULE_EXTRAS: dict[str, str] = {
-    "docker": "lab", "cryptography": "lab", "jwt": "lab",
+    "docker": "lab", "cryptography": "lab", "jwt": "lab", "mfusepy": "lab",
     "numpy": "postmortem", "pyarrow": "postmortem", "pyspark": "postmortem",
     "matplotlib": "postmortem",
 }

@@ -134,6 +134,16 @@ def register(commands: Any) -> None:
         disk.set_defaults(handler=cmd_fault,
                           fault=lambda args, kind=kind: Fault(kind, args.node))
 
+    for kind, words in ((FaultKind.POWER_OFF, "cut a broker's power (lab up --power): every "
+                         "write it had not fsynced is dropped and it is killed in the same "
+                         "instant; what was dropped is kept under the lab's power-cuts/"),
+                        (FaultKind.POWER_ON, "power a broker on again: its disk mounted, the "
+                         "broker started (it recovers from an unclean shutdown)")):
+        cut = sub.add_parser(kind.value, help=words)
+        cut.add_argument("node", help="kafka1, kafka2, ... or all (every broker at once)")
+        cut.set_defaults(handler=cmd_fault,
+                         fault=lambda args, kind=kind: Fault(kind, args.node))
+
     _user_commands(sub)
 
 
@@ -205,6 +215,10 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-dirs", type=option(1, 3, integer=True), default=1, metavar="N",
                    help="log dirs per broker, 1-3 (default 1); the second and third are small "
                         "disks of their own that 'lab fill-disk' fills (process backend, root)")
+    p.add_argument("--power", action="store_true",
+                   help="each broker's log dirs on kinspect's filesystem, which remembers what "
+                        "was written since its last fsync: 'lab power-off' drops it, as a power "
+                        "cut drops the page cache (FUSE; root)")
     p.add_argument("--broker-heap", metavar="SIZE", default=None,
                    help="each broker's JVM heap, e.g. 2g (default 384m: a few thousand partitions a "
                         "broker), a dedicated KRaft controller's too; for labs of tens of "
@@ -274,7 +288,7 @@ def _options(args: argparse.Namespace) -> UpOptions:
                      sasl=args.sasl, mode=args.mode, controllers=args.controllers,
                      kafka=args.kafka, tls=args.tls, authorizer=args.authorizer,
                      features=dict(args.feature), log_dirs=args.log_dirs,
-                     broker_heap=args.broker_heap)
+                     broker_heap=args.broker_heap, power=args.power)
 
 
 def _feature(text: str) -> tuple[str, int]:

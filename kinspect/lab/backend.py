@@ -24,6 +24,7 @@ from kinspect.lab import (
     dist,
     journal,
     oauth,
+    power,
     presets,
     sasl,
     shaping,
@@ -93,6 +94,8 @@ class UpOptions:
     log_dirs: int = 1
     # each broker's -Xmx (None: nodes.BROKER_HEAP); a lab of tens of thousands of partitions
     broker_heap: str | None = None
+    # each broker's log dirs on kinspect's filesystem, which `lab power-off` cuts (power.py)
+    power: bool = False
 
     @property
     def kraft(self) -> bool:
@@ -179,6 +182,13 @@ class UpOptions:
                 raise KinspectError(f"--broker-heap {problem}")
         if not 1 <= self.log_dirs <= disks.MAX_LOG_DIRS:
             raise KinspectError(f"--log-dirs must be between 1 and {disks.MAX_LOG_DIRS}")
+        if self.power and self.log_dirs > 1:
+            raise KinspectError("--power and --log-dirs 2 do not go together: the small disks "
+                                "are tmpfs, which a power cut empties whole")
+        if self.power:
+            problem = power.problem()
+            if problem:
+                raise KinspectError(f"--power: {problem}")
 
 
 class LabBackend(ABC):
@@ -411,7 +421,14 @@ class LabBackend(ABC):
                 return self._heal(state)
             case FaultKind.UNSLOW:
                 return self._unslow_links(state, fault.node)
-        node = self._node(state, fault.node or "")  # every other kind names its node
+            case FaultKind.POWER_OFF:
+                return self._power_off(state, self._powered_nodes(state, fault))
+            case FaultKind.POWER_ON:
+                return self._power_on(state, self._powered_nodes(state, fault))
+        return self._on_node(state, self._node(state, fault.node or ""), fault)
+
+    def _on_node(self, state: LabState, node: NodeRecord, fault: Fault) -> str:
+        """A fault of one node (every other kind names its node)."""
         match fault.kind:
             case FaultKind.START:
                 return self._start_node(state, node)
@@ -446,6 +463,51 @@ class LabBackend(ABC):
                        detail=f"{kind} {node.name} {path.name}")
         return done
 
+    def _powered_nodes(self, state: LabState, fault: Fault) -> list[NodeRecord]:
+        """The brokers a power fault names (`all`: every broker; or `kafka1,kafka2`), in a lab
+        made with --power: the ones named lose power in the same instant."""
+        if not power.enabled(state):
+            raise KinspectError(f"{fault.kind} needs a lab made with `lab up --power` (its "
+                                "brokers' log dirs on kinspect's filesystem)")
+        if fault.node == "all":
+            return list(state.brokers)
+        nodes = [self._node(state, name) for name in (fault.node or "").split(",")]
+        for node in nodes:
+            if node.role != "broker":
+                raise KinspectError(f"{fault.kind} is for brokers (kafka1…), not {node.name}")
+        return nodes
+
+    def _power_off(self, state: LabState, nodes: list[NodeRecord]) -> str:
+        """As a power cut: every broker frozen first, then each one's unsynced writes dropped,
+        then killed — nothing can be acknowledged between the cut and the kill."""
+        down = [n.name for n in nodes if not n.state.alive]
+        if down:
+            raise KinspectError(f"{', '.join(down)} {'is' if len(down) == 1 else 'are'} not "
+                                "running; cannot power-off")
+        for node in nodes:
+            if node.state == NodeState.RUNNING:
+                self._pause(state, node)
+        cuts = [power.cut(self.root, node) for node in nodes]
+        for node, cut in zip(nodes, cuts, strict=True):
+            pid = node.pid
+            self._kill(state, node)
+            power.unmount(self.root, node)
+            node.state = NodeState.POWERED_OFF
+            save_state(state, self.root)
+            journal.record(FaultKind.POWER_OFF, state.lab_id, node=node.name, root=self.root,
+                           detail=f"power-off {node.name} (pid {pid}): {cut.words}; "
+                                  f"evidence {cut.evidence.name}")
+        return "; ".join(f"powered off {cut.node}: {cut.words}" for cut in cuts)
+
+    def _power_on(self, state: LabState, nodes: list[NodeRecord]) -> str:
+        """Mount each broker's filesystem again and start it (an unclean shutdown's recovery)."""
+        said = []
+        for node in nodes:
+            if node.state.alive:
+                raise KinspectError(f"{node.name} is {node.state}; cannot power-on")
+            said.append(self._start_node(state, node, FaultKind.POWER_ON))
+        return "; ".join(line.replace("started", "powered on", 1) for line in said)
+
     def _change(self, state: LabState, node: NodeRecord, kind: FaultKind) -> str:
         """Kill, stop, pause or resume one node: refused when its state does not allow it."""
         need, after, do = {
@@ -472,7 +534,8 @@ class LabBackend(ABC):
             done += f" ({means})"
         return done
 
-    def _start_node(self, state: LabState, node: NodeRecord) -> str:
+    def _start_node(self, state: LabState, node: NodeRecord,
+                    kind: FaultKind = FaultKind.START) -> str:
         if node.state.alive:
             raise KinspectError(f"{node.name} is already {node.state}")
         self._keep_replicas(state, f"start-{node.name}")
@@ -485,8 +548,8 @@ class LabBackend(ABC):
         self._start(state, node)
         node.state = NodeState.RUNNING
         save_state(state, self.root)
-        journal.record(FaultKind.START, state.lab_id, node=node.name,
-                       detail=f"start {node.name}", root=self.root)
+        journal.record(kind, state.lab_id, node=node.name,
+                       detail=f"{kind} {node.name}", root=self.root)
         return f"started {node.name}{self._served_after_start(state)}"
 
     def _served_after_start(self, state: LabState) -> str:
@@ -726,6 +789,8 @@ def _asked_extra(options: UpOptions) -> dict[str, object]:
         extra["log_dirs"] = options.log_dirs
     if options.broker_heap:
         extra["broker_heap"] = options.broker_heap
+    if options.power:
+        extra["power"] = {"expire_s": power.kernel_expire_s()}
     return extra
 
 
@@ -784,6 +849,7 @@ def status_json(state: LabState, network_faults: bool) -> dict[str, Any]:
         # (kinspect does not ask the cluster which: kafka-features describe does)
         "features": state.extra.get("features"),
         "log_dirs": int(state.extra.get("log_dirs", 1)),  # per broker (lab up --log-dirs)
+        "power": power.enabled(state),  # the brokers' disks can lose power (lab up --power)
         "broker_heap": heap_of("broker", state),  # each broker's -Xmx (lab up --broker-heap)
         "mode": state.mode,
         "bootstrap": state.bootstrap,

@@ -26,7 +26,17 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from kinspect.errors import KinspectError
-from kinspect.lab import dist, docker_engine, firewall, images, oauth, reach, shaping, tls
+from kinspect.lab import (
+    dist,
+    docker_engine,
+    firewall,
+    images,
+    oauth,
+    power,
+    reach,
+    shaping,
+    tls,
+)
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, new_lab_id, plan_nodes
 from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import (
@@ -162,6 +172,9 @@ class DockerBackend(LabBackend):
         role = node.role  # zookeeper, broker or controller: kinspect-node's roles
         heap = heap_of(role, state)
         data = self._data_dir(node)
+        if node.role == "broker" and power.enabled(state):  # the broker's view of its data
+            power.mount(self.root, node, power.expire_s(state))
+            data = power.mount_path(self.root, node)
         created = api.create_container(
             state.extra["image"], command=["kinspect-node", role], name=node.container,
             labels=self._labels(state, node, "jvm"),
@@ -213,6 +226,8 @@ class DockerBackend(LabBackend):
         if containers:
             progress(f"removed {len(containers)} containers and network "
                      f"{state.extra.get('docker_network')} of lab {state.lab_id}")
+        if power.unmount_all(self.root, state):
+            progress("unmounted the brokers' power filesystems")
         clear_state(self.root)
 
     @engine_errors
@@ -272,6 +287,8 @@ class DockerBackend(LabBackend):
     @engine_errors
     def _start(self, state: LabState, node: NodeRecord) -> None:
         container = self._container(state, node)
+        if node.role == "broker" and power.enabled(state):  # powered on: its disk first
+            power.mount(self.root, node, power.expire_s(state))
         container.start()
         container.reload()
         node.pid, node.state = container.attrs["State"].get("Pid") or None, NodeState.RUNNING

@@ -29,6 +29,8 @@ class FaultKind(StrEnum):
     UNSLOW = "unslow"
     FILL_DISK = "fill-disk"  # a broker's small log dir filled: Kafka takes it offline
     FREE_DISK = "free-disk"
+    POWER_OFF = "power-off"  # every unsynced write dropped and the broker killed (power.py)
+    POWER_ON = "power-on"
 
     @property
     def needs_node(self) -> bool:
@@ -65,6 +67,7 @@ class Lane(StrEnum):
     NET = "net"
     SLOW = "slow"
     DISK = "disk"
+    POWER = "power"
 
     @property
     def colour(self) -> str:
@@ -77,12 +80,13 @@ LANES = {FaultKind.KILL: Lane.DOWN, FaultKind.STOP: Lane.DOWN, FaultKind.START: 
          FaultKind.RESUME: Lane.PAUSED, FaultKind.PARTITION: Lane.NET,
          FaultKind.ISOLATE: Lane.NET, FaultKind.HEAL: Lane.NET, FaultKind.SLOW: Lane.SLOW,
          FaultKind.UNSLOW: Lane.SLOW, FaultKind.FILL_DISK: Lane.DISK,
-         FaultKind.FREE_DISK: Lane.DISK}
+         FaultKind.FREE_DISK: Lane.DISK, FaultKind.POWER_OFF: Lane.POWER,
+         FaultKind.POWER_ON: Lane.POWER}
 NOT_IN_STEPS = frozenset({FaultKind.RESTART, FaultKind.PARTITION, FaultKind.FILL_DISK,
                           FaultKind.FREE_DISK})
 # Dark enough to be a background under the TUI's words; the PNG draws them translucent.
 LANE_COLOURS = {Lane.DOWN: "#4e4e4e", Lane.PAUSED: "#7a3b69", Lane.NET: "#5f4b8b",
-                Lane.SLOW: "#6b4f3a", Lane.DISK: "#4e4e4e"}
+                Lane.SLOW: "#6b4f3a", Lane.DISK: "#4e4e4e", Lane.POWER: "#2f4f6f"}
 OTHER_COLOUR = "#4e4e4e"  # an older kinspect's fault (no FaultKind, so no lane)
 # Journal actions that are no FaultKind, and whether each hurt the cluster: the lab's own
 # steps (not faults at all) and the faults of older kinspect versions (no undo known).
@@ -124,7 +128,7 @@ def colour(action: str) -> str:
 UNDO = {FaultKind.KILL: FaultKind.START, FaultKind.STOP: FaultKind.START,
         FaultKind.PAUSE: FaultKind.RESUME, FaultKind.PARTITION: FaultKind.HEAL,
         FaultKind.ISOLATE: FaultKind.HEAL, FaultKind.SLOW: FaultKind.UNSLOW,
-        FaultKind.FILL_DISK: FaultKind.FREE_DISK}
+        FaultKind.FILL_DISK: FaultKind.FREE_DISK, FaultKind.POWER_OFF: FaultKind.POWER_ON}
 
 
 class Scope(StrEnum):
@@ -156,7 +160,8 @@ class Scope(StrEnum):
 class Fault:
     """One fault to carry out on the lab.
 
-    `node` is the node it hits (every kind but partition, heal and unslow); `scope` says what
+    `node` is the node it hits (every kind but partition, heal and unslow; `all` for a power
+    cut of every broker at once); `scope` says what
     an isolated node loses; `groups` are a partition's groups as given (node names, a group
     per entry, blockade's semantics); `clients_with` puts this host's clients in a node's
     groups; `shape` is how bad a slowed link is. An unslow with a node repairs that node's

@@ -54,6 +54,7 @@ NETWORK_PROBE = "; ".join((
 # Check names: stable, a facilitator's script keys on them (`--json`).
 ROOT, USERNS, TOOLS, PARTITIONS, SLOW = "root", "user-namespaces", "network-tools", "partitions", "slow-links"
 JAVA, JARS, PORTS, MEMORY, CPUS = "java", "kafka-jars", "ports", "memory", "cpus"
+POWER = "power-loss"
 EXTRAS = "extras"
 DOCKER_SDK, DOCKER_ENGINE, DOCKER_ROUTE, DOCKER_IMAGES = ("docker-sdk", "docker-engine",
                                                           "docker-routing", "docker-images")
@@ -364,6 +365,23 @@ def check_java() -> Check:
     return Check(JAVA, Status.OK, f"Java {major}: {first} ({java})", enables=enables)
 
 
+def check_power() -> Check:
+    """FUSE for `lab up --power`: the device, libfuse 3 and its binding (power.py)."""
+    from kinspect.lab import power
+
+    enables = "lab up --power: brokers' disks that lose what was not fsynced (lab power-off)"
+    problem = power.problem()
+    if problem is None:
+        return Check(POWER, Status.OK, "/dev/fuse, libfuse3 and the FUSE binding work",
+                     enables=enables)
+    if "libfuse3" in problem:
+        return Check(POWER, Status.MISSING, problem, install_hint("fuse3", "fuse3"), enables)
+    if "binding" in problem:
+        return Check(POWER, Status.MISSING, problem, pip_fix("mfusepy"), enables)
+    return Check(POWER, Status.MISSING, problem, "run as root with /dev/fuse (modprobe fuse)",
+                 enables)
+
+
 def check_kafka_jars() -> Check:
     enables = "every lab (Kafka's jars, fetched once with Maven)"
     version = dist.kafka_version()
@@ -672,6 +690,7 @@ def lab_checks() -> list[Check]:
         (PARTITIONS, lambda: check_partitions(probe())), (SLOW, lambda: check_slow_links(probe())),
         (JAVA, check_java), (JARS, check_kafka_jars), (PORTS, check_ports),
         (MEMORY, check_memory), (CPUS, check_cpus), (EXTRAS, check_extras),
+        (POWER, check_power),
         (DOCKER_SDK, check_docker_sdk), (DOCKER_ENGINE, check_docker_engine))]
     engine = checks[-1]
     routing = guarded(DOCKER_ROUTE, lambda: check_docker_routing(engine))
@@ -686,6 +705,7 @@ PATHS: tuple[tuple[str, bool, tuple[Need, ...]], ...] = (
     ("docker lab", True, (DOCKER_SDK, DOCKER_ENGINE, DOCKER_ROUTE, JAVA, JARS, MEMORY)),
     ("loopback lab (no network faults)", False, (JAVA, JARS, PORTS, MEMORY)),
     ("post-mortem", False, (PYSPARK, JAVA, SPARK_MEMORY)),
+    ("power loss (lab up --power)", False, (ROOT, POWER, JAVA, JARS)),
 )
 
 

@@ -154,10 +154,22 @@ CONTROLLER_KEYS = ("broker.session.timeout.ms", "broker.heartbeat.interval.ms",
                    "num.network.threads", "num.io.threads", "background.threads")
 
 
+POWER_MOUNT = "power"  # a power lab's broker writes through kinspect's filesystem (power.py)
+
+
+def log_root(root: Path, node: NodeRecord, state: LabState) -> Path:
+    """Where a node's log dir is as the node sees it: its data dir, or in a lab made with
+    --power a broker's view of it through the filesystem that can lose power."""
+    base = node_dir(root, node.name)
+    if node.role == "broker" and state.extra.get("power"):
+        return base / POWER_MOUNT
+    return base / "data"
+
+
 def write_config(root: Path, node: NodeRecord, state: LabState) -> Path:
     """Write the node's properties file (data and logs live next to it) and return its path."""
     base = node_dir(root, node.name)
-    data, logs = base / "data", base / "logs"
+    data, logs = log_root(root, node, state), base / "logs"
     data.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
     if node.role == "zookeeper":

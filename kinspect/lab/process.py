@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from kinspect.errors import KinspectError
-from kinspect.lab import disks, dist, netns, oauth, userns
+from kinspect.lab import disks, dist, netns, oauth, power, userns
 from kinspect.lab.alive import process_state, reconciled
 from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import (
@@ -26,6 +26,7 @@ from kinspect.lab.nodes import (
     format_storage,
     heap_of,
     java_command,
+    log_root,
     node_dir,
     write_config,
 )
@@ -152,12 +153,14 @@ class ProcessBackend(LabBackend):
 
     def _launch(self, state: LabState, node: NodeRecord) -> None:
         config = write_config(self.root, node, state)
+        if node.role == "broker" and power.enabled(state):  # before format: its view of data
+            power.mount(self.root, node, power.expire_s(state))
         if node.role == "broker":  # --log-dirs: the extra dirs on small disks, before format
             for extra in disks.log_dirs(node_dir(self.root, node.name) / "data",
                                         int(state.extra.get("log_dirs", 1)))[1:]:
                 disks.mount_small(extra)
         kafka = dist.ensure(version=state.kafka_version)
-        data = node_dir(self.root, node.name) / "data"
+        data = log_root(self.root, node, state)
         if state.kraft:
             format_storage(kafka, config, data, state.extra["cluster_id"],
                            state.extra.get("features"))
@@ -195,6 +198,8 @@ class ProcessBackend(LabBackend):
             if state.forward_rule:
                 netns.remove_forward_rule(slot)
             progress(f"removed namespaces, veths and bridge {slot.bridge}")
+        if power.unmount_all(self.root, state):
+            progress("unmounted the brokers' power filesystems")
         if disks.unmount_under(self.root / "nodes"):
             progress("unmounted the brokers' small disks")
         clear_state(self.root)

@@ -29,6 +29,7 @@ class NodeState(StrEnum):
     STOPPED = "stopped"  # a clean shutdown, or never started
     KILLED = "killed"  # SIGKILL / docker kill
     EXITED = "exited"  # died by itself
+    POWERED_OFF = "powered-off"  # power.py: its unsynced writes dropped, then killed
 
     @property
     def alive(self) -> bool:

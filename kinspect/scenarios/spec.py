@@ -61,7 +61,8 @@ METRICS: dict[str, str] = {
     "unavailable_total_ms": "all such windows added up",
     "slowed_left_isr_ms": "from a link slowed to its broker leaving the ISR (the first one)",
     "isr_min": "the fewest in-sync replicas any ISR change of the run left",
-    "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* slow)",
+    "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* slow "
+                      "power-off)",
     "lost_blamed_on_target": "share (0.0-1.0) of acked_lost the post-mortem attributes to the "
                              "broker the first disruptive step hit",
     "refused": "sends the client refused because its buffer was full (_QUEUE_FULL)",
@@ -117,6 +118,8 @@ class FaultStep:
             return [Fault(kind, node) for node in nodes]
         if not kind.needs_node:
             return [Fault(kind)]
+        if kind in (FaultKind.POWER_OFF, FaultKind.POWER_ON):  # every one in the same instant
+            return [Fault(kind, ",".join(nodes))]
         hit = nodes[:1] if kind is FaultKind.ISOLATE else nodes
         return [Fault(kind, node, scope, shape=self.shape) for node in hit]
 

@@ -17,7 +17,8 @@ class Lab:
         self.up_output = ""
 
     def ensure_up(self, backend: str = "process", mode: str = "zookeeper",
-                  kafka: str | None = None, log_dirs: int = 1) -> dict[str, Any]:
+                  kafka: str | None = None, log_dirs: int = 1,
+                  power: bool = False) -> dict[str, Any]:
         """The lab on this backend, in this mode, of this Kafka release (None: the 3.x pin;
         "4": the tested 4.x) and with this many log dirs per broker; another lab is taken
         down first."""
@@ -27,11 +28,13 @@ class Lab:
         if current.returncode == 0:
             running = json.loads(current.stdout)
             if (running["backend"], running.get("mode", "zookeeper"),
-                    running.get("kafka_version"), running.get("log_dirs", 1)) != (
-                        backend, mode, resolve_version(kafka), log_dirs):
+                    running.get("kafka_version"), running.get("log_dirs", 1),
+                    running.get("power", False)) != (
+                        backend, mode, resolve_version(kafka), log_dirs, power):
                 self.down()
         release = ["--kafka", kafka] if kafka is not None else []
         disks = ["--log-dirs", str(log_dirs)] if log_dirs > 1 else []
+        disks += ["--power"] if power else []
         proc = kinspect("lab", "up", "--backend", backend, "--mode", mode, *release, *disks,
                         "--json", timeout=400)
         self.up_output = proc.stderr

@@ -17,12 +17,13 @@ def test_every_disruptive_fault_has_the_repair_the_plan_undoes_it_with() -> None
     slow = Fault(FaultKind.SLOW, "kafka3", shape=LinkShape(rate_kbit=256))
     assert slow.undo() == Fault(FaultKind.UNSLOW, "kafka3")  # that link only
     assert Fault(FaultKind.FILL_DISK, "kafka2").undo() == Fault(FaultKind.FREE_DISK, "kafka2")
+    assert Fault(FaultKind.POWER_OFF, "all").undo() == Fault(FaultKind.POWER_ON, "all")
     repairs = (FaultKind.START, FaultKind.RESUME, FaultKind.HEAL, FaultKind.UNSLOW,
-               FaultKind.FREE_DISK)
+               FaultKind.FREE_DISK, FaultKind.POWER_ON)
     assert all(Fault(k, None if not k.needs_node else "kafka1").undo() is None for k in repairs)
     assert {k for k in FaultKind if k.disruptive} == {
         FaultKind.KILL, FaultKind.STOP, FaultKind.PAUSE, FaultKind.PARTITION,
-        FaultKind.ISOLATE, FaultKind.SLOW, FaultKind.FILL_DISK}
+        FaultKind.ISOLATE, FaultKind.SLOW, FaultKind.FILL_DISK, FaultKind.POWER_OFF}
 
 
 def test_a_fault_without_what_it_needs_is_refused() -> None:

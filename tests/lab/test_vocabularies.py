@@ -79,10 +79,11 @@ def _carried_out_by(fault: Fault) -> str:
     tally = _Tally()
     called: list[str] = []
     for step in ("_partition", "_heal", "_unslow_links", "_start_node", "_slow_link", "_disk",
-                 "_change"):
+                 "_power_off", "_power_on", "_change"):
         setattr(tally, step, lambda *_args, _step=step, **_kwargs: called.append(_step))
     node = _Node()
     tally._node = lambda _state, _name: node  # type: ignore[method-assign]
+    tally._powered_nodes = lambda _state, _fault: [node]  # type: ignore[method-assign,list-item]
     tally._carry_out(None, fault)  # type: ignore[arg-type]
     return called[0]
 

@@ -75,6 +75,29 @@ def _partition_lines(topics: list[Any], kraft: bool) -> list[str]:
     return lines
 
 
+def _flush_words(flush: object) -> str:
+    """A topic's fsync settings in words: "messages never, ms never" (or why unknown)."""
+    if not isinstance(flush, dict):
+        return "not told"
+    if "unknown" in flush:
+        return f"unknown ({flush['unknown']})"
+    return f"messages {flush.get('messages_words')}, ms {flush.get('ms_words')}"
+
+
+def _flush_lines(topics: list[Any]) -> list[str]:
+    """Each distinct flush setting once, with the topics it holds for (a few named)."""
+    by_words: dict[str, list[str]] = {}
+    for topic in topics:
+        by_words.setdefault(_flush_words(topic.get("flush")), []).append(topic["name"])
+    lines = []
+    for words, names in by_words.items():
+        shown = ", ".join(names[:5])
+        if len(names) > 5:
+            shown += f" and {len(names) - 5} more"
+        lines.append(f"fsync (flush.messages, flush.ms): {words}: {shown}")
+    return lines
+
+
 def render_snapshot(data: dict[str, Any]) -> str:
     """The `snapshot --json` document as text (its partitions read back by the schema's
     codec, so the text and the JSON say the same)."""
@@ -84,6 +107,8 @@ def render_snapshot(data: dict[str, Any]) -> str:
         "",
         _header(),
         *_partition_lines(data.get("topics", []), data.get("mode") == "kraft"),
+        "",
+        *_flush_lines(data.get("topics", [])),
     ]
     findings = data.get("warnings") or []  # the JSON's name for the cluster's findings
     if findings:

@@ -195,6 +195,7 @@ def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, .
         out.append(unmade("controller", s.controller_unknown.reason))
     out += _by_reason("group_lag", s.groups_unknown, judged=judge_lag)
     out += _by_reason("log_dirs", _disks_unknown(s))
+    out += _by_reason("flush", _flush_refused(s))
     # said, never a verdict of its own: a cluster before Kafka 3.3 cannot tell it at all
     out += _by_reason("log_dir_space", _space_unknown(s), judged=False)
     return tuple(out)
@@ -207,6 +208,16 @@ def _disks_unknown(s: ClusterSnapshot) -> list[tuple[str, Unknown]]:
         told = b.log_dirs
         if _live(b) and isinstance(told, Unknown) and not unanswered(told):
             out.append((f"broker {b.id}", told))
+    return out
+
+
+def _flush_refused(s: ClusterSnapshot) -> list[tuple[str, Unknown]]:
+    """Topics whose settings, and live brokers whose configs, were refused or failed: whether
+    anything fsyncs them is not known."""
+    out = [(t.name, t.config) for t in s.topics if isinstance(t.config, Unknown)]
+    for b in s.brokers:
+        if _live(b) and isinstance(b.flush, Unknown) and not unanswered(b.flush):
+            out.append((f"broker {b.id}", b.flush))
     return out
 
 

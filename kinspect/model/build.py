@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from kinspect.model.facts import Fact, Unknown
 from kinspect.model.findings import cluster_findings
+from kinspect.model.flush import Flush, broker_flush
 from kinspect.model.snapshot import (
     BrokerInfo,
     ClusterSnapshot,
@@ -445,6 +446,14 @@ def _throttle(broker_id: int, broker: BrokerView | None) -> Fact[Throttle] | Non
                     int(follower.value) if follower and follower.value.isdigit() else None)
 
 
+def _flush(broker_id: int, broker: BrokerView | None) -> Fact[Flush] | None:
+    """When the broker fsyncs by itself, or why that is unknown (None: not asked)."""
+    config = broker.broker_configs.get(broker_id) if broker else None
+    if config is None or isinstance(config, Unknown):
+        return config
+    return broker_flush(config)
+
+
 def _hidden(zk: ZkView | None, broker: BrokerView | None) -> Fact[tuple[str, ...]]:
     """Topics this user may not describe (ZooKeeper, when watched, lists every topic)."""
     if zk is not None:
@@ -476,7 +485,8 @@ def _brokers(zk: ZkView | None, broker: BrokerView | None, expected: set[int],
             fenced = b not in listed
         out.append(BrokerInfo(id=b, address=addresses.get(b), registered=registered,
                               expected=b in expected, fenced=fenced,
-                              throttle=_throttle(b, broker), log_dirs=_log_dirs(b, broker)))
+                              throttle=_throttle(b, broker), log_dirs=_log_dirs(b, broker),
+                              flush=_flush(b, broker)))
     return tuple(out)
 
 

@@ -5,6 +5,8 @@ Each finding's kind, severity and order come from the registry of health checks
 
 from __future__ import annotations
 
+from kinspect.model.facts import Unknown
+from kinspect.model.flush import Flush
 from kinspect.model.health_checks import KINDS, LATE_RANK
 from kinspect.model.snapshot import BrokerInfo, ClusterFinding, ClusterSnapshot, TopicInfo
 
@@ -28,6 +30,7 @@ def cluster_findings(s: ClusterSnapshot) -> tuple[ClusterFinding, ...]:
     out += _broker_findings(s)
     for t in s.topics:
         out += _topic_findings(t)
+    out += _flush_findings(s)
     return tuple(sorted(out, key=_order))
 
 
@@ -124,3 +127,23 @@ def _nearly_full(b: BrokerInfo) -> list[ClusterFinding]:
                              f"{1 - free:.0%} full ({d.usable_bytes:,} of {d.total_bytes:,} "
                              "bytes free): a full disk takes it offline", broker=b.id))
     return out
+
+
+NO_FSYNC = ("a power loss of all replicas at once loses acknowledged writes (no broker fsyncs: "
+            "log.flush.interval.messages and flush.messages are never)")
+
+
+def _flush_findings(s: ClusterSnapshot) -> list[ClusterFinding]:
+    """Topics no broker and no setting of theirs fsyncs (Kafka's default: it relies on
+    replication). A broker whose settings are unknown makes it an unmade check, not a finding."""
+    if not all(_never(b.flush) for b in s.brokers if b.flush is not None):
+        return []
+    return [found("no_fsync", f"{t.name}: {NO_FSYNC}", topic=t.name)
+            for t in s.topics if _never(t.flush)]
+
+
+def _never(flush: Flush | Unknown) -> bool:
+    """Known never to fsync (unknown: not judged here, see assessment.unchecked)."""
+    if isinstance(flush, Unknown):
+        return False
+    return flush.never

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from kinspect.model.assessment import Unchecked, unchecked
 from kinspect.model.events import JsonObject
 from kinspect.model.facts import Fact, Unknown
+from kinspect.model.flush import flush_from_json, flush_to_json
 from kinspect.model.health_checks import CHECKS
 from kinspect.model.partition_codec import partition_from_json, partition_to_json
 from kinspect.model.severity import Severity
@@ -165,6 +166,8 @@ def _broker(b: BrokerInfo, kraft: bool) -> JsonObject:
         out["throttle"] = fact_to_json(b.throttle, throttle_to_json)
     if b.log_dirs is not None:
         out["log_dirs"] = fact_to_json(b.log_dirs, _log_dirs_json)
+    if b.flush is not None:
+        out["flush"] = fact_to_json(b.flush, flush_to_json)
     if kraft:
         out["fenced"] = b.fenced
     return out
@@ -181,6 +184,7 @@ def topic_to_json(t: TopicInfo, partitions: Any = None) -> JsonObject:
         "name": t.name, "replication_factor": t.replication_factor,
         "config": fact_to_json(t.config, lambda c: {k: v.value for k, v in c}),
         "config_source": fact_to_json(t.config, lambda c: {k: v.source for k, v in c}),
+        "flush": fact_to_json(t.flush, flush_to_json),
         "partitions": partitions_to_json(t.partitions) if partitions is None else partitions,
     }
 
@@ -233,7 +237,9 @@ def snapshot_from_json(d: dict[str, Any]) -> ClusterSnapshot:
                                  else fact_from_json(b["throttle"], throttle_from_json),
                                  None if b.get("log_dirs") is None
                                  else fact_from_json(b["log_dirs"], lambda dirs: tuple(
-                                     log_dir_from_json(x) for x in dirs)))
+                                     log_dir_from_json(x) for x in dirs)),
+                                 None if b.get("flush") is None
+                                 else fact_from_json(b["flush"], flush_from_json))
                       for b in d["brokers"]),
         log_dirs_at=d.get("log_dirs_at"),
         hidden_topics=fact_from_json(d.get("hidden_topics", []), tuple),

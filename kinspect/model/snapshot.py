@@ -8,6 +8,7 @@ from typing import Literal, TypeVar
 
 from kinspect.model.facts import Fact, Unknown
 from kinspect.model.fast_values import fast_init
+from kinspect.model.flush import Flush, topic_flush
 from kinspect.model.severity import Severity
 from kinspect.model.views import (
     AdminState,
@@ -75,6 +76,7 @@ class BrokerInfo:
     fenced: bool | None = None
     throttle: Fact[Throttle] | None = None  # None: not asked
     log_dirs: Fact[tuple[LogDirInfo, ...]] | None = None  # None: not asked
+    flush: Fact[Flush] | None = None  # when it fsyncs by itself (None: not asked)
 
     @property
     def offline_log_dirs(self) -> tuple[LogDirInfo, ...]:
@@ -307,6 +309,11 @@ class TopicInfo:
         if isinstance(self.config, Unknown):
             return self.config
         return next((v.value for k, v in self.config if k == key), None)
+
+    @property
+    def flush(self) -> Fact[Flush]:
+        """Its effective flush.messages and flush.ms, or why they are unknown."""
+        return topic_flush(self.config)
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,17 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from kinspect.model import ConfigValue, Fact, Unknown
+from kinspect.model.flush import BROKER_FLUSH_KEYS, TOPIC_FLUSH_KEYS
 
 # The topic settings health judges, and the throttled replicas a reassignment may carry.
 TOPIC_KEYS = ("min.insync.replicas", "unclean.leader.election.enable",
               "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
-              "retention.ms", "cleanup.policy")  # the last two: a lagging group's deadline
-# A broker's replication throttles (kafka-reassign-partitions --throttle sets them).
-BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+              "retention.ms", "cleanup.policy",  # these two: a lagging group's deadline
+              *TOPIC_FLUSH_KEYS)  # when its log is fsynced (flush check)
+# A broker's replication throttles (kafka-reassign-partitions --throttle sets them), and when
+# it fsyncs by itself (the flush check).
+BROKER_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+               *BROKER_FLUSH_KEYS)
 TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
 REFUSED = {TOPIC_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the topic",
            CLUSTER_AUTHORIZATION_FAILED: "no DescribeConfigs permission on the cluster"}

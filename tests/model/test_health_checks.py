@@ -15,13 +15,16 @@ from kinspect.model import (
     ClusterSnapshot,
     ConfigValue,
     ControllerAnswer,
+    Fact,
     LogDir,
     LogDirReplica,
     PartitionStateZ,
+    Unknown,
     build_snapshot,
 )
 from kinspect.model.assessment import SIZES_UNTOLD, assess, unchecked
 from kinspect.model.findings import cluster_findings
+from kinspect.model.flush import flush_words
 from kinspect.model.health_checks import CHECK_OF, CHECKS, HEALTH_CHECKS, KINDS, Area
 from kinspect.model.severity import Severity
 from tests.helpers.kraft_fixtures import kraft_snapshot, kraft_view, quorum
@@ -91,6 +94,77 @@ def test_a_critical_finding_of_any_kind_makes_the_verdict_critical() -> None:
     assert "a new warning" in assess(quiet).warnings
 
 
+NEVER = str(2**63 - 1)  # Long.MAX_VALUE, Kafka's default for every flush setting
+BROKER_DEFAULTS = {"log.flush.interval.messages": ConfigValue(NEVER, "default"),
+                   "log.flush.scheduler.interval.ms": ConfigValue(NEVER, "default")}
+
+
+def with_flush(messages: dict[str, str] | None = None,
+               brokers: dict[int, Fact[dict[str, ConfigValue]]] | None = None
+               ) -> ClusterSnapshot:
+    """test1 and orders at Kafka's flush defaults (flush.messages of `messages` as given),
+    every broker at its defaults (log.flush.interval.ms null) unless `brokers` says."""
+    zk = zk_view(replicas={"test1": {0: (3, 1, 2)}, "orders": {0: (1, 2, 3)}})
+    view = broker_view(zk)
+    configs = {t: {**c, "flush.messages": ConfigValue((messages or {}).get(t, NEVER), "default"),
+                   "flush.ms": ConfigValue(NEVER, "default")} for t, c in view.configs.items()}
+    answered: dict[int, Fact[dict[str, ConfigValue]]] = {b: dict(BROKER_DEFAULTS)
+                                                         for b in (1, 2, 3)}
+    answered.update(brokers or {})
+    view = dataclasses.replace(view, configs=configs, broker_configs=answered)
+    return build_snapshot(zk, view, [1, 2, 3], T0)
+
+
+def test_kafkas_flush_defaults_are_a_warning_that_a_power_loss_loses_acked_writes() -> None:
+    """By default nothing fsyncs: each topic has a warn finding of the flush check, a risky
+    setting (not critical: replication covers all but a loss of every replica at once)."""
+    s = with_flush()
+    findings = [f for f in s.findings if f.kind == "no_fsync"]
+    assert sorted((f.topic, f.severity) for f in findings) == [
+        ("orders", Severity.WARN), ("test1", Severity.WARN)]
+    assert findings[0].message.endswith(
+        "a power loss of all replicas at once loses acknowledged writes (no broker fsyncs: "
+        "log.flush.interval.messages and flush.messages are never)")
+    report = assess(s)
+    assert findings[0].message in report.risky_settings and report.verdict == "warning"
+    assert [u for u in report.unchecked if u.check == "flush"] == []
+
+
+def test_a_topic_that_fsyncs_every_message_is_not_found() -> None:
+    s = with_flush(messages={"test1": "1"})
+    assert [f.topic for f in s.findings if f.kind == "no_fsync"] == ["orders"]
+    topic = next(t for t in s.topics if t.name == "test1")
+    assert not isinstance(topic.flush, Unknown)
+    assert flush_words(topic.flush.messages, "messages") == "every message"
+    assert flush_words(topic.flush.ms, "ms") == "never"
+
+
+def test_a_broker_that_fsyncs_leaves_no_finding() -> None:
+    syncs = {**BROKER_DEFAULTS, "log.flush.interval.ms": ConfigValue("1000", "static_broker")}
+    assert [f for f in with_flush(brokers={2: syncs}).findings if f.kind == "no_fsync"] == []
+
+
+def test_refused_flush_settings_are_an_unmade_check_with_the_refusal_not_a_pass() -> None:
+    """A topic's describe refused, or a broker's: no finding said of it, and the flush check is
+    unchecked with the refusal as its reason, at its registry's severity (warn)."""
+    refused = Unknown("no DescribeConfigs permission on the topic")
+    s = with_flush()
+    view_topics = tuple(dataclasses.replace(t, config=refused) if t.name == "test1" else t
+                        for t in s.topics)
+    s = dataclasses.replace(s, topics=view_topics)
+    assert ("flush", Severity.WARN, refused.reason, ("test1",)) in [
+        (u.check, u.severity, u.reason, u.subjects) for u in unchecked(s)]
+    assert "test1" not in {f.topic for f in cluster_findings(s)}
+    cluster = Unknown("no DescribeConfigs permission on the cluster")
+    b = with_flush(brokers={2: cluster})
+    assert [f for f in b.findings if f.kind == "no_fsync"] == []
+    flush = [u for u in unchecked(b) if u.check == "flush"]
+    assert [(u.severity, u.reason, u.subjects) for u in flush] == [
+        (Severity.WARN, cluster.reason, ("broker 2",))]
+    assert "fsync settings unknown for 1: broker 2" in flush[0].text
+    assert assess(b).verdict == "unknown"
+
+
 def every_kind() -> list[ClusterSnapshot]:
     """Snapshots that between them make every registered kind of finding."""
     unclean = dataclasses.replace(broker_view(zk_view()), configs={"test1": {
@@ -107,6 +181,7 @@ def every_kind() -> list[ClusterSnapshot]:
         kraft_snapshot(kraft_view(error="no answer")), kraft_snapshot(kraft_view(listed=(1, 2))),
         kraft_snapshot(kraft_view(answer=quorum(102, 7), controllers=stale)),
         with_disk((LogDir("/data/a", None, 100_000, 1_000), LogDir("/data/b", "KafkaStorageError"))),
+        with_flush(),
     ]
 
 

@@ -26,6 +26,7 @@ from kinspect.lab.nodes import POWER_MOUNT, node_dir
 from kinspect.lab.state import LabState, NodeRecord
 
 SOCKET = "powerfs.sock"
+CUT_RECORD = "cut.json"  # powerfs.py writes it at the cut
 CUTS_DIR = "power-cuts"
 MOUNT_WAIT_S = 15.0
 FUSE_DEVICE = Path("/dev/fuse")
@@ -210,3 +211,16 @@ def _wait_gone(sock: Path) -> None:
     deadline = time.monotonic() + MOUNT_WAIT_S
     while sock.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def power_cuts_between(root: Path, start_ms: int, end_ms: int) -> list[Path]:
+    """The cuts made within [start_ms, end_ms] (by the time each record says it was made)."""
+    found = []
+    for cut in sorted(cuts_root(root).glob("*-*")):
+        try:
+            at = float(json.loads((cut / CUT_RECORD).read_text())["at"]) * 1000
+        except (OSError, ValueError, KeyError):
+            continue  # a mount never cut: no record
+        if start_ms <= at <= end_ms:
+            found.append(cut)
+    return found

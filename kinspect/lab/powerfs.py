@@ -32,9 +32,10 @@ from typing import ParamSpec, TypeVar
 
 import mfusepy as fuse
 
+from kinspect.lab.power import CUT_RECORD
+
 P = ParamSpec("P")
 T = TypeVar("T")
-CUT_RECORD = "cut.json"  # what a cut dropped: file, length on disk, length at the cut, ranges
 SEGMENT_SUFFIX = ".log"
 
 

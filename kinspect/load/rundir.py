@@ -39,6 +39,7 @@ TIMELINE_FILE = "timeline.jsonl"
 FAULTS_FILE = "faults.jsonl"
 BROKER_LOGS_DIR = "broker-logs"
 REPLICAS_DIR = "replicas"
+POWER_CUTS_DIR = "power-cuts"  # what each power cut of the run dropped (lab/power.py)
 POSTMORTEM_DIR = "postmortem"
 SCENARIO_FILE = "scenario.json"
 VERIFY_FILE = "verify.json"  # what verify read and what it warned about

@@ -195,7 +195,7 @@ def unchecked(s: ClusterSnapshot, judge_lag: bool = False) -> tuple[Unchecked, .
         out.append(unmade("controller", s.controller_unknown.reason))
     out += _by_reason("group_lag", s.groups_unknown, judged=judge_lag)
     out += _by_reason("log_dirs", _disks_unknown(s))
-    out += _by_reason("flush", _flush_refused(s))
+    out += _by_reason("flush", _flush_refused(s), judged=False)  # advice: no verdict of its own
     # said, never a verdict of its own: a cluster before Kafka 3.3 cannot tell it at all
     out += _by_reason("log_dir_space", _space_unknown(s), judged=False)
     return tuple(out)

@@ -129,6 +129,7 @@ def _nearly_full(b: BrokerInfo) -> list[ClusterFinding]:
     return out
 
 
+SHOWN_TOPICS = 5
 NO_FSYNC = ("a power loss of all replicas at once loses acknowledged writes (no broker fsyncs: "
             "log.flush.interval.messages and flush.messages are never)")
 
@@ -138,8 +139,13 @@ def _flush_findings(s: ClusterSnapshot) -> list[ClusterFinding]:
     replication). A broker whose settings are unknown makes it an unmade check, not a finding."""
     if not all(_never(b.flush) for b in s.brokers if b.flush is not None):
         return []
-    return [found("no_fsync", f"{t.name}: {NO_FSYNC}", topic=t.name)
-            for t in s.topics if _never(t.flush)]
+    never = [t.name for t in s.topics if _never(t.flush)]
+    if not never:
+        return []
+    named = ", ".join(never[:SHOWN_TOPICS])
+    if len(never) > SHOWN_TOPICS:
+        named += f" and {len(never) - SHOWN_TOPICS:,} more"
+    return [found("no_fsync", f"{named}: {NO_FSYNC}")]  # one line, however many topics
 
 
 def _never(flush: Flush | Unknown) -> bool:

@@ -109,11 +109,13 @@ HEALTH_CHECKS: tuple[HealthCheck, ...] = (
                  FindingKind("min_isr_ge_rf", Severity.WARN, 3),
                  FindingKind("min_isr_below_2", Severity.WARN, 3),
                  FindingKind("unclean_election_enabled", Severity.WARN, 3))),
-    HealthCheck("flush", Severity.WARN, Area.SETTINGS, "each broker's log.flush.interval.messages "
+    # Advice, not a verdict: Kafka's default, chosen by most clusters that spread replicas over
+    # racks; a health check that warned on it would warn on every cluster, forever.
+    HealthCheck("flush", Severity.INFO, Area.SETTINGS, "each broker's log.flush.interval.messages "
                 "and log.flush.interval.ms, each topic's flush.messages and flush.ms",
                 "no broker fsyncs: a power loss of all replicas at once loses acknowledged writes",
                 "fsync settings", "the topic's or broker's settings refused (DescribeConfigs)",
-                (FindingKind("no_fsync", Severity.WARN, 4),)),
+                (FindingKind("no_fsync", Severity.INFO, 4),)),
     HealthCheck("group_lag", Severity.WARN, Area.GROUPS, "each group's lag in records and "
                 "seconds (judged with --max-lag or --max-lag-seconds)", "a group lags",
                 "consumer groups' lag", "the group not describable, its next record not read"),

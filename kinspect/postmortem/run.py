@@ -13,6 +13,7 @@ from kinspect.errors import KinspectError
 from kinspect.load.run_timeline import read_live_loss
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.model.events import JsonObject, TimelineEvent
+from kinspect.postmortem.evidence import power_cuts
 from kinspect.postmortem.evidence.brokerlogs import read_broker_logs
 from kinspect.postmortem.evidence.inputs import RunInputs, evidence_window, load_inputs, run_window
 from kinspect.postmortem.matching.leadership import leaderships
@@ -22,6 +23,7 @@ from kinspect.postmortem.story.values import (
     ConsumerSide,
     Counts,
     InputsSummary,
+    PowerCutStory,
     Report,
     RunWindow,
     Unavailable,
@@ -341,7 +343,26 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
         run=RunWindow(run_window(inputs)[0], bounds.first_ack_ts, bounds.last_ack_ts,
                       (start, end)),
         inputs=_inputs_summary(inputs), notes=(*_notes(inputs), *results.notes))
+    report = _with_power_cut(report, inputs, more)
     return replace(report, explanation=rep.explain(report, events, leaders)), events
+
+
+def _with_power_cut(report: Report, inputs: RunInputs, more: dict[str, int]) -> Report:
+    """The run's power cuts, by the filesystem's record: what they dropped and whether the
+    lost are all among it (unknown when the report lists only the first lost ranges)."""
+    cuts = power_cuts.cut_records(inputs.run_dir)
+    if not cuts:
+        return report
+    dropped = power_cuts.dropped_messages(inputs.run_dir, inputs.topic, inputs.run_id)
+    lost_dropped: int | None = None
+    outside: int | None = None
+    if not more:
+        lost_dropped = power_cuts.lost_among(dropped, report.lost_ranges)
+        outside = report.acked_lost - lost_dropped
+    story = PowerCutStory(nodes=tuple(node for node, _ in cuts),
+                          at_ms=min(at for _, at in cuts), dropped=len(dropped),
+                          lost_dropped=lost_dropped)
+    return replace(report, power_cut=story, lost_outside_power_cuts=outside)
 
 
 def _load_end(inputs: RunInputs) -> int | None:

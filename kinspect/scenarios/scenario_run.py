@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinspect.clients.decisions import Decisions
 from kinspect.errors import KinspectError
-from kinspect.lab import open_backend, reset_lab
+from kinspect.lab import open_backend, power, reset_lab
 from kinspect.lab.backend import LabBackend, UpOptions
 from kinspect.lab.decision_link import lab_decisions
 from kinspect.lab.faults import Fault, FaultKind
@@ -72,6 +72,9 @@ def heal_everything(lab: LabBackend, say: Say) -> None:
     for node in state.nodes:
         if node.state == NodeState.PAUSED:
             lab.apply(Fault(FaultKind.RESUME, node.name))
+        elif node.state == NodeState.POWERED_OFF:
+            say(f"powering {node.name} on again")
+            lab.apply(Fault(FaultKind.POWER_ON, node.name))
         elif node.state != NodeState.RUNNING:
             say(f"starting {node.name} again")
             lab.apply(Fault(FaultKind.START, node.name))
@@ -241,6 +244,14 @@ def unshapeable(scenario: Scenario) -> str | None:
     return None
 
 
+def unpowerable(scenario: Scenario) -> str | None:
+    """Why this machine cannot give the lab disks that lose power (None: it can, or none
+    is asked for)."""
+    if not scenario.power:
+        return None
+    return power.problem()
+
+
 def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = False,
                  spark: Any = None, platform: Platform | None = None) -> JsonObject:
     """Run it on a lab of that platform (in KRaft the controller quorum stands where
@@ -248,7 +259,8 @@ def run_scenario(scenario: Scenario, run_dir: Path, say: Say, keep_lab: bool = F
     platform the scenario needs more than (KRaft, Kafka 4.x) is a skipped row with why."""
     if platform is None:
         platform = Platform.of("zookeeper")
-    why = platform.refuses(scenario.needs, bool(scenario.features)) or unshapeable(scenario)
+    why = (platform.refuses(scenario.needs, bool(scenario.features)) or unshapeable(scenario)
+           or unpowerable(scenario))
     if why is not None:
         row = skipped_row(scenario, why, platform)
         _save(run_dir, row)
@@ -274,7 +286,7 @@ def lab_options(scenario: Scenario, platform: Platform) -> UpOptions:
         controllers, features = scenario.controllers, dict(scenario.features)
     return UpOptions(brokers=scenario.brokers, preset=scenario.preset,
                      overrides=scenario.broker_config, mode=platform.mode, kafka=platform.kafka,
-                     controllers=controllers, features=features)
+                     controllers=controllers, features=features, power=scenario.power)
 
 
 def _save(run_dir: Path, row: JsonObject) -> None:

@@ -63,6 +63,9 @@ METRICS: dict[str, str] = {
     "isr_min": "the fewest in-sync replicas any ISR change of the run left",
     "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* slow "
                       "power-off)",
+    "lost_outside_power_cuts": "acked_lost that no power cut's dropped batches hold (by the "
+                               "filesystem's own record; None without a power cut, or when the "
+                               "report does not list every lost message)",
     "lost_blamed_on_target": "share (0.0-1.0) of acked_lost the post-mortem attributes to the "
                              "broker the first disruptive step hit",
     "refused": "sends the client refused because its buffer was full (_QUEUE_FULL)",
@@ -172,6 +175,7 @@ class Scenario:
     expect_on: dict[str, tuple[Condition, ...]] = field(default_factory=dict)
     controllers: int | None = None  # KRaft: dedicated controllers (None: the lab's default, 1)
     features: dict[str, int] = field(default_factory=dict)  # 4.x feature levels, at format
+    power: bool = False  # [lab] power: the brokers' disks can lose power (lab up --power)
     path: Path | None = None
 
     def conditions(self, platform: Platform | None = None) -> tuple[Condition, ...]:
@@ -381,7 +385,8 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
                  "group", "fault", "expect"}, "the top level", path)
     _check_required(data, path)
     lab, topic, load = _table(data, "lab", path), _table(data, "topic", path), _table(data, "load", path)
-    _only(lab, {"preset", "brokers", "broker_config", "controllers", "features"}, "[lab]", path)
+    _only(lab, {"preset", "brokers", "broker_config", "controllers", "features", "power"},
+          "[lab]", path)
     _only(topic, {"name", "partitions", "replication_factor", "config"}, "[topic]", path)
     _only(load, set(_LOAD_KEYS), "[load]", path)
     _typed(load, _LOAD_KEYS, "[load]", path)
@@ -412,7 +417,7 @@ def parse(data: Mapping[str, Any], path: Path) -> Scenario:
                                 for k, v in _table(expect, scope, path).items())
                    for scope in EXPECT_SCOPES if scope in expect},
         needs=tuple(needs), controllers=_controllers(lab, needs, path),
-        features=_features(lab, needs, path), path=path)
+        features=_features(lab, needs, path), power=_power(lab, steps, path), path=path)
     _check_whole(scenario, path)
     return scenario
 
@@ -451,6 +456,18 @@ def _controllers(lab: Mapping[str, Any], needs: list[str], path: Path) -> int | 
     if "kraft" not in needs and "elr" not in needs:
         raise _fail(path, "[lab] controllers is for KRaft: add needs = [\"kraft\"]")
     return _whole(lab, "controllers", 1, 0, 5, "[lab]", path)
+
+
+def _power(lab: Mapping[str, Any], steps: list[Any], path: Path) -> bool:
+    """[lab] power = true: what a power-off step needs (and nothing else asks for)."""
+    power = lab.get("power", False)
+    if not isinstance(power, bool):
+        raise _fail(path, "[lab] power must be true or false")
+    cuts = any(isinstance(s, dict) and s.get("do") == FaultKind.POWER_OFF for s in steps)
+    if cuts and not power:
+        raise _fail(path, "a power-off step needs [lab] power = true (the brokers' disks on "
+                          "kinspect's filesystem)")
+    return power
 
 
 def _features(lab: Mapping[str, Any], needs: list[str], path: Path) -> dict[str, int]:

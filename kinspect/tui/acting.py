@@ -191,6 +191,21 @@ class ActingApp(App[None]):
 
         self.push_screen(PartitionEditor([n.name for n in self.lab.nodes]), chosen)
 
+    def action_power(self) -> None:
+        """Every broker's power cut at once, or, while some are off, those powered on."""
+        if self._refused() or self.lab is None:
+            return
+        off = [b.name for b in self.lab.brokers if b.state == NodeState.POWERED_OFF]
+        if off:
+            self._ask(f"Power on {', '.join(off)}?", "Each mounts its disk again and recovers "
+                      "from an unclean shutdown.",
+                      lambda: self.apply_fault(Fault(FaultKind.POWER_ON, ",".join(off))))
+            return
+        self._ask("Cut the power of every broker at once?", "Every write a broker has not "
+                  "fsynced is dropped and the brokers die in the same instant (needs a lab made "
+                  "with lab up --power). Press o again to power them on.",
+                  lambda: self.apply_fault(Fault(FaultKind.POWER_OFF, "all")))
+
     def action_heal(self) -> None:
         if self._refused():
             return

@@ -38,6 +38,9 @@ ACTIONS: tuple[UiAction, ...] = (
              "other brokers, or all", "broker", fault=True, kind=FaultKind.ISOLATE),
     UiAction("slow", "w", "slow link", "slow the selected broker's link (rate + loss), "
              "or restore it", "broker", fault=True, footer=False, kind=FaultKind.SLOW),
+    UiAction("power", "o", "power", "cut the power of every broker at once (lab up --power: "
+             "what was not fsynced is lost), or power them on again", "cluster", fault=True,
+             footer=False, kind=FaultKind.POWER_OFF),
     UiAction("partition", "x", "partition", "build network partition groups from any nodes",
              "cluster", fault=True, footer=False, kind=FaultKind.PARTITION),
     UiAction("heal", "h", "heal", "remove every network partition", "cluster", fault=True,

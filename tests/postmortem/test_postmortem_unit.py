@@ -357,3 +357,25 @@ def test_refused_sends_are_unknown_when_a_chunk_does_not_say(tmp_path: Path) -> 
     del told[b"kinspect.refused"]
     pq.write_table(table.replace_schema_metadata(told), chunk)
     assert load_inputs(run).refused is None
+
+
+def test_a_loss_the_power_cut_dropped_is_blamed_on_the_power_cut() -> None:
+    """The filesystem's record, not the leadership history, says why: the lost were all in the
+    batches the cut dropped, on every broker at once."""
+    attribution = [{"partition": 0, "leader_epoch": 0, "broker": 2, "count": 500,
+                    "first_ack_ts": T0, "last_ack_ts": T0 + 5_000}]
+    cut = {"nodes": ["kafka1", "kafka2", "kafka3"], "at_ms": T0 + 6_000, "dropped": 520,
+           "lost_dropped": 500}
+    report = _report(acked=1000, acked_lost=500, attribution=attribution, power_cut=cut,
+                     lost_outside_power_cuts=0)
+    assert report.power_cut is not None and report.power_cut.lost_dropped == 500
+    assert Report.from_json(report.to_json()) == report  # the record round-trips report.json
+    text = rep.explain(report, [], {})
+    assert text.startswith("500 acknowledged messages were lost: acknowledged from the page "
+                           "cache of brokers 1, 2, 3 and never on disk.")
+    assert f"The power cut at {rep.clock(T0 + 6_000)} dropped every write" in text
+    assert "all of them among the batches the filesystem dropped" in text
+    # Without a cut the story is the broker's, and report.json carries no power fields.
+    plain = _report(acked=1000, acked_lost=500, attribution=attribution)
+    assert rep.explain(plain, [], {}).startswith("500 acknowledged messages were lost: broker 2")
+    assert "power_cut" not in plain.to_json() and "lost_outside_power_cuts" not in plain.to_json()

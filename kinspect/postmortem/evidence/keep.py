@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinspect.lab import journal, open_backend
+from kinspect.lab.power import CUT_RECORD, power_cuts_between
 from kinspect.lab.replicas import snapshots_between
 from kinspect.lab.state import LabState
-from kinspect.load.rundir import BROKER_LOGS_DIR, FAULTS_FILE, REPLICAS_DIR
+from kinspect.load.rundir import BROKER_LOGS_DIR, FAULTS_FILE, POWER_CUTS_DIR, REPLICAS_DIR
 
 if TYPE_CHECKING:
     from kinspect.lab.backend import LabBackend
@@ -32,6 +33,7 @@ def collect_lab_evidence(run_dir: Path, lab: LabState, window: tuple[int, int],
     backend = open_backend(lab.backend)
     kept += _keep_logs(run_dir, lab, backend)
     kept += _keep_replicas(run_dir, backend.root, window, topic)
+    kept += _keep_power_cuts(run_dir, backend.root, window, topic)
     return kept
 
 
@@ -74,3 +76,22 @@ def _keep_replicas(run_dir: Path, root: Path, window: tuple[int, int], topic: st
     if not snapshots:
         return []
     return [f"{REPLICAS_DIR} ({len(snapshots)} snapshots of {topic}'s replicas)"]
+
+
+def _keep_power_cuts(run_dir: Path, root: Path, window: tuple[int, int],
+                     topic: str) -> list[str]:
+    """Each power cut of the window: its record, and the batches of `topic` it dropped, laid
+    out as a replica snapshot (`<cut>/<node>/<topic>-<p>/*.log`) so the same reader reads
+    them."""
+    cuts = power_cuts_between(root, *window)
+    for cut in cuts:
+        target = run_dir / POWER_CUTS_DIR / cut.name
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cut / CUT_RECORD, target / CUT_RECORD)
+        node = cut.name.split("-", 1)[1]
+        for part in sorted(cut.glob(f"{topic}-*")):
+            if part.name[len(topic) + 1:].isdigit():
+                shutil.copytree(part, target / node / part.name, dirs_exist_ok=True)
+    if not cuts:
+        return []
+    return [f"{POWER_CUTS_DIR} ({len(cuts)} brokers' power cuts)"]

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kinspect.lab.topology import broker_node
+from kinspect.lab.topology import broker_id_of, broker_node
 from kinspect.model.events import EventKind, LogKind, TimelineEvent, TimelineKind
 from kinspect.postmortem.story.timeline import witness
 from kinspect.postmortem.story.values import (
@@ -191,7 +191,7 @@ def explain(report: Report, events: Sequence[TimelineEvent],
                 f"{agree(acked, 'is', 'are')} in the final log{zero_note}.")
     else:
         text = (f"{plural(lost, 'acknowledged message')} {agree(lost, 'was', 'were')} "
-                f"lost{zero_note}") + _who_lost(report, events, leaders)
+                f"lost{zero_note}") + _why_lost(report, events, leaders)
     extras = _extras(report)
     if extras:
         text += " " + "; ".join(extras)[0].upper() + "; ".join(extras)[1:] + "."
@@ -199,6 +199,23 @@ def explain(report: Report, events: Sequence[TimelineEvent],
 
 
 ACKS_ZERO_NOTE = " (with acks=0 'acknowledged' only means handed to the network)"
+
+
+def _why_lost(report: Report, events: Sequence[TimelineEvent],
+              leaders: dict[tuple[str, int], tuple[int, int]]) -> str:
+    """The power cut when its dropped batches hold the lost (the filesystem's record says so,
+    not the leadership history); else who acknowledged them."""
+    cut = report.power_cut
+    if cut is None or not cut.lost_dropped:
+        return _who_lost(report, events, leaders)
+    brokers = ", ".join(str(broker_id_of(node)) for node in cut.nodes)
+    share = "all of them"
+    if cut.lost_dropped != report.acked_lost:
+        share = f"{cut.lost_dropped:,} of them"
+    return (f": acknowledged from the page cache of brokers {brokers} and never on disk. "
+            f"The power cut at {clock(cut.at_ms)} dropped every write those brokers had not "
+            f"fsynced, {share} among the batches the filesystem dropped (its own record, "
+            "power-cuts/), on every replica at once.")
 
 
 def _who_lost(report: Report, events: Sequence[TimelineEvent],

@@ -353,6 +353,30 @@ class ConsumerPartition:
 
 
 @dataclass(frozen=True, slots=True)
+class PowerCutStory:
+    """The run's power cuts (report.json `power_cut`), from the filesystem's own record: which
+    brokers lost power and when, how many of the run's messages their dropped batches held,
+    and how many of the lost ones are among them (None: the report lists only the first lost
+    ranges, so the lost cannot all be looked up)."""
+
+    nodes: tuple[str, ...]
+    at_ms: int
+    dropped: int
+    lost_dropped: int | None
+
+    def to_json(self) -> JsonObject:
+        return {"nodes": list(self.nodes), "at_ms": self.at_ms, "dropped": self.dropped,
+                "lost_dropped": self.lost_dropped}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> PowerCutStory:
+        nodes = data.get("nodes")
+        return cls(nodes=tuple(str(n) for n in nodes) if isinstance(nodes, list) else (),
+                   at_ms=_int(data, "at_ms"), dropped=_int(data, "dropped"),
+                   lost_dropped=opt_int(data, "lost_dropped"))
+
+
+@dataclass(frozen=True, slots=True)
 class OutputCounts:
     """A transactional output as read_committed and read_uncommitted consumers see it."""
 
@@ -451,6 +475,8 @@ def _seconds(told: object) -> float:
     return float(told)
 
 
+# report.json leaves these out when a run had none (a group, a power cut): older reports match
+OMITTED_WHEN_NONE = frozenset({"consumers", "lost_outside_power_cuts", "power_cut"})
 LostRanges = dict[str, tuple[tuple[int, int], ...]]  # producer -> (first seq, last seq) runs
 
 
@@ -505,6 +531,9 @@ class Report:
     notes: tuple[str, ...] = ()
     explanation: str = ""
     consumers: ConsumerSide | None = None
+    # power cuts: the acked_lost their dropped batches do not hold (None: no cut, or not known)
+    lost_outside_power_cuts: int | None = None
+    power_cut: PowerCutStory | None = None
     out: str = ""
     seconds: float = 0.0
     per_second: tuple[Second, ...] = ()
@@ -514,7 +543,7 @@ class Report:
         out: JsonObject = {"schema_version": SCHEMA_VERSION}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "consumers" and value is None:
+            if f.name in OMITTED_WHEN_NONE and value is None:
                 continue
             out[f.name] = _json(value)
         return out
@@ -560,6 +589,8 @@ class Report:
             inputs=InputsSummary.from_json(_object(data, "inputs")),
             notes=_texts(data, "notes"), explanation=str(data.get("explanation", "")),
             consumers=_consumers(data), out=str(data.get("out", "")),
+            lost_outside_power_cuts=maybe("lost_outside_power_cuts"),
+            power_cut=_power_cut(data),
             seconds=_seconds(data.get("seconds")),
             per_second=tuple(Second.from_json(s) for s in _objects(data, "per_second")))
 
@@ -577,6 +608,13 @@ def _fault(data: Mapping[str, object]) -> JsonObject | None:
     if told is None:
         return None
     return dict(told)
+
+
+def _power_cut(data: Mapping[str, object]) -> PowerCutStory | None:
+    told = _opt_object(data, "power_cut")
+    if told is None:
+        return None
+    return PowerCutStory.from_json(told)
 
 
 def _consumers(data: Mapping[str, object]) -> ConsumerSide | None:

@@ -105,6 +105,8 @@ def register(commands: Any) -> None:
                           "(the tested 4.x release, KRaft only) or any 3.9.x / 4.x release")
     run.set_defaults(handler=cmd_run)
 
+    _chaos_parser(sub)
+
     matrix = sub.add_parser("matrix", help="run many scenarios, one table")
     matrix.add_argument("--names", nargs="+", metavar="NAME", help="default: every scenario")
     matrix.add_argument("--repeat", type=option(1, 100, integer=True), default=1,
@@ -386,3 +388,115 @@ class _WarmSpark:
         self._pool.shutdown(wait=True)
         if self._future.exception() is None:
             self._future.result().stop()
+
+
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration(text: str) -> float:
+    """--duration: seconds, or with a unit: 90s, 10m, 1h."""
+    body, unit = text.strip(), "s"
+    if body and body[-1] in DURATION_UNITS:
+        body, unit = body[:-1], body[-1]
+    try:
+        seconds = float(body) * DURATION_UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds or 90s, 10m, 1h, not {text!r}") from None
+    if not 0 < seconds <= 24 * 3600:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 24h, not {text!r}")
+    return seconds
+
+
+def _chaos_parser(sub: Any) -> None:
+    from kinspect.scenarios.chaos import DEFAULT_FAULTS, RATE, TARGETS
+
+    chaos = sub.add_parser("chaos", help="a seeded random nemesis: faults come and go under "
+                           "load and a consumer group, then one accounting")
+    chaos.add_argument("--seed", type=option(0, 2**31 - 1, integer=True), required=True,
+                       help="the schedule's seed: the same seed gives the same schedule")
+    chaos.add_argument("--duration", type=duration, default=120.0,
+                       help="how long the load runs: seconds or 90s, 10m, 1h (default 120 s)")
+    words = sorted({*TARGETS} - {"power-off"} | {"power"})
+    chaos.add_argument("--faults", default=",".join(DEFAULT_FAULTS), metavar="F[,F]",
+                       help=f"the faults drawn from: {', '.join(words)} (default "
+                            f"{','.join(DEFAULT_FAULTS)}; power needs FUSE: kinspect doctor)")
+    chaos.add_argument("--rate", type=option(1, 100_000), default=RATE,
+                       help=f"messages/s (default {RATE:.0f})")
+    chaos.add_argument("--schedule", action="store_true",
+                       help="print the schedule the seed draws, and run nothing")
+    chaos.add_argument("--json", action="store_true", help="one JSON result object on stdout")
+    chaos.add_argument("--keep-lab", action="store_true", help="leave the lab running afterwards")
+    chaos.add_argument("--run-dir", type=Path, help="where the evidence goes "
+                       "(default $KINSPECT_HOME/runs/scenario-chaos-seedN-TIME)")
+    chaos.add_argument("--mode", choices=MODES, default=None, help="zookeeper or kraft")
+    chaos.add_argument("--kafka", metavar="VERSION", default=None, help="the Kafka release")
+    chaos.set_defaults(handler=cmd_chaos)
+
+
+def cmd_chaos(args: argparse.Namespace) -> int:
+    """Draw the schedule; print it (--schedule) or run it and account for every fault."""
+    from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule_lines
+
+    plan = ChaosPlan(args.seed, args.duration, fault_words(args.faults), args.rate)
+    scenario = chaos_scenario(plan)
+    if args.schedule:
+        print(f"{scenario.title}; load {plan.rate:.0f}/s, acks=all")
+        print("\n".join(schedule_lines(scenario.steps)))
+        print(f"invariants: {scenario.expectation_text()}")
+        return 0
+    platform = _platform(args.mode, args.kafka)
+    writable_dir(kinspect_home(), "KINSPECT_HOME")
+    run_dir = _run_dir(scenario.name, args.run_dir)
+    check_load(scenario)
+    stop_loads_on_lab()
+    return _run_chaos(scenario, run_dir, platform, args)
+
+
+def _run_chaos(scenario: Any, run_dir: Path, platform: Platform,
+               args: argparse.Namespace) -> int:
+    from kinspect.postmortem.story.values import Report
+    from kinspect.scenarios.chaos import loss_by_window, schedule_lines
+    from kinspect.scenarios.scenario_run import run_scenario
+
+    with Display() as display:
+        display.say(f"{scenario.title} ({platform.label})\nrun dir: {run_dir}\n"
+                    + "\n".join(schedule_lines(scenario.steps)))
+        row = run_scenario(scenario, run_dir, display.line, keep_lab=args.keep_lab,
+                           platform=platform)
+    report = Report.from_json(json.loads((run_dir / "postmortem" / "report.json").read_text()))
+    faults = row.get("faults")
+    entries = [e for e in faults if isinstance(e, dict)] if isinstance(faults, list) else []
+    found = loss_by_window(run_dir, entries, report.lost_ranges, report.lost_ranges_more)
+    row["loss_by_window"] = None
+    if found is not None:
+        row["loss_by_window"] = [{"window": w.label, "start_ms": w.start_ms,
+                                  "end_ms": w.end_ms, "lost": w.lost} for w in found]
+    (run_dir / "chaos.json").write_text(json.dumps(row, indent=2))
+    if args.json:
+        print(json.dumps(row))
+    else:
+        _print_chaos(row, run_dir)
+    return 0 if row.get("expectation_met") else 1
+
+
+def _print_chaos(row: Row, run_dir: Path) -> None:
+    from kinspect.scenarios.table import text_table
+
+    print(text_table([row]))
+    windows = row.get("loss_by_window")
+    if windows is None:
+        print("\nloss by fault window: unknown (the report lists only the first lost ranges)")
+    else:
+        print("\nloss by fault window:")
+        for w in windows:
+            seconds = (w["end_ms"] - w["start_ms"]) / 1000
+            if w["start_ms"] == 0:
+                seconds = 0.0
+            print(f"  {w['window']:<28} {seconds:8.1f} s  {w['lost']:>9,} acked lost")
+    held = "held" if row.get("expectation_met") else "VIOLATED: " + "; ".join(
+        row.get("expectation_failed", []))
+    print(f"\ninvariants: {row['expectation']}: {held}")
+    if row.get("explanation"):
+        print(row["explanation"])
+    print(f"evidence: {run_dir} (report: {run_dir / 'postmortem' / 'report.md'}, "
+          f"{run_dir / 'chaos.json'})")

@@ -1,0 +1,86 @@
+"""The seeded nemesis without a lab: the schedule is the seed's alone, every fault it draws is
+one the lab carries out and undoes, and the invariants follow from what it drew."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kinspect.errors import KinspectError
+from kinspect.lab.faults import FaultKind
+from kinspect.scenarios import chaos
+from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule, windows
+from kinspect.scenarios.spec import STEP_FAULTS
+from tests.helpers import kinspect
+
+ALL = fault_words("kill,stop,pause,isolate,isolate-zk,isolate-brokers,slow,power")
+
+
+def test_the_same_seed_draws_the_same_schedule_and_another_seed_another() -> None:
+    plan = ChaosPlan(seed=42, duration_s=3600, faults=ALL)
+    assert schedule(plan) == schedule(ChaosPlan(seed=42, duration_s=3600, faults=ALL))
+    assert schedule(plan) != schedule(ChaosPlan(seed=43, duration_s=3600, faults=ALL))
+    # a longer run starts with the shorter one's faults: the draw does not depend on the end
+    short = schedule(ChaosPlan(seed=42, duration_s=600, faults=ALL))
+    assert schedule(plan)[:len(short)] == short
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_drawn_fault_is_held_then_undone_within_the_run(seed: int) -> None:
+    plan = ChaosPlan(seed=seed, duration_s=600, faults=ALL)
+    steps = schedule(plan)
+    assert steps, "ten minutes hold more than one fault"
+    for step in steps:
+        kind, _scope = STEP_FAULTS[step.do]
+        assert kind.disruptive and kind in FaultKind  # it breaks something, and has a repair
+        assert step.target in chaos.TARGETS[step.do]
+        assert chaos.HOLD_S[0] <= (step.for_s or 0) <= chaos.HOLD_S[1]
+        assert (step.shape is not None) == (kind is FaultKind.SLOW)
+    assert (steps[0].after_s or 0) >= chaos.WARMUP_S - 0.05
+    planned = sum((s.after_s or 0) + (s.for_s or 0) for s in steps)
+    assert planned <= plan.duration_s - chaos.COOLDOWN_S
+
+
+def test_the_invariants_follow_from_what_was_drawn() -> None:
+    quiet = chaos_scenario(ChaosPlan(seed=1, duration_s=300, faults=("kill", "pause")))
+    assert quiet.expectation_text() == (
+        f"faults_applied >= {len(quiet.steps)} and never_processed == 0 and acked_lost == 0")
+    assert quiet.load == {"acks": "all", "count": 300_000, "rate": 1000.0}
+    assert quiet.group == {"commit": "after"} and not quiet.power
+    powered = chaos_scenario(ChaosPlan(seed=3, duration_s=3600, faults=("power-off",)))
+    assert powered.power and any(s.target == "all" for s in powered.steps)
+    assert "lost_outside_power_cuts == 0" in powered.expectation_text()
+    assert "acked_lost" not in powered.expectation_text()
+
+
+def test_fault_words_take_power_for_power_off_and_refuse_the_unknown() -> None:
+    assert fault_words("kill, power,kill") == ("kill", "power-off")
+    with pytest.raises(KinspectError, match="'nuke' is not a fault the nemesis knows"):
+        fault_words("kill,nuke")
+    with pytest.raises(KinspectError, match="names no fault"):
+        fault_words(" , ")
+    with pytest.raises(KinspectError, match="--duration must be at least"):
+        chaos_scenario(ChaosPlan(seed=1, duration_s=20))
+
+
+def test_windows_label_each_fault_to_its_repair_and_the_quiet_between() -> None:
+    faults = [{"ts": 100, "do": "kill", "nodes": ["kafka2"]},
+              {"ts": 150, "do": "start", "nodes": ["kafka2"]},
+              {"ts": 300, "do": "power-off", "nodes": ["kafka1", "kafka2", "kafka3"]},
+              {"ts": 320, "do": "power-on", "nodes": ["kafka1", "kafka2", "kafka3"]}]
+    assert windows(faults, 400) == [
+        ("quiet", 0, 100), ("kill kafka2", 100, 150), ("quiet", 150, 300),
+        ("power-off kafka1, kafka2, kafka3", 300, 320), ("quiet", 320, 400)]
+
+
+def test_the_cli_prints_the_schedule_and_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
+    first = kinspect("scenario", "chaos", "--seed", "7", "--duration", "2m", "--schedule")
+    again = kinspect("scenario", "chaos", "--seed", "7", "--duration", "120", "--schedule")
+    assert first.stdout == again.stdout
+    assert first.stdout.startswith("seeded nemesis: ")
+    assert "invariants: faults_applied >= " in first.stdout
+    for bad in (["--duration", "soon"], ["--faults", "kill,nuke"], ["--duration", "5"]):
+        done = kinspect("scenario", "chaos", "--seed", "7", "--schedule", *bad, check=False)
+        assert done.returncode == 2, done
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("kinspect: error: ")

@@ -140,6 +140,11 @@ class Flow:
                 return None
         return after
 
+    def happened(self) -> tuple[bool, ...]:
+        """Per step, whether its trigger came after the step before it's: what `--check-all`
+        proves of a finished run, by the same reckoning the narration follows."""
+        return tuple(self._ready(index) for index in range(len(self.lesson.steps)))
+
     def _follow(self) -> Flow:
         """Workshop narration: on to every step whose trigger happened, stopping at a pause."""
         flow = self

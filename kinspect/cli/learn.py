@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kinspect.errors import KinspectError
 from kinspect.lessons.lang import LANGS, pick_lang
 from kinspect.lessons.lesson_catalog import builtin, read
+from kinspect.lessons.lesson_check import LessonCheck, Recogniser
 from kinspect.lessons.lesson_progress import (
     Progress,
     forget_progress,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from kinspect.model.events import JsonObject
 
 OFFLINE = ("list", "summary", "check", "forget")  # placement.py: these stay on this host
+# --check-all makes labs (as scenario run does): its learn_command is "check_all"
 MARKS = {Status.DONE: "✓", Status.CURRENT: "▶", Status.SKIPPED: "-", Status.NEW: " "}
 
 
@@ -75,6 +77,13 @@ def register(commands: Any) -> None:
                       help="check a lesson file: OK, or the one line that is wrong")
     only.add_argument("--forget", action=_Offline, nargs=0, default=False,
                       help="clear all progress (asks first unless --yes)")
+    only.add_argument("--check-all", action=_Offline, nargs=0, default=False,
+                      help="for the course's authors: run every lesson's scenario and its "
+                           "fix's on a fresh lab (one at a time, as kinspect scenario run "
+                           "does) and check each step came, each question has one right "
+                           "answer, each fix held; a line per lesson, exit 1 if any fails")
+    learn.add_argument("--only", metavar="NAME,...",
+                       help="--check-all: only these lessons (names, comma-separated)")
     learn.add_argument("--json", action="store_true", help="--list or --summary as JSON")
     learn.add_argument("--yes", action="store_true", help="--forget without asking")
     learn.set_defaults(handler=cmd_learn, learn_command=None, long_lived=True)
@@ -83,12 +92,16 @@ def register(commands: Any) -> None:
 def cmd_learn(args: argparse.Namespace) -> int:
     action = args.learn_command
     _check_combination(args, action)
+    if args.only is not None and action != "check_all":
+        raise KinspectError("--only goes with --check-all")
     lang = pick_lang(args.lang, os.environ)
     if action == "check":
         return validate_file(args.check)
     if action == "forget":
         return forget(args.yes)
     lessons = builtin()
+    if action == "check_all":
+        return check_all(only_lessons(lessons, args.only))
     if action == "list":
         return print_list(lessons, load_progress(), lang, args.json)
     if action == "summary":
@@ -120,6 +133,67 @@ def validate_file(path: Path) -> int:
     print(f"{path}: OK (lesson {lesson.name}: scenario {lesson.scenario}{fix}; "
           f"{len(lesson.questions)} questions, {len(lesson.steps)} steps)")
     return 0
+
+
+def only_lessons(lessons: Sequence[Lesson], only: str | None) -> list[Lesson]:
+    """The lessons --check-all runs, in catalogue order; an unknown name is bad input."""
+    if only is None:
+        return list(lessons)
+    wanted = [name.strip() for name in only.split(",") if name.strip()]
+    known = {lesson.name for lesson in lessons}
+    unknown = [name for name in wanted if name not in known]
+    if unknown or not wanted:
+        raise KinspectError(f"--only: unknown lesson {(unknown or [only])[0]!r} "
+                            "(see: kinspect learn --list)")
+    return [lesson for lesson in lessons if lesson.name in wanted]
+
+
+def check_all(lessons: Sequence[Lesson]) -> int:
+    """Each lesson's run and its fixes' reruns, judged; progress on stderr, a line per
+    lesson on stdout."""
+    from kinspect.lessons.lesson_check import report_lines
+
+    checks = [check_lesson(lesson) for lesson in lessons]
+    for line in report_lines(checks):
+        print(line)
+    if all(check.ok for check in checks):
+        return 0
+    return 1
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _run(name: str, mode: str | None) -> Path:
+    """One catalogue scenario run as `kinspect scenario run` runs it; its run dir."""
+    from kinspect.cli.lab import stop_loads_on_lab
+    from kinspect.scenarios.catalog import find
+    from kinspect.scenarios.platform import Platform
+    from kinspect.scenarios.scenario_run import default_run_dir, run_scenario
+
+    run_dir = default_run_dir(name)
+    _say(f"{name}: run dir {run_dir}")
+    stop_loads_on_lab()  # the scenario resets the lab
+    run_scenario(find(name), run_dir, _say, platform=Platform.of(mode or "zookeeper"))
+    return run_dir
+
+
+def check_lesson(lesson: Lesson) -> LessonCheck:
+    """Run the lesson's scenario and each right fix's, then judge; a run that broke is its
+    failed claim."""
+    from kinspect.lessons.lesson_check import judge, read_run, right_fixes
+    from kinspect.tui.lesson_app import EVENT_TRIGGERS, journal_happenings
+
+    recognise = Recogniser(journal_happenings, EVENT_TRIGGERS)
+    _say(f"lesson {lesson.name}")
+    try:
+        run = read_run(_run(lesson.scenario, lesson.mode), recognise)
+        fixes = {name: read_run(_run(name, lesson.mode), recognise)
+                 for name in right_fixes(lesson)}
+    except KinspectError as exc:
+        return LessonCheck(lesson.name, (f"the run broke: {exc}",))
+    return judge(lesson, run, fixes)
 
 
 def forget(yes: bool) -> int:

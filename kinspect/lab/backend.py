@@ -32,7 +32,14 @@ from kinspect.lab import (
     topology,
 )
 from kinspect.lab.faults import Fault, FaultKind
-from kinspect.lab.nodes import broker_heap_problem, heap_of, new_cluster_id, node_dir
+from kinspect.lab.nodes import (
+    broker_heap_problem,
+    format_storage,
+    heap_of,
+    log_root,
+    new_cluster_id,
+    node_dir,
+)
 from kinspect.lab.readiness import (
     clear_stale_registrations,
     describe_gaps,
@@ -364,6 +371,21 @@ class LabBackend(ABC):
 
     @abstractmethod
     def _running(self, state: LabState, node: NodeRecord) -> bool: ...
+
+    def _storage(self, state: LabState, node: NodeRecord, config: Path) -> Path:
+        """The node's log dir as it sees it, ready: in a power lab a broker's filesystem
+        mounted; a KRaft node's storage formatted (once), the format then counted as on disk
+        (an installation is long written back before a power cut)."""
+        powered = node.role == "broker" and power.enabled(state)
+        if powered:
+            power.mount(self.root, node, power.expire_s(state))
+        data = log_root(self.root, node, state)
+        if state.kraft:
+            format_storage(dist.ensure(version=state.kafka_version), config, data,
+                           state.extra["cluster_id"], state.extra.get("features"))
+        if powered:
+            power.settle(self.root, node)
+        return data
 
     def _why_dead(self, node: NodeRecord) -> str:
         """The last error line a node that died left in its console log or its server.log (4.x

@@ -42,7 +42,6 @@ from kinspect.lab.netns import routed_networks
 from kinspect.lab.nodes import (
     CONTROLLER_PORT,
     JVM_FLAGS,
-    format_storage,
     heap_of,
     node_dir,
     render_broker,
@@ -171,10 +170,9 @@ class DockerBackend(LabBackend):
         is_zk = node.role == "zookeeper"
         role = node.role  # zookeeper, broker or controller: kinspect-node's roles
         heap = heap_of(role, state)
-        data = self._data_dir(node)
-        if node.role == "broker" and power.enabled(state):  # the broker's view of its data
-            power.mount(self.root, node, power.expire_s(state))
-            data = power.mount_path(self.root, node)
+        self._data_dir(node)
+        config_file = write_config(self.root, node, state)
+        data = self._storage(state, node, config_file)  # formatted here, on what it mounts
         created = api.create_container(
             state.extra["image"], command=["kinspect-node", role], name=node.container,
             labels=self._labels(state, node, "jvm"),
@@ -186,10 +184,6 @@ class DockerBackend(LabBackend):
             config = render_zookeeper(node, IN_CONTAINER)
         else:
             config = render_broker(node, state, IN_CONTAINER, TLS_IN_CONTAINER)
-        if state.kraft:  # formatted here, on the data dir the container mounts
-            format_storage(dist.ensure(version=state.kafka_version),
-                           write_config(self.root, node, state), data, state.extra["cluster_id"],
-                           state.extra.get("features"))
         files: dict[str, str | bytes] = {f"{role}.properties": config}
         if tls.enabled(state) and node.role == "broker":  # copies: the container sees no host path
             files.update({f"{TLS_IN_CONTAINER.name}/{name}": data

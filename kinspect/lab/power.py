@@ -165,6 +165,11 @@ def _ask(root: Path, node: NodeRecord, what: str) -> dict[str, object]:
     return loaded
 
 
+def settle(root: Path, node: NodeRecord) -> None:
+    """What the lab wrote before the broker starts (KRaft's format) counts as on disk."""
+    _ask(root, node, "settle")
+
+
 def unsynced_bytes(root: Path, node: NodeRecord) -> int | None:
     """Bytes the broker wrote that are not on disk yet (None: its filesystem is not mounted)."""
     if not disks.mounted(mount_path(root, node)):

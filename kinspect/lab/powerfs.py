@@ -110,6 +110,14 @@ class PowerFS(fuse.Operations):  # type: ignore[misc]
             for inode in [i for i, d in self.dirty.items() if d.since <= oldest]:
                 del self.dirty[inode]
 
+    def settle(self) -> dict[str, object]:
+        """Everything written so far counts as on disk (the lab's own setup, e.g. KRaft's
+        format: a real machine's install is long written back before its power fails)."""
+        with self._guard:
+            settled = len(self.dirty)
+            self.dirty.clear()
+        return {"settled": settled}
+
     def status(self) -> dict[str, object]:
         with self._guard:
             return {"files": len(self.dirty),
@@ -313,7 +321,7 @@ class _Control(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         fs: PowerFS = self.server.fs  # type: ignore[attr-defined]
         asked = self.rfile.readline().decode().strip()
-        answer = {"cut": fs.cut}.get(asked, fs.status)()
+        answer = {"cut": fs.cut, "settle": fs.settle}.get(asked, fs.status)()
         self.wfile.write(json.dumps(answer).encode() + b"\n")
 
 

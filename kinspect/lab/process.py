@@ -23,10 +23,8 @@ from kinspect.lab.backend import LabBackend, Progress, UpOptions, plan_nodes
 from kinspect.lab.nodes import (
     CONTROLLER_PORT,
     clear_foreign_data,
-    format_storage,
     heap_of,
     java_command,
-    log_root,
     node_dir,
     write_config,
 )
@@ -153,18 +151,13 @@ class ProcessBackend(LabBackend):
 
     def _launch(self, state: LabState, node: NodeRecord) -> None:
         config = write_config(self.root, node, state)
-        if node.role == "broker" and power.enabled(state):  # before format: its view of data
-            power.mount(self.root, node, power.expire_s(state))
         if node.role == "broker":  # --log-dirs: the extra dirs on small disks, before format
             for extra in disks.log_dirs(node_dir(self.root, node.name) / "data",
                                         int(state.extra.get("log_dirs", 1)))[1:]:
                 disks.mount_small(extra)
         kafka = dist.ensure(version=state.kafka_version)
-        data = log_root(self.root, node, state)
-        if state.kraft:
-            format_storage(kafka, config, data, state.extra["cluster_id"],
-                           state.extra.get("features"))
-        elif node.role == "broker":
+        data = self._storage(state, node, config)
+        if not state.kraft and node.role == "broker":
             clear_foreign_data(data, None)  # a KRaft lab's, left in this home
         cmd = java_command(kafka, self.root, node, state.lab_id, kraft=state.kraft,
                            heap=heap_of(node.role, state),

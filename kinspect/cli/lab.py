@@ -124,25 +124,20 @@ def register(commands: Any) -> None:
     unslow.set_defaults(handler=cmd_fault,
                         fault=lambda args: Fault(FaultKind.UNSLOW, args.node))
 
-    for kind, words in ((FaultKind.FILL_DISK, "fill a broker's last log dir (a small disk of "
-                         "its own, lab up --log-dirs 2) until it is full: Kafka takes the dir "
-                         "offline"),
-                        (FaultKind.FREE_DISK, "delete what fill-disk wrote (Kafka uses the dir "
-                         "again once the broker restarts: lab restart NODE)")):
-        disk = sub.add_parser(kind.value, help=words)
-        disk.add_argument("node", help="kafka1, kafka2, ...")
-        disk.set_defaults(handler=cmd_fault,
-                          fault=lambda args, kind=kind: Fault(kind, args.node))
-
-    for kind, words in ((FaultKind.POWER_OFF, "cut a broker's power (lab up --power): every "
-                         "write it had not fsynced is dropped and it is killed in the same "
-                         "instant; what was dropped is kept under the lab's power-cuts/"),
-                        (FaultKind.POWER_ON, "power a broker on again: its disk mounted, the "
-                         "broker started (it recovers from an unclean shutdown)")):
-        cut = sub.add_parser(kind.value, help=words)
-        cut.add_argument("node", help="kafka1, kafka2, ... or all (every broker at once)")
-        cut.set_defaults(handler=cmd_fault,
-                         fault=lambda args, kind=kind: Fault(kind, args.node))
+    brokers, or_all = "kafka1, kafka2, ...", "kafka1, kafka2, ... or all (every broker at once)"
+    for kind, words, nodes in (
+            (FaultKind.FILL_DISK, "fill a broker's last log dir (a small disk of its own, lab up "
+             "--log-dirs 2) until it is full: Kafka takes the dir offline", brokers),
+            (FaultKind.FREE_DISK, "delete what fill-disk wrote (Kafka uses the dir again once "
+             "the broker restarts: lab restart NODE)", brokers),
+            (FaultKind.POWER_OFF, "cut a broker's power (lab up --power): every write it had "
+             "not fsynced is dropped and it is killed in the same instant; what was dropped is "
+             "kept under the lab's power-cuts/", or_all),
+            (FaultKind.POWER_ON, "power a broker on again: its disk mounted, the broker started "
+             "(it recovers from an unclean shutdown)", or_all)):
+        one = sub.add_parser(kind.value, help=words)
+        one.add_argument("node", help=nodes)
+        one.set_defaults(handler=cmd_fault, fault=lambda args, kind=kind: Fault(kind, args.node))
 
     _user_commands(sub)
 

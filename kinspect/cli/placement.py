@@ -18,7 +18,7 @@ STAYS_ON_HOST: frozenset[CommandKey] = frozenset({
     ("learn", "list"), ("learn", "summary"), ("learn", "check"), ("learn", "forget")})
 MAKES_A_LAB: frozenset[CommandKey] = frozenset({
     ("demo", None), ("lab", "up"), ("lab", "reset"), ("scenario", "run"),
-    ("scenario", "matrix")})
+    ("scenario", "matrix"), ("scenario", "chaos"), ("learn", "check_all")})
 
 
 def command_key(args: argparse.Namespace) -> CommandKey:

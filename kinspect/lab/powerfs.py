@@ -341,8 +341,10 @@ def serve(backing: Path, mount: Path, socket_path: Path, expire_s: float,
     threading.Thread(target=server.serve_forever, daemon=True).start()
     threading.Thread(target=_write_back_loop, args=(fs,), daemon=True).start()
     try:
-        fuse.FUSE(fs, str(mount), foreground=True, allow_other=True, fsname="kinspect-power",
-                  default_permissions=True)
+        # allow_other lets a container's root in (root only: fuse.conf's user_allow_other is
+        # off by default); a rootless lab's brokers run as this user, which FUSE lets in anyway
+        fuse.FUSE(fs, str(mount), foreground=True, allow_other=os.geteuid() == 0,
+                  fsname="kinspect-power", default_permissions=True)
     finally:
         server.shutdown()
         socket_path.unlink(missing_ok=True)

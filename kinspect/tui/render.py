@@ -206,11 +206,16 @@ class BrokerRow:
     cells: tuple[Text, ...]
 
 
+# Every node state's colour (tests/tui: one for each NodeState)
+# (by value: the lab's state module is not imported at the screen's start)
+STATE_STYLES = {"running": "green", "paused": "bold yellow", "stopped": "yellow",
+                "killed": "bold red", "exited": "bold red", "powered-off": "bold red"}
+
+
 def lab_state_text(node: NodeRecord | None, lab: LabState | None) -> Text:
     if node is None or lab is None:
         return Text("—", "dim")
-    style = {"running": "green", "paused": "bold yellow", "stopped": "yellow",
-             "killed": "bold red", "exited": "bold red"}.get(node.state, "")
+    style = STATE_STYLES.get(node.state, "")
     text = Text().append(node.state, style)  # styled as a span: padding stays plain
     blocked = lab.cut_off_from(node.name) if lab.groups else []
     if blocked:

@@ -8,64 +8,17 @@ kept as dropped: every acknowledged message that is gone lies in them."""
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.helpers import kinspect
 from tests.helpers.lab import Lab
-from tests.helpers.oracles import TOPIC_COMMAND, dump_segments, kafka_tool, kafka_topics
+from tests.helpers.oracles import kafka_topics
+from tests.helpers.power import COUNT, create, dropped_values, produce_acked, read_back
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab]
 
 LAZY, SYNCED = "power-lazy", "power-synced"
-COUNT = 2000
-PAYLOAD = re.compile(r"^(power-\w+)-(\d{6})\|")
-
-
-def produce_acked(bootstrap: str, topic: str) -> dict[str, tuple[int, int]]:
-    """Send COUNT messages with acks=all; the acknowledged ones by the producer's own
-    delivery reports: value -> (partition, offset)."""
-    from confluent_kafka import Producer
-
-    acked: dict[str, tuple[int, int]] = {}
-
-    def report(err: Any, msg: Any) -> None:
-        if err is None:
-            acked[msg.value().decode()] = (msg.partition(), msg.offset())
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    for i in range(COUNT):
-        producer.produce(topic, f"{topic}-{i:06d}|".encode() + b"x" * 80, on_delivery=report)
-        producer.poll(0)
-    assert producer.flush(60) == 0
-    return acked
-
-
-def read_back(bootstrap: str, topic: str) -> set[str]:
-    """Every value kcat reads from the beginning."""
-    import subprocess
-
-    out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
-                          "-q", "-f", "%s\n"], capture_output=True, text=True, timeout=120,
-                         check=True).stdout
-    return {line for line in out.splitlines() if line}
-
-
-def dropped_values(cuts: list[Path], topic: str) -> set[str]:
-    """The values in the batches the filesystem dropped, as DumpLogSegments reads them."""
-    files = [f for cut in cuts for f in sorted(cut.glob(f"{topic}-*/*.log"))]
-    if not files:
-        return set()
-    return {r["payload"] for r in dump_segments(files) if r["payload"]}
-
-
-def create(bootstrap: str, topic: str, *config: str) -> None:
-    settings = [arg for item in ("min.insync.replicas=2", *config) for arg in ("--config", item)]
-    kafka_tool(TOPIC_COMMAND, "--bootstrap-server", bootstrap, "--create", "--topic", topic,
-               "--partitions", "3", "--replication-factor", "3", *settings)
 
 
 def test_a_power_cut_of_every_broker_loses_what_was_only_in_the_page_cache(

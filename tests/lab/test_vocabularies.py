@@ -199,3 +199,10 @@ def test_every_key_applies_the_fault_kind_it_names() -> None:
             continue
         source = inspect.getsource(getattr(ActingApp, f"action_{action.name}"))
         assert f"FaultKind.{action.kind.name}" in source, f"key {action.key} applies no {action.kind}"
+
+
+def test_every_node_state_has_its_colour_on_the_screen() -> None:
+    from kinspect.lab.state import NodeState
+    from kinspect.tui.render import STATE_STYLES
+
+    assert set(STATE_STYLES) == {state.value for state in NodeState}

@@ -113,3 +113,9 @@ def test_the_driver_judges_every_id_as_python_does(seed: int) -> None:
 def test_no_unacknowledged_ids_no_rows() -> None:
     assert _unacked_present(IdSet(), ledger_table([(0, 1, 0, 0)]), log_table([(0, 1, 0)]),
                             IdSet()) == []
+
+
+def test_an_empty_final_log_has_no_copies() -> None:
+    """Every record of the run gone (a power cut of the last in-sync replica can do it): no
+    copies, not a crash in numpy's reduceat over nothing."""
+    assert _copies_across(log_table([]), np.array([], np.int64)) == Counter()

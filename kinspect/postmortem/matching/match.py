@@ -248,6 +248,8 @@ def _copies_across(ids_table: pa.Table, suspects: np.ndarray) -> Counter[tuple[i
     _copies_within, which counts their records in every partition."""
     out: Counter[tuple[int, str]] = Counter()
     w = ids_table["w"].to_numpy()
+    if not len(w):  # nothing of the run in the final log (a power cut can leave it empty)
+        return out
     order = np.argsort(w, kind="stable")
     w, m = w[order], ids_table["m"].to_numpy().view(np.uint64)[order]
     starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]])  # each run of 64's partitions

@@ -208,14 +208,16 @@ def _why_lost(report: Report, events: Sequence[TimelineEvent],
     cut = report.power_cut
     if cut is None or not cut.lost_dropped:
         return _who_lost(report, events, leaders)
-    brokers = ", ".join(str(broker_id_of(node)) for node in cut.nodes)
+    ids = [str(broker_id_of(node)) for node in cut.nodes]
+    who, they, at_once = f"broker {ids[0]}", "it", ""
+    if len(ids) > 1:
+        who, they, at_once = f"brokers {', '.join(ids)}", "those brokers", ", on all at once"
     share = "all of them"
     if cut.lost_dropped != report.acked_lost:
         share = f"{cut.lost_dropped:,} of them"
-    return (f": acknowledged from the page cache of brokers {brokers} and never on disk. "
-            f"The power cut at {clock(cut.at_ms)} dropped every write those brokers had not "
-            f"fsynced, {share} among the batches the filesystem dropped (its own record, "
-            "power-cuts/), on every replica at once.")
+    return (f": acknowledged from the page cache of {who} and never on disk. The power cut at "
+            f"{clock(cut.at_ms)} dropped every write {they} had not fsynced{at_once}, {share} "
+            "among the batches the filesystem dropped (its own record, power-cuts/).")
 
 
 def _who_lost(report: Report, events: Sequence[TimelineEvent],

@@ -22,6 +22,9 @@ def register(commands: Any) -> None:
                            "when an engine answers")
     demo.add_argument("--no-confirm", action="store_true",
                       help="fault keys act without asking (for stage demos)")
+    demo.add_argument("--power", action="store_true",
+                      help="brokers' disks that can lose power (lab up --power): the o key "
+                           "cuts every broker's power at once")
     demo.set_defaults(handler=cmd_demo, long_lived=True)
 
     ui = commands.add_parser("ui", help="open the TUI on the running lab (the default command), "
@@ -32,15 +35,15 @@ def register(commands: Any) -> None:
     ui.set_defaults(handler=cmd_ui, long_lived=True)
 
 
-def prepare_demo(backend: str = "auto") -> str:
+def prepare_demo(backend: str = "auto", power: bool = False) -> str:
     """Lab up (fetching Kafka if needed) and the demo topics; returns the bootstrap."""
     with Display() as display:  # closed before the TUI takes the screen
-        return _prepare(backend, display.line)
+        return _prepare(backend, display.line, power)
 
 
-def _prepare(backend: str, progress: Callable[[str], None]) -> str:
+def _prepare(backend: str, progress: Callable[[str], None], power: bool = False) -> str:
     lab = open_backend(backend, progress=progress)
-    state = lab.up(UpOptions(), progress)
+    state = lab.up(UpOptions(power=power), progress)
     created = create_topics(state.bootstrap, DEMO_TOPICS)
     for name in created:
         progress(f"created topic {name} ({DEMO_TOPICS[name]} partitions, replication factor 3)")
@@ -52,7 +55,7 @@ def _prepare(backend: str, progress: Callable[[str], None]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    prepare_demo(args.backend)
+    prepare_demo(args.backend, args.power)
     if args.no_ui:
         from kinspect.cli.lab import print_status
 

@@ -490,8 +490,6 @@ def _print_chaos(row: Row, run_dir: Path) -> None:
         print("\nloss by fault window:")
         for w in windows:
             seconds = (w["end_ms"] - w["start_ms"]) / 1000
-            if w["start_ms"] == 0:
-                seconds = 0.0
             print(f"  {w['window']:<28} {seconds:8.1f} s  {w['lost']:>9,} acked lost")
     held = "held" if row.get("expectation_met") else "VIOLATED: " + "; ".join(
         row.get("expectation_failed", []))

@@ -10,6 +10,7 @@ its invariants and the loss by fault window.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -156,11 +157,12 @@ class Window:
     lost: int  # acknowledged in this stretch, and not in the final log
 
 
-def windows(faults: Sequence[dict[str, object]], end_ms: int) -> list[tuple[str, int, int]]:
+def windows(faults: Sequence[dict[str, object]], start_ms: int,
+            end_ms: int) -> list[tuple[str, int, int]]:
     """The row's faults (applied, repaired, applied, ...) as labelled stretches, quiet ones
-    between, the last to the end of the load."""
+    between, from the load's start to its end (or the last repair, if later)."""
     stretches: list[tuple[str, int, int]] = []
-    start, label = 0, "quiet"
+    start, label = start_ms, "quiet"
     for entry in faults:
         ts = int(str(entry["ts"]))
         stretches.append((label, start, ts))
@@ -170,7 +172,7 @@ def windows(faults: Sequence[dict[str, object]], end_ms: int) -> list[tuple[str,
         if str(entry["do"]) not in TARGETS:  # a repair: quiet from here
             label = "quiet"
         start = ts
-    stretches.append((label, start, end_ms))
+    stretches.append((label, start, max(start, end_ms)))
     return stretches
 
 
@@ -190,6 +192,8 @@ def loss_by_window(run_dir: Path, faults: Sequence[dict[str, object]],
                             filter=ds.field("status") == "acked").to_pydict()
     times = sorted(ts for p, s, ts in zip(acked["producer"], acked["seq"], acked["ack_ts"],
                                           strict=True) if (p, s) in lost)
-    end = max([*times, *(int(str(e["ts"])) for e in faults), 0]) + 1
+    summary = json.loads((run_dir / "summary.json").read_text())
+    begun = min([int(summary["started_at_ms"]), *times])
+    end = max([int(summary["ended_at_ms"]), *times]) + 1  # a late ack still counted
     return [Window(label, start, stop, sum(start <= t < stop for t in times))
-            for label, start, stop in windows(faults, end)]
+            for label, start, stop in windows(faults, begun, end)]

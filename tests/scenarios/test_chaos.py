@@ -69,8 +69,8 @@ def test_windows_label_each_fault_to_its_repair_and_the_quiet_between() -> None:
               {"ts": 150, "do": "start", "nodes": ["kafka2"]},
               {"ts": 300, "do": "power-off", "nodes": ["kafka1", "kafka2", "kafka3"]},
               {"ts": 320, "do": "power-on", "nodes": ["kafka1", "kafka2", "kafka3"]}]
-    assert windows(faults, 400) == [
-        ("quiet", 0, 100), ("kill kafka2", 100, 150), ("quiet", 150, 300),
+    assert windows(faults, 50, 400) == [
+        ("quiet", 50, 100), ("kill kafka2", 100, 150), ("quiet", 150, 300),
         ("power-off kafka1, kafka2, kafka3", 300, 320), ("quiet", 320, 400)]
 
 

@@ -510,9 +510,10 @@ class LabBackend(ABC):
             if node.state == NodeState.RUNNING:
                 self._pause(state, node)
         cuts = [power.cut(self.root, node) for node in nodes]
-        for node, cut in zip(nodes, cuts, strict=True):
-            pid = node.pid
+        pids = [node.pid for node in nodes]
+        for node in nodes:
             self._kill(state, node)
+        for node, cut, pid in zip(nodes, cuts, pids, strict=True):
             power.unmount(self.root, node)
             node.state = NodeState.POWERED_OFF
             save_state(state, self.root)

@@ -29,6 +29,7 @@ SOCKET = "powerfs.sock"
 CUT_RECORD = "cut.json"  # powerfs.py writes it at the cut
 CUTS_DIR = "power-cuts"
 MOUNT_WAIT_S = 15.0
+GONE_WAIT_S = 3.0
 FUSE_DEVICE = Path("/dev/fuse")
 EXPIRE_SETTING = Path("/proc/sys/vm/dirty_expire_centisecs")
 DEFAULT_EXPIRE_S = 30.0
@@ -212,8 +213,10 @@ def unmount_all(root: Path, state: LabState) -> int:
 
 
 def _wait_gone(sock: Path) -> None:
-    """The filesystem's process removes its socket as it exits (serve's finally)."""
-    deadline = time.monotonic() + MOUNT_WAIT_S
+    """The filesystem's process removes its socket as it exits (serve's finally). A running
+    node's namespace (ip netns exec copies every mount) may hold a copy of the mount: then the
+    process lives on, refusing every write since the cut, until that node stops; no wait."""
+    deadline = time.monotonic() + GONE_WAIT_S
     while sock.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
 

@@ -337,6 +337,7 @@ def serve(backing: Path, mount: Path, socket_path: Path, expire_s: float,
     fs = PowerFS(backing, expire_s, evidence)
     socket_path.unlink(missing_ok=True)
     server = socketserver.ThreadingUnixStreamServer(str(socket_path), _Control)
+    ours = socket_path.stat().st_ino
     server.fs = fs  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     threading.Thread(target=_write_back_loop, args=(fs,), daemon=True).start()
@@ -347,7 +348,17 @@ def serve(backing: Path, mount: Path, socket_path: Path, expire_s: float,
                   fsname="kinspect-power", default_permissions=True)
     finally:
         server.shutdown()
-        socket_path.unlink(missing_ok=True)
+        _remove_if_ours(socket_path, ours)
+
+
+def _remove_if_ours(socket_path: Path, inode: int) -> None:
+    """A process that outlived its mount (a copy in a node's namespace) must not remove the
+    socket of the filesystem mounted since at the same path."""
+    try:
+        if socket_path.stat().st_ino == inode:
+            socket_path.unlink()
+    except FileNotFoundError:
+        return
 
 
 if __name__ == "__main__":

@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
+from kinspect.lab import power
 from tests.helpers import kinspect, wait_until
 from tests.helpers.oracles import kafka_topics
 from tests.helpers.power import create, produce_acked, read_back
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab, pytest.mark.extended]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab, pytest.mark.extended,
+              pytest.mark.skipif(power.problem() is not None,
+                                 reason=f"no power loss here: {power.problem()}")]
 
 TOPIC = "power-lazy"
 

@@ -11,12 +11,15 @@ import json
 
 import pytest
 
+from kinspect.lab import power
 from tests.helpers import kinspect
 from tests.helpers.lab import Lab
 from tests.helpers.oracles import kafka_topics
 from tests.helpers.power import COUNT, create, dropped_values, produce_acked, read_back
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab,
+              pytest.mark.skipif(power.problem() is not None,
+                                 reason=f"no power loss here: {power.problem()}")]
 
 LAZY, SYNCED = "power-lazy", "power-synced"
 

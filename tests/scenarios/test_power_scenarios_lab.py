@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 
+from kinspect.lab import power
 from tests.helpers.oracles import IDENT, dump_segments, kcat_ids
 from tests.helpers.scenario_runs import run
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.resets_lab,
-              pytest.mark.extended]
+              pytest.mark.extended,
+              pytest.mark.skipif(power.problem() is not None,
+                                 reason=f"no power loss here: {power.problem()}")]
 
 COLUMNS = [("zookeeper", None), ("kraft", None), ("kraft", "4.x")]
 

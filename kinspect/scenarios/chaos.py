@@ -19,7 +19,14 @@ from pathlib import Path
 from kinspect.errors import KinspectError
 from kinspect.lab.faults import FaultKind
 from kinspect.lab.shaping import LinkShape
-from kinspect.scenarios.spec import STEP_FAULTS, Condition, FaultStep, Scenario, parse_condition
+from kinspect.scenarios.spec import (
+    DISRUPTIVE,
+    STEP_FAULTS,
+    Condition,
+    FaultStep,
+    Scenario,
+    parse_condition,
+)
 
 WARMUP_S = 10.0  # load and group settle before the first fault
 COOLDOWN_S = 10.0  # the last fault is repaired this long before the load ends
@@ -170,7 +177,7 @@ def windows(faults: Sequence[dict[str, object]], start_ms: int,
         nodes = entry.get("nodes")
         named = ", ".join(str(n) for n in nodes) if isinstance(nodes, list) else ""
         label = f"{entry['do']} {named}".strip()
-        if str(entry["do"]) not in TARGETS:  # a repair: quiet from here
+        if str(entry["do"]) not in DISRUPTIVE:  # a repair: quiet from here
             label = "quiet"
         start = ts
     stretches.append((label, start, max(start, end_ms)))

@@ -31,6 +31,14 @@ def test_a_power_cut_of_every_broker_loses_what_was_only_in_the_page_cache(
     bootstrap = lab["bootstrap"]
     create(bootstrap, LAZY)
     create(bootstrap, SYNCED, "flush.messages=1")
+    # What kinspect reads of the flush settings is what the topics were created with (the
+    # oracle: kafka-topics --create above), and only the topic that never fsyncs is found.
+    snap = json.loads(kinspect("snapshot", "--json").stdout)
+    flush = {t["name"]: t["flush"] for t in snap["topics"] if t["name"] in (LAZY, SYNCED)}
+    assert flush[SYNCED]["messages"] == 1 and flush[SYNCED]["messages_words"] == "every message"
+    assert flush[LAZY]["messages"] == 2**63 - 1 and flush[LAZY]["messages_words"] == "never"
+    advice = [f["message"] for f in snap["warnings"] if f["kind"] == "no_fsync"]
+    assert len(advice) == 1 and LAZY in advice[0] and SYNCED not in advice[0].split(":")[0]
     acked = {topic: produce_acked(bootstrap, topic) for topic in (LAZY, SYNCED)}
     assert len(acked[LAZY]) == COUNT and len(acked[SYNCED]) == COUNT
 

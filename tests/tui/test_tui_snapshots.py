@@ -12,11 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from tests.helpers.isolation import isolation_report
 from tests.helpers.recorded import recorded_app
 
 SIZE = (100, 30)
+
+
+@pytest.fixture(autouse=True)
+def still_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An Input's cursor blinks every 0.5 s, headless too: on a loaded machine the screenshot
+    came more than 0.5 s after the last key and caught it hidden (the partition editor failed
+    in CI). Held still, the cursor shows where focus and the last key left it."""
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
 
 
 @pytest.fixture(autouse=True)

@@ -72,6 +72,7 @@ DONE = {FaultKind.KILL: "killed", FaultKind.STOP: "stopped", FaultKind.PAUSE: "p
 
 
 START_WAIT_S, BROKER_WAIT_S = 120.0, 15.0
+RESTART_WAIT_S = 60.0  # a node started again (start, restart, power-on) until it is served
 
 
 class LabChanged(KinspectError):
@@ -583,11 +584,11 @@ class LabBackend(ABC):
             return " (not waited for: the network is partitioned)"
         if not can_converge(state):
             return " (not waited for: ZooKeeper or the controller quorum is down)"
-        gaps = wait_until_served(serving(state), time.monotonic() + START_WAIT_S,
+        gaps = wait_until_served(serving(state), time.monotonic() + RESTART_WAIT_S,
                                  lambda line: None)
         if not gaps:
             return ""
-        return f" (not yet usable after {START_WAIT_S:.0f} s: {describe_gaps(gaps)})"
+        return f" (not yet usable after {RESTART_WAIT_S:.0f} s: {describe_gaps(gaps)})"
 
     @abstractmethod
     def _kill(self, state: LabState, node: NodeRecord) -> None: ...
@@ -750,9 +751,6 @@ class LabBackend(ABC):
             names = ", ".join(n.name for n in state.nodes)
             raise KinspectError(f"unknown node {name!r} (nodes: {names})")
         return node
-
-
-START_WAIT_S = 60.0
 
 
 def serving(state: LabState) -> dict[int, str]:

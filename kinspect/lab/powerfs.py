@@ -230,6 +230,14 @@ class PowerFS(fuse.Operations):  # type: ignore[misc]
                     os.close(target)
 
     def _truncate(self, fd: int, path: str, length: int) -> None:
+        """A segment's cut into what is on disk is undone by a power cut; any other file's
+        new length counts as on disk with the file, as a journal keeps it: Kafka sizes its
+        preallocated 10 MB indexes down and up at every load and roll, and keeping their old
+        bytes held GBs per broker (an index is rebuilt by recovery, and holds no message)."""
+        if not path.endswith(SEGMENT_SUFFIX):
+            os.ftruncate(fd, length)
+            self.dirty.pop(self.inodes.get(fd) or os.fstat(fd).st_ino, None)
+            return
         entry = self._dirty(fd, path)
         size = os.fstat(fd).st_size
         if length < min(size, entry.synced_size):  # cuts into what is on disk: keep it

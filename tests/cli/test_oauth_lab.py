@@ -63,7 +63,8 @@ def test_a_profile_logs_in_with_oauthbearer_and_the_probes_do_too(oauth_lab: dic
     assert {b["id"] for b in snapshot["brokers"]} == {1, 2, 3}
     logs = [r for t in snapshot["topics"] if t["name"] == "bearer"
             for p in t["partitions"] for r in p["replica_logs"]]
-    assert len(logs) == 6 and all(r["log_end"] is not None for r in logs), logs
+    assert len(logs) == 6 and all(r["log_end"] is not None for r in logs), \
+        (logs, snapshot["limitations"])
     assert not [x for x in snapshot["limitations"] if "probes off" in x or "did not answer" in x]
     health = kinspect("health", "--profile", "oauth", env=env, check=False)
     assert health.returncode in (0, 1), health.stdout + health.stderr

@@ -25,6 +25,7 @@ from bench import memory_parts
 from bench.churn import ChurnFeed
 from bench.lab import bench_lab
 from bench.snapshot import TOPIC_SIZE, grow
+from bench.tui import LoopWatch
 from kinspect.lab.topics import create_topics
 from kinspect.tui.app import KinspectApp
 from kinspect.tui.console import LabConsole
@@ -77,10 +78,13 @@ class Parted:
 async def watch(feed: Feed, minutes: float, parted: Parted | None = None
                 ) -> tuple[list[tuple[float, float]], str]:
     """(minutes since start, RSS MB) every SAMPLE_S while the app runs, and what was watched
-    (partitions, the full collections the app ran and the last one's cost)."""
+    (partitions, the full collections the app ran and the last one's cost, the event loop's
+    stalls: how late a 50 ms sleep woke, as bench/tui.py measures them)."""
     app = KinspectApp(feed, LabConsole(), no_confirm=True)
     samples: list[tuple[float, float]] = []
+    loop = LoopWatch()
     async with app.run_test(size=(160, 50)) as pilot:
+        loop.start()
         started = time.monotonic()
         while (elapsed := time.monotonic() - started) < minutes * 60:
             samples.append((elapsed / 60, rss_mb()))
@@ -90,10 +94,13 @@ async def watch(feed: Feed, minutes: float, parted: Parted | None = None
                 print(f"\r  {elapsed / 60:5.1f} min  {samples[-1][1]:6.1f} MB", end="",
                       file=sys.stderr)
             await pilot.pause(SAMPLE_S)
+        lags = sorted(loop.stop())
         collector, snapshot = app.collector, app.snapshot
         partitions = len(snapshot.partitions()) if snapshot else 0
         seen = (f"{partitions:,} partitions; {collector.collections} full collections, "
-                f"the last {collector.cost_s * 1000:.0f} ms")
+                f"the last {collector.cost_s * 1000:.0f} ms; event-loop stall p50 "
+                f"{lags[len(lags) // 2]:.0f} ms, p99 {lags[int(len(lags) * 0.99)]:.0f} ms, "
+                f"max {lags[-1]:.0f} ms over {len(lags):,} wake-ups")
     return samples, seen
 
 

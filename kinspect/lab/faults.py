@@ -54,8 +54,9 @@ class FaultKind(StrEnum):
 
     @property
     def in_steps(self) -> bool:
-        """A scenario's (and a lesson's) step may name it: a partition needs its groups, and
-        the restart and the disk faults are the CLI's and the keys' only."""
+        """A scenario's (and a lesson's) step may name it: the restart and the disk faults
+        are the CLI's and the keys' only (a step's partition cuts its target's nodes, as one
+        group, from the rest)."""
         return self not in NOT_IN_STEPS
 
 
@@ -82,8 +83,7 @@ LANES = {FaultKind.KILL: Lane.DOWN, FaultKind.STOP: Lane.DOWN, FaultKind.START: 
          FaultKind.UNSLOW: Lane.SLOW, FaultKind.FILL_DISK: Lane.DISK,
          FaultKind.FREE_DISK: Lane.DISK, FaultKind.POWER_OFF: Lane.POWER,
          FaultKind.POWER_ON: Lane.POWER}
-NOT_IN_STEPS = frozenset({FaultKind.RESTART, FaultKind.PARTITION, FaultKind.FILL_DISK,
-                          FaultKind.FREE_DISK})
+NOT_IN_STEPS = frozenset({FaultKind.RESTART, FaultKind.FILL_DISK, FaultKind.FREE_DISK})
 # Dark enough to be a background under the TUI's words; the PNG draws them translucent.
 LANE_COLOURS = {Lane.DOWN: "#4e4e4e", Lane.PAUSED: "#7a3b69", Lane.NET: "#5f4b8b",
                 Lane.SLOW: "#6b4f3a", Lane.DISK: "#4e4e4e", Lane.POWER: "#2f4f6f"}

@@ -21,6 +21,7 @@ from kinspect.lab.faults import FaultKind
 from kinspect.lab.shaping import LinkShape
 from kinspect.scenarios.spec import (
     DISRUPTIVE,
+    HALVES,
     STEP_FAULTS,
     Condition,
     FaultStep,
@@ -41,6 +42,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "pause": ("leader", "follower"), "isolate": ("leader", "follower"),
     "isolate-zk": ("leader", "follower"), "isolate-brokers": ("leader", "follower"),
     "slow": ("leader", "follower"), "power-off": ("leader", "all"),
+    "partition": (HALVES,),  # drawn as halves-N: which half, from the seed too
 }
 DEFAULT_FAULTS = ("kill", "pause", "isolate", "slow")
 
@@ -94,6 +96,8 @@ def schedule(plan: ChaosPlan) -> tuple[FaultStep, ...]:
             return tuple(steps)
         word = draw.choice(plan.faults)
         target = draw.choice(TARGETS[word])
+        if target == HALVES:
+            target = f"{HALVES}-{draw.randrange(1 << 30)}"
         steps.append(_step(word, target, round(gap, 1), round(hold, 1)))
         elapsed += gap + hold
 

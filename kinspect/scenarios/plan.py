@@ -6,9 +6,10 @@ ZooKeeper, because after the first fault the leader is somebody else.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from kinspect.lab.faults import Fault
 from kinspect.lab.topology import broker_node, node_of
 from kinspect.load.runstats import aggregate, read_stats
 from kinspect.model.views import PartitionStateZ
-from kinspect.scenarios.spec import DISRUPTIVE, FaultStep
+from kinspect.scenarios.spec import DISRUPTIVE, FaultStep, halves_seed
 
 if TYPE_CHECKING:
     from kinspect.model.events import JsonObject
@@ -29,8 +30,11 @@ Say = Callable[[str], None]
 
 
 def resolve(target: str, decided: Decisions, topic: str, remembered: dict[str, list[str]],
-            all_brokers: list[str]) -> list[str]:
+            all_brokers: list[str], all_nodes: Sequence[str] = ()) -> list[str]:
     """Node names a target means right now."""
+    seed = halves_seed(target)
+    if seed is not None:
+        return halves(all_nodes, seed)
     if target.startswith("@"):
         if target[1:] not in remembered:
             raise KinspectError(f"target {target} names nothing remembered by an earlier step")
@@ -52,6 +56,15 @@ def resolve(target: str, decided: Decisions, topic: str, remembered: dict[str, l
     if target == "all":
         return list(all_brokers)
     return [target]
+
+
+def halves(nodes: Sequence[str], seed: int) -> list[str]:
+    """Half the lab's nodes (rounded down), drawn by `seed` from their names in order: the same
+    seed cuts the same nodes from the rest in every lab of the same shape (Jepsen's random
+    halves)."""
+    shuffled = sorted(nodes)
+    random.Random(seed).shuffle(shuffled)
+    return sorted(shuffled[:len(shuffled) // 2])
 
 
 def _replica_role(target: str, decided: Decisions, topic: str) -> list[str]:
@@ -132,6 +145,7 @@ class FaultPlan(threading.Thread):
         self._remembered: dict[str, list[str]] = {}
         state = lab.state()
         self._brokers = [b.name for b in state.brokers] if state else []
+        self._nodes = [n.name for n in state.nodes] if state else []
 
     def run(self) -> None:
         """Every step in order; a step whose moment never came is skipped (and logged) and the
@@ -143,7 +157,7 @@ class FaultPlan(threading.Thread):
                                             f"{step.at:.0%} was acknowledged")
                     continue
                 nodes = resolve(step.target, self.decided, self.topic, self._remembered,
-                                self._brokers)
+                                self._brokers, self._nodes)
                 faults = step.faults(nodes)
                 self._apply(step.do, faults, nodes)
                 if step.remember:

@@ -43,6 +43,7 @@ STEP_WORDS = tuple(STEP_FAULTS)
 # heal, unslow) repair, and do not count as the fault having happened.
 DISRUPTIVE = frozenset(do for do, (kind, _) in STEP_FAULTS.items() if kind.disruptive)
 ROLE_TARGETS = ("leader", "follower", "followers", "controller", "offsets-leader", "all")
+HALVES = "halves"  # a partition's target: half the lab's nodes, drawn (halves-SEED), cut from the rest
 # What an [expect] condition may name, and what each means (docs/development/scenarios.md).
 METRICS: dict[str, str] = {
     "acked": "messages the producer saw acknowledged",
@@ -61,7 +62,7 @@ METRICS: dict[str, str] = {
     "unavailable_total_ms": "all such windows added up",
     "slowed_left_isr_ms": "from a link slowed to its broker leaving the ISR (the first one)",
     "isr_min": "the fewest in-sync replicas any ISR change of the run left",
-    "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* slow "
+    "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* partition slow "
                       "power-off)",
     "lost_outside_power_cuts": "acked_lost that no power cut's dropped batches hold (by the "
                                "filesystem's own record; None without a power cut, or when the "
@@ -119,6 +120,8 @@ class FaultStep:
         kind, scope = STEP_FAULTS[self.do]
         if kind is FaultKind.UNSLOW and self.target != "all":
             return [Fault(kind, node) for node in nodes]
+        if kind is FaultKind.PARTITION:  # the target's nodes one group, the rest another
+            return [Fault(kind, groups=(tuple(nodes),))]
         if not kind.needs_node:
             return [Fault(kind)]
         if kind in (FaultKind.POWER_OFF, FaultKind.POWER_ON):  # every one in the same instant
@@ -292,8 +295,19 @@ def _step_target(raw: Mapping[str, Any], do: str, where: str, path: Path) -> str
     target = str(raw.get("target", default))
     if target in ROLE_TARGETS or target.startswith("@") or _names_a_node(target):
         return target
+    if do == FaultKind.PARTITION and halves_seed(target) is not None:
+        return target
     raise _fail(path, f"{where}: target {target!r} is not a role ({', '.join(ROLE_TARGETS)}),"
-                      " a node (kafka2, zk1, ctl2) or a remembered name (@old_leader)")
+                      " a node (kafka2, zk1, ctl2), a remembered name (@old_leader) or, for a "
+                      f"partition, {HALVES}-N (half the nodes, drawn by seed N)")
+
+
+def halves_seed(target: str) -> int | None:
+    """N of `halves-N` (None: not such a target)."""
+    word, _, seed = target.partition("-")
+    if word != HALVES or not seed.isdigit():
+        return None
+    return int(seed)
 
 
 def _step_when(raw: Mapping[str, Any], where: str,

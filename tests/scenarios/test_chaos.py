@@ -11,10 +11,11 @@ from kinspect.errors import KinspectError
 from kinspect.lab.faults import FaultKind
 from kinspect.scenarios import chaos
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule, windows
-from kinspect.scenarios.spec import STEP_FAULTS
+from kinspect.scenarios.plan import halves, resolve
+from kinspect.scenarios.spec import STEP_FAULTS, FaultStep, halves_seed
 from tests.helpers import kinspect
 
-ALL = fault_words("kill,stop,pause,isolate,isolate-zk,isolate-brokers,slow,power")
+ALL = fault_words("kill,stop,pause,isolate,isolate-zk,isolate-brokers,partition,slow,power")
 
 
 def test_the_same_seed_draws_the_same_schedule_and_another_seed_another() -> None:
@@ -34,7 +35,10 @@ def test_every_drawn_fault_is_held_then_undone_within_the_run(seed: int) -> None
     for step in steps:
         kind, _scope = STEP_FAULTS[step.do]
         assert kind.disruptive and kind in FaultKind  # it breaks something, and has a repair
-        assert step.target in chaos.TARGETS[step.do]
+        if kind is FaultKind.PARTITION:
+            assert halves_seed(step.target) is not None
+        else:
+            assert step.target in chaos.TARGETS[step.do]
         assert chaos.HOLD_S[0] <= (step.for_s or 0) <= chaos.HOLD_S[1]
         assert (step.shape is not None) == (kind is FaultKind.SLOW)
     assert (steps[0].after_s or 0) >= chaos.WARMUP_S - 0.05
@@ -84,3 +88,22 @@ def test_the_cli_prints_the_schedule_and_refuses_bad_input_in_one_line(tmp_path:
         done = kinspect("scenario", "chaos", "--seed", "7", "--schedule", *bad, check=False)
         assert done.returncode == 2, done
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("kinspect: error: ")
+
+
+def test_a_partition_cuts_a_drawn_half_of_the_nodes_from_the_rest() -> None:
+    """Jepsen's random halves: which half is drawn with the schedule, so the same seed cuts the
+    same nodes in every lab of the same shape; the lab gets them as one group, the rest as
+    the other."""
+    steps = schedule(ChaosPlan(seed=5, duration_s=600, faults=("partition",)))
+    targets = [s.target for s in steps]
+    assert targets == [s.target for s in schedule(ChaosPlan(5, 600, ("partition",)))]
+    assert len(set(targets)) > 1  # each partition draws its own half
+    nodes = ["zk1", "kafka1", "kafka2", "kafka3"]
+    seeds = [halves_seed(t) for t in targets]
+    sides = [halves(nodes, seed) for seed in seeds if seed is not None]
+    assert all(len(side) == 2 and set(side) < set(nodes) for side in sides)
+    assert len({tuple(side) for side in sides}) > 1
+    assert resolve(targets[0], None, "chaos", {}, [], nodes) == sides[0]  # type: ignore[arg-type]
+    [fault] = FaultStep(do="partition", target=targets[0]).faults(sides[0])
+    assert fault.kind is FaultKind.PARTITION and fault.groups == (tuple(sides[0]),)
+    assert fault.undo() is not None and fault.undo().kind is FaultKind.HEAL  # type: ignore[union-attr]

@@ -171,7 +171,7 @@ def test_faults_applied_counts_only_the_steps_that_broke_something() -> None:
     row = result_row(scenario(), lost_report(), {}, log, {}, None)
     assert row["faults_applied"] == 4
     assert set(DISRUPTIVE) == {"kill", "stop", "pause", "isolate", "isolate-zk",
-                               "isolate-brokers", "slow", "power-off"}
+                               "isolate-brokers", "partition", "slow", "power-off"}
 
 
 def test_no_fault_at_all_is_not_met() -> None:

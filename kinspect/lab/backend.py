@@ -73,6 +73,7 @@ DONE = {FaultKind.KILL: "killed", FaultKind.STOP: "stopped", FaultKind.PAUSE: "p
 
 START_WAIT_S, BROKER_WAIT_S = 120.0, 15.0
 RESTART_WAIT_S = 60.0  # a node started again (start, restart, power-on) until it is served
+START_TRIES = 3  # a broker that exits while starting is started again, as a service manager would
 
 
 class LabChanged(KinspectError):
@@ -574,21 +575,32 @@ class LabBackend(ABC):
         save_state(state, self.root)
         journal.record(kind, state.lab_id, node=node.name,
                        detail=f"{kind} {node.name}", root=self.root)
-        return f"started {node.name}{self._served_after_start(state)}"
+        return f"started {node.name}{self._served_after_start(state, node)}"
 
-    def _served_after_start(self, state: LabState) -> str:
+    def _served_after_start(self, state: LabState, node: NodeRecord) -> str:
         """Wait (as `lab up` does) until the running brokers answer and list each other, when
         the cluster can get there: not while partitioned, nor while ZooKeeper or the quorum's
-        majority is down."""
+        majority is down. A node that exits meanwhile (a broker whose ZooKeeper session
+        expired while it started, say) is started again, up to START_TRIES in all, and said."""
         if state.groups:
             return " (not waited for: the network is partitioned)"
         if not can_converge(state):
             return " (not waited for: ZooKeeper or the controller quorum is down)"
-        gaps = wait_until_served(serving(state), time.monotonic() + RESTART_WAIT_S,
-                                 lambda line: None)
+        again = ""
+        for tries in range(1, START_TRIES + 1):
+            gaps = wait_until_served(serving(state), time.monotonic() + RESTART_WAIT_S,
+                                     lambda line: None, lambda: not self._running(state, node))
+            if self._running(state, node):
+                break
+            again = f"; it exited while starting{self._why_dead(node)}"
+            if tries == START_TRIES:
+                raise KinspectError(f"{node.name} exited while starting, {START_TRIES} times"
+                                    f"{self._why_dead(node)}")
+            self._start(state, node)
+            again += ", and was started again"
         if not gaps:
-            return ""
-        return f" (not yet usable after {RESTART_WAIT_S:.0f} s: {describe_gaps(gaps)})"
+            return again
+        return f"{again} (not yet usable after {RESTART_WAIT_S:.0f} s: {describe_gaps(gaps)})"
 
     @abstractmethod
     def _kill(self, state: LabState, node: NodeRecord) -> None: ...

@@ -179,11 +179,13 @@ def served_gaps(brokers: dict[int, str]) -> dict[int, str]:
 
 
 def wait_until_served(brokers: dict[int, str], deadline: float,
-                      progress: Callable[[str], None]) -> dict[int, str]:
-    """Until every broker answers and lists them all, or the deadline; the gaps left."""
+                      progress: Callable[[str], None],
+                      gone: Callable[[], bool] = lambda: False) -> dict[int, str]:
+    """Until every broker answers and lists them all, the deadline, or `gone` says the node
+    waited for exited; the gaps left."""
     gaps = served_gaps(brokers)
     said = False
-    while gaps and time.monotonic() < deadline:
+    while gaps and time.monotonic() < deadline and not gone():
         if not said:
             progress("  waiting for every broker to answer and list the others")
             said = True

@@ -466,7 +466,7 @@ def _run_chaos(scenario: Any, run_dir: Path, platform: Platform,
     report = Report.from_json(json.loads((run_dir / "postmortem" / "report.json").read_text()))
     faults = row.get("faults")
     entries = [e for e in faults if isinstance(e, dict)] if isinstance(faults, list) else []
-    found = loss_by_window(run_dir, entries, report.lost_ranges, report.lost_ranges_more)
+    found = loss_by_window(run_dir, entries, report.acked_lost)
     row["loss_by_window"] = None
     if found is not None:
         row["loss_by_window"] = [{"window": w.label, "start_ms": w.start_ms,
@@ -485,7 +485,7 @@ def _print_chaos(row: Row, run_dir: Path) -> None:
     print(text_table([row]))
     windows = row.get("loss_by_window")
     if windows is None:
-        print("\nloss by fault window: unknown (the report lists only the first lost ranges)")
+        print("\nloss by fault window: unknown (the post-mortem's lost set is not there)")
     else:
         print("\nloss by fault window:")
         for w in windows:

@@ -13,6 +13,7 @@ from kinspect.errors import KinspectError
 from kinspect.load.run_timeline import read_live_loss
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.model.events import JsonObject, TimelineEvent
+from kinspect.postmortem import lost_set
 from kinspect.postmortem.evidence import power_cuts
 from kinspect.postmortem.evidence.brokerlogs import read_broker_logs
 from kinspect.postmortem.evidence.inputs import RunInputs, evidence_window, load_inputs, run_window
@@ -53,6 +54,7 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
         out = run_dir / POSTMORTEM_DIR
     writable_dir(out, "--out")  # before Spark: a long job must not lose its result to a path
     out.mkdir(parents=True, exist_ok=True)
+    lost_set.clear_lost(out)
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
     fault = tl.main_fault(inputs.faults, start, end)
     every_line, log_events = _broker_log_events(inputs, start, end, say)
@@ -66,12 +68,12 @@ def run_postmortem(run_dir: Path, out: Path | None = None, master: str = "local[
     session = _Session(spark, master, verbose, memory, conf)
     try:
         results, consumer_side = _in_spark(session, inputs, _ts(fault), say, history,
-                                           held_table.result)
+                                           held_table.result, out)
     except KinspectError:
         raise
     except Exception as exc:  # Py4J and Spark errors: one line, the rest with --verbose
         raise KinspectError(_spark_failed(exc, verbose)) from None
-    report, events = _assemble(inputs, results, fault, log_events)
+    report, events = _assemble(inputs, results, fault, log_events, out)
     report.check_lost(results.lost_total)
     report = replace(_with_consumer_side(report, consumer_side), out=str(out),
                      seconds=round(time.monotonic() - started, 2),
@@ -117,13 +119,14 @@ class _Session:
 
 def _in_spark(session: _Session, inputs: RunInputs, fault_ts: int | None,
               say: Callable[[str], None], history: list[tuple[Any, ...]],
-              held_table: Callable[[], Path | None]) -> tuple[QueryResults, ConsumerSide | None]:
+              held_table: Callable[[], Path | None], out: Path,
+              ) -> tuple[QueryResults, ConsumerSide | None]:
     """The queries' results and the consumer side, in the session given or one started here."""
     spark = session.given
     if spark is None:
         spark = _start_spark(session, say)
     try:
-        results = _run_queries(spark, inputs, fault_ts, say, history, held_table)
+        results = _run_queries(spark, inputs, fault_ts, say, history, held_table, out)
         held_table()  # a failure to read them fails the job even when none was lost
         return results, _consumer_side(spark, inputs, say)
     finally:
@@ -191,10 +194,11 @@ def _held_table(inputs: RunInputs, out: Path, say: Callable[[str], None]) -> Pat
 
 def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Callable[[str], None],
                  history: list[tuple[Any, ...]], held_table: Callable[[], Path | None],
-                 ) -> QueryResults:
+                 out: Path) -> QueryResults:
     """Every Spark query: one aggregate per side for the match (match.py), then the lost ids'
-    attribution and the ledger's timing. Each side is read from Parquet by each query that
-    needs it: a columnar re-read costs less than building a cache of it."""
+    attribution (and their set, lost_set.py) and the ledger's timing. Each side is read from
+    Parquet by each query that needs it: a columnar re-read costs less than building a cache
+    of it."""
     import pyspark
     from pyspark import StorageLevel
 
@@ -218,6 +222,7 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
             return []
         lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
         kept.append(lost)
+        lost_set.write_lost(lost, out)
         path = held_table()
         held = None
         if path:
@@ -302,7 +307,7 @@ def _inputs_summary(inputs: RunInputs) -> InputsSummary:
 
 
 def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | None,
-              log_events: list[TimelineEvent]) -> tuple[Report, list[TimelineEvent]]:
+              log_events: list[TimelineEvent], out: Path) -> tuple[Report, list[TimelineEvent]]:
     """The report from the queries' results and the events; and the events, for the chart."""
     bounds = results.timing.bounds
     start, end = evidence_window(inputs, tl.BEFORE_MS, tl.AFTER_MS)
@@ -343,21 +348,22 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
         run=RunWindow(run_window(inputs)[0], bounds.first_ack_ts, bounds.last_ack_ts,
                       (start, end)),
         inputs=_inputs_summary(inputs), notes=(*_notes(inputs), *results.notes))
-    report = _with_power_cut(report, inputs, more)
+    report = _with_power_cut(report, inputs, out)
     return replace(report, explanation=rep.explain(report, events, leaders)), events
 
 
-def _with_power_cut(report: Report, inputs: RunInputs, more: dict[str, int]) -> Report:
-    """The run's power cuts, by the filesystem's record: what they dropped and whether the
-    lost are all among it (unknown when the report lists only the first lost ranges)."""
+def _with_power_cut(report: Report, inputs: RunInputs, out: Path) -> Report:
+    """The run's power cuts, by the filesystem's record: what they dropped and whether every
+    lost message is among it (the whole lost set, lost_set.py; unknown without it)."""
     cuts = power_cuts.cut_records(inputs.run_dir)
     if not cuts:
         return report
     dropped = power_cuts.dropped_messages(inputs.run_dir, inputs.topic, inputs.run_id)
     lost_dropped: int | None = None
     outside: int | None = None
-    if not more:
-        lost_dropped = power_cuts.lost_among(dropped, report.lost_ranges)
+    lost = lost_set.read_lost(out, report.acked_lost)
+    if lost is not None:
+        lost_dropped = power_cuts.lost_among(dropped, lost_set.messages(lost))
         outside = report.acked_lost - lost_dropped
     story = PowerCutStory(nodes=tuple(node for node, _ in cuts),
                           at_ms=min(at for _, at in cuts), dropped=len(dropped),

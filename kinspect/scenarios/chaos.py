@@ -19,6 +19,8 @@ from pathlib import Path
 from kinspect.errors import KinspectError
 from kinspect.lab.faults import FaultKind
 from kinspect.lab.shaping import LinkShape
+from kinspect.load.rundir import POSTMORTEM_DIR
+from kinspect.postmortem.lost_set import read_lost
 from kinspect.scenarios.spec import (
     DISRUPTIVE,
     HALVES,
@@ -189,21 +191,13 @@ def windows(faults: Sequence[dict[str, object]], start_ms: int,
 
 
 def loss_by_window(run_dir: Path, faults: Sequence[dict[str, object]],
-                   lost_ranges: dict[str, tuple[tuple[int, int], ...]],
-                   more: dict[str, int]) -> list[Window] | None:
-    """How many acknowledged-and-lost messages were acknowledged in each stretch, from the
-    ledger's ack times (None: the report lists only the first lost ranges)."""
-    import pyarrow.dataset as ds
-
-    if any(more.values()):
+                   acked_lost: int) -> list[Window] | None:
+    """How many acknowledged-and-lost messages were acknowledged in each stretch, by their ack
+    times in the post-mortem's lost set (None: unknown, the set is not there)."""
+    lost = read_lost(run_dir / POSTMORTEM_DIR, acked_lost)
+    if lost is None:
         return None
-    lost = {(int(p), seq) for p, runs in lost_ranges.items() for lo, hi in runs
-            for seq in range(lo, hi + 1)}
-    ledger = ds.dataset(sorted((run_dir / "ledger").glob("p*.parquet")), format="parquet")
-    acked = ledger.to_table(columns=["producer", "seq", "ack_ts"],
-                            filter=ds.field("status") == "acked").to_pydict()
-    times = sorted(ts for p, s, ts in zip(acked["producer"], acked["seq"], acked["ack_ts"],
-                                          strict=True) if (p, s) in lost)
+    times = sorted(int(ts) for ts in lost.column("ack_ts").to_pylist())
     summary = json.loads((run_dir / "summary.json").read_text())
     begun = min([int(summary["started_at_ms"]), *times])
     end = max([int(summary["ended_at_ms"]), *times]) + 1  # a late ack still counted

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kinspect.postmortem import run_postmortem
+from kinspect.postmortem.lost_set import read_lost
 from kinspect.postmortem.story.values import Report
 from tests.helpers.rundirs import EXPECTED_A, T0, clean_run, scenario_a, write_final_log
 
@@ -102,6 +103,8 @@ def test_clean_run_zero_loss_and_no_timeline(spark: Any, tmp_path: Path) -> None
     assert report.duplicates == report.reordered == report.unacked_present == 0
     assert report.explanation.startswith("No acknowledged message was lost: all 100 acknowledged")
     assert report.timeline == () and report.fault is None
+    lost = read_lost(tmp_path / "out", report.acked_lost)
+    assert lost is not None and lost.num_rows == 0 and not (tmp_path / "out" / "lost.parquet").exists()
     assert any("no timeline was recorded" in n for n in report.notes)
     assert "No timeline was recorded" in (tmp_path / "out" / "report.md").read_text()
 
@@ -140,6 +143,20 @@ def test_unknown_tail_only_and_many_ranges(spark: Any, tmp_path: Path) -> None:
     assert len(report.lost_ranges["0"]) == 50 and report.lost_ranges_more == {"0": 10}
     assert report.lost_ranges["0"][:2] == ((1, 1), (3, 3))
     assert report.attribution[0].broker is None  # nothing says who led epoch 3
+    # The lost set holds every lost message, past the report's cap: as DuckDB finds them over
+    # the ledger and the final log, with the ack time the ledger gave each.
+    lost = read_lost(Path(report.out), report.acked_lost)
+    assert lost is not None
+    import duckdb
+
+    recount = duckdb.sql(
+        f"select producer, seq, ack_ts from read_parquet('{run}/ledger/*.parquet') "
+        f"where status = 'acked' and (producer, seq) not in "
+        f"(select (producer, seq) from read_parquet('{run}/final_log/*.parquet')) "
+        "order by seq").fetchall()
+    assert len(recount) == 60
+    assert sorted(zip(*(lost.column(c).to_pylist() for c in ("producer", "seq", "ack_ts")),
+                      strict=True)) == recount
 
 
 def test_cli_json_and_quiet_stderr(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ there was acknowledged from the page cache and never reached the disk.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from kinspect.lab.power import CUT_RECORD
@@ -43,10 +44,6 @@ def cut_records(run_dir: Path) -> list[tuple[str, int]]:
     return records
 
 
-def lost_among(dropped: set[Message], lost_ranges: dict[str, tuple[tuple[int, int], ...]]) -> int:
-    """How many of the lost (producer -> seq runs) the dropped batches hold."""
-    among = 0
-    for producer, runs in lost_ranges.items():
-        for first, last in runs:
-            among += sum((int(producer), seq) in dropped for seq in range(first, last + 1))
-    return among
+def lost_among(dropped: set[Message], lost: Iterable[Message]) -> int:
+    """How many of the lost messages the dropped batches hold."""
+    return sum(message in dropped for message in lost)

@@ -48,6 +48,7 @@ LESSONS = {
     "power-loss-flush-every-message": "acked_lost",
     "power-loss-last-isr": "lost_outside_power_cuts", "power-loss-last-isr-unclean": "acked_lost",
     "power-loss-last-isr-elr": "acked_lost", "power-loss-last-isr-elr-off": "acked_lost",
+    "power-loss-group-commits": "lost_outside_power_cuts",
     "acks0-kill-leader": "acked_lost", "acks1-kill-leader": "acked_lost",
     "acks1-kill-leader-10p": "acked_lost", "acksall-kill-leader-10p": "acked_lost",
     "acks1-isolate-leader": "lost_blamed_on_target", "acksall-isolate-leader": "acked_lost",

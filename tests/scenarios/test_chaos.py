@@ -3,12 +3,15 @@ one the lab carries out and undoes, and the invariants follow from what it drew.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from kinspect.errors import KinspectError
 from kinspect.lab.faults import FaultKind
+from kinspect.load.rundir import POSTMORTEM_DIR
+from kinspect.postmortem.lost_set import LOST_FILE
 from kinspect.scenarios import chaos
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule, windows
 from kinspect.scenarios.plan import halves, resolve
@@ -76,6 +79,30 @@ def test_windows_label_each_fault_to_its_repair_and_the_quiet_between() -> None:
     assert windows(faults, 50, 400) == [
         ("quiet", 50, 100), ("kill kafka2", 100, 150), ("quiet", 150, 300),
         ("power-off kafka1, kafka2, kafka3", 300, 320), ("quiet", 320, 400)]
+
+
+def test_loss_by_window_counts_each_lost_message_by_its_ack_time(tmp_path: Path) -> None:
+    """From the post-mortem's lost set, every lost message (none past a cap), by when it was
+    acknowledged; unknown when the set is not there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    faults = [{"ts": 100, "do": "power-off", "nodes": ["kafka1", "kafka2", "kafka3"]},
+              {"ts": 150, "do": "power-on", "nodes": ["kafka1", "kafka2", "kafka3"]}]
+    (tmp_path / "summary.json").write_text(json.dumps({"started_at_ms": 50,
+                                                       "ended_at_ms": 200}))
+    assert chaos.loss_by_window(tmp_path, faults, acked_lost=3) is None
+    acked = [60, 99, 120]  # two before the cut, one during it
+    lost = tmp_path / POSTMORTEM_DIR / LOST_FILE
+    lost.mkdir(parents=True)
+    pq.write_table(pa.table({"producer": [0, 0, 0], "seq": [1, 2, 3], "partition": [0, 0, 0],
+                             "offset": [5, 6, 7], "ack_ts": acked, "epoch": [0, 0, 0]}),
+                   lost / "part-0.parquet")
+    found = chaos.loss_by_window(tmp_path, faults, acked_lost=3)
+    assert found is not None
+    assert [(w.label, w.lost) for w in found] == [
+        ("quiet", 2), ("power-off kafka1, kafka2, kafka3", 1), ("quiet", 0)]
+    assert chaos.loss_by_window(tmp_path, faults, acked_lost=4) is None  # not this report's
 
 
 def test_the_cli_prints_the_schedule_and_refuses_bad_input_in_one_line(tmp_path: Path) -> None:

@@ -103,12 +103,15 @@ _RANGE = re.compile(rf"^\s*({_NUMBER})\s*\.\.\s*({_NUMBER})\s*$")  # "0..2000", 
 @dataclass(frozen=True)
 class FaultStep:
     """One action of the fault plan; `at` is a share of the planned messages acknowledged,
-    `after_s` is seconds after the previous step (or after the load starts)."""
+    `after_s` is seconds after the previous step (or after the load starts); `at_s`, the
+    nemesis's, anchors the step at seconds from the plan's start (after the previous step
+    when that ran late)."""
 
     do: str
     target: str = "leader"
     at: float | None = None
     after_s: float | None = None
+    at_s: float | None = None
     for_s: float | None = None  # then undo it (kill -> start, isolate -> heal, ...)
     remember: str | None = None  # name the nodes hit, for a later target "@name"
     shape: LinkShape | None = None  # slow: how bad the link gets

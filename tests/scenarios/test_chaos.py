@@ -47,6 +47,12 @@ def test_every_drawn_fault_is_held_then_undone_within_the_run(seed: int) -> None
     assert (steps[0].after_s or 0) >= chaos.WARMUP_S - 0.05
     planned = sum((s.after_s or 0) + (s.for_s or 0) for s in steps)
     assert planned <= plan.duration_s - chaos.COOLDOWN_S
+    # each fault is anchored on the schedule's clock: its gap after the last one's repair
+    clock = 0.0
+    for step in steps:
+        clock += step.after_s or 0.0
+        assert step.at_s == pytest.approx(clock, abs=0.2)
+        clock += step.for_s or 0.0
 
 
 def test_the_invariants_follow_from_what_was_drawn() -> None:

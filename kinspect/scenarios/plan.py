@@ -143,7 +143,7 @@ class FaultPlan(threading.Thread):
         self.load_done = threading.Event()
         self.error: str | None = None
         self._remembered: dict[str, list[str]] = {}
-        self._started = time.monotonic()  # run()'s start: the load starts with it
+        self._schedule_start = time.monotonic()  # run()'s start: the load starts with it
         state = lab.state()
         self._brokers = [b.name for b in state.brokers] if state else []
         self._nodes = [n.name for n in state.nodes] if state else []
@@ -151,7 +151,7 @@ class FaultPlan(threading.Thread):
     def run(self) -> None:
         """Every step in order; a step whose moment never came is skipped (and logged) and the
         next one still runs; an exception ends the plan, its reason kept in `error`."""
-        self._started = time.monotonic()
+        self._schedule_start = time.monotonic()
         try:
             for step in self.steps:
                 if not self._wait_for(step):
@@ -177,7 +177,7 @@ class FaultPlan(threading.Thread):
 
     def _wait_for(self, step: FaultStep) -> bool:
         if step.at_s is not None:  # on the schedule's clock, whatever the last repair took
-            time.sleep(max(0.0, self._started + step.at_s - time.monotonic()))
+            time.sleep(max(0.0, self._schedule_start + step.at_s - time.monotonic()))
             return True
         if step.after_s is not None:
             time.sleep(step.after_s)

@@ -4,17 +4,18 @@ one the lab carries out and undoes, and the invariants follow from what it drew.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from kinspect.errors import KinspectError
-from kinspect.lab.faults import FaultKind
+from kinspect.lab.faults import Fault, FaultKind
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.postmortem.lost_set import LOST_FILE
 from kinspect.scenarios import chaos
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule, windows
-from kinspect.scenarios.plan import halves, resolve
+from kinspect.scenarios.plan import FaultPlan, halves, resolve
 from kinspect.scenarios.spec import STEP_FAULTS, FaultStep, halves_seed
 from tests.helpers import kinspect
 
@@ -140,3 +141,39 @@ def test_a_partition_cuts_a_drawn_half_of_the_nodes_from_the_rest() -> None:
     [fault] = FaultStep(do="partition", target=targets[0]).faults(sides[0])
     assert fault.kind is FaultKind.PARTITION and fault.groups == (tuple(sides[0]),)
     assert fault.undo() is not None and fault.undo().kind is FaultKind.HEAL  # type: ignore[union-attr]
+
+
+class TimedLab:
+    """Stand-in for the lab (the plan's clock is under test, not a fault): when each fault
+    was handed to it, and a first one that takes `slow_s` to carry out."""
+
+    def __init__(self, slow_s: float) -> None:
+        self.slow_s = slow_s
+        self.applied: list[tuple[str, float]] = []
+
+    def state(self) -> None:
+        return None
+
+    def apply(self, fault: Fault) -> str:
+        self.applied.append((str(fault.kind), time.monotonic()))
+        if len(self.applied) == 1:
+            time.sleep(self.slow_s)
+        return ""
+
+
+def test_the_plan_fires_each_fault_at_its_time_on_the_schedule(tmp_path: Path) -> None:
+    """Anchored on the plan's start: a slow repair does not push the next fault later than
+    its time, and a fault whose time has passed fires at once."""
+    steps = (FaultStep(do="heal", target="all", after_s=0.2, at_s=0.2),
+             FaultStep(do="heal", target="all", after_s=0.1, at_s=0.3),  # passed: at once
+             FaultStep(do="heal", target="all", after_s=0.1, at_s=1.0))
+    lab = TimedLab(slow_s=0.4)
+    plan = FaultPlan(steps, lab, None, "chaos", tmp_path, 0, lambda line: None)  # type: ignore[arg-type]
+    started = time.monotonic()
+    plan.start()
+    plan.join(timeout=10)
+    offsets = [at - started for _, at in lab.applied]
+    assert plan.error is None and len(offsets) == 3
+    assert offsets[0] == pytest.approx(0.2, abs=0.15)
+    assert offsets[1] == pytest.approx(0.6, abs=0.15)  # right after the slow first one
+    assert offsets[2] == pytest.approx(1.0, abs=0.15)  # not 0.6 + 0.1 + ...: on the clock

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from kinspect.clients.kafka import AuthWatch
 from kinspect.load.ack_ledger import ACKED, FAILED, QUEUE_FULL, LedgerWriter
@@ -291,7 +291,10 @@ class Worker:
 
     def _send(self, quota: int) -> None:
         """Hand the next seqs (at most `quota`) to the client; a full buffer ends the batch
-        (after a wait), or refuses each send it hits (--buffer-full refuse)."""
+        (after a wait), or refuses each send it hits (--buffer-full refuse). A send produce()
+        itself refuses (librdkafka's _UNKNOWN_TOPIC while its metadata, just after every
+        broker restarted, lacks the topic) is a failed send, and the load goes on: it had
+        ended an hour's nemesis after 8 minutes."""
         first = self.seq
         if first >= self._width_end:
             self._template, self._width_end = self._value_template(first)
@@ -300,7 +303,7 @@ class Worker:
         values = [template % seq for seq in range(first, first + count)]
         ts = now_ms()
         done = 0
-        refused: list[int] = []
+        refused: list[tuple[int, str]] = []
         full = False
         while done < count and not full:
             rest = values
@@ -313,26 +316,30 @@ class Worker:
             except BufferError:  # the value it refused was taken from `left`
                 done = count - length_hint(left) - 1
                 if self.refuse_when_full:  # the application drops it: a failed send
-                    refused.append(first + done)
+                    refused.append((first + done, QUEUE_FULL))
                     done += 1
                 else:
                     full = True
+            except KafkaException as exc:  # refused by the client: that send failed
+                done = count - length_hint(left) - 1
+                refused.append((first + done, _error_name(exc)))
+                done += 1
         if done:
             self.window.sent(first, first + done, ts)
             self.ledger.note_sent(first + done - 1, ts)
             self.seq = first + done
             self.in_flight += done - len(refused)
-            for seq in refused:
-                self._refused(seq, ts)
+            for seq, error in refused:
+                self._refused(seq, error, ts)
         if full:
             self._poll(0.05)
 
-    def _refused(self, seq: int, ts: int) -> None:
-        """A send the full buffer refused: recorded as failed with librdkafka's own name for
-        it, so it is counted as the client's refusal, never as a broker's loss."""
+    def _refused(self, seq: int, error: str, ts: int) -> None:
+        """A send the client refused: recorded as failed with librdkafka's own name for why,
+        so it is counted as the client's refusal, never as a broker's loss."""
         self.window.report(np.array([seq]))
-        self.ledger.record(seq, -1, -1, None, "failed", QUEUE_FULL, ts, ts)
-        self.stats.failed(QUEUE_FULL)
+        self.ledger.record(seq, -1, -1, None, "failed", error, ts, ts)
+        self.stats.failed(error)
 
     def _maybe_crash(self) -> None:
         """The planned crash: the mark lowered to exactly what produce() took, the counts
@@ -428,6 +435,13 @@ def die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         pass
+
+
+def _error_name(exc: KafkaException) -> str:
+    """librdkafka's name for what produce() raised (_UNKNOWN_TOPIC, ...)."""
+    if exc.args and isinstance(exc.args[0], KafkaError):
+        return str(exc.args[0].name())
+    return type(exc).__name__
 
 
 if __name__ == "__main__":

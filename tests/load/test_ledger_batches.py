@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from kinspect.load.ack_ledger import (
     ACKED,
@@ -226,3 +227,38 @@ def test_the_worker_memory_does_not_grow_with_the_count(tmp_path: Path) -> None:
     small = held_after(tmp_path / "small", 30_000)
     large = held_after(tmp_path / "large", 120_000)
     assert large - small < 500_000, (small, large)
+
+
+class RefusingProducer:
+    """Stand-in around the real producer (on librdkafka's mock cluster): produce() raises
+    _UNKNOWN_TOPIC for 1,000 sends after the 5,000th, as librdkafka does while its metadata
+    lacks the topic (just after every broker of a lab came back from a power cut)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.calls = real, 0
+
+    def produce(self, topic: str, value: bytes) -> None:
+        self.calls += 1
+        if 5_000 < self.calls <= 6_000:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
+        self.real.produce(topic, value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def __len__(self) -> int:
+        return len(self.real)
+
+
+def test_a_send_the_client_refuses_is_a_failed_send_and_the_load_goes_on(
+        tmp_path: Path) -> None:
+    worker = mock_worker(tmp_path, 30_000)
+    worker.producer = RefusingProducer(worker.producer)  # type: ignore[assignment]
+    assert worker.run() == 0
+    ledger = read_ledger(tmp_path)
+    assert sorted(ledger["seq"].to_pylist()) == list(range(30_000))
+    failed = ledger.filter(pc.equal(ledger["status"], "failed"))
+    assert failed.num_rows == 1_000
+    assert set(failed["error"].to_pylist()) == {"_UNKNOWN_TOPIC"}
+    assert sorted(failed["seq"].to_pylist()) == list(range(5_000, 6_000))
+    assert worker.stats.acked_count == 29_000 and worker.in_flight == 0

@@ -65,8 +65,8 @@ METRICS: dict[str, str] = {
     "faults_applied": "disruptive steps the plan carried out (kill stop pause isolate* partition slow "
                       "power-off)",
     "lost_outside_power_cuts": "acked_lost that no power cut's dropped batches hold (by the "
-                               "filesystem's own record; None without a power cut, or when the "
-                               "report does not list every lost message)",
+                               "filesystem's own record, against every lost message in the "
+                               "post-mortem's lost.parquet; None without a power cut)",
     "lost_blamed_on_target": "share (0.0-1.0) of acked_lost the post-mortem attributes to the "
                              "broker the first disruptive step hit",
     "refused": "sends the client refused because its buffer was full (_QUEUE_FULL)",

@@ -21,7 +21,7 @@ from kinspect.lab.faults import Fault
 from kinspect.lab.topology import broker_node, node_of
 from kinspect.load.runstats import aggregate, read_stats
 from kinspect.model.views import PartitionStateZ
-from kinspect.scenarios.spec import DISRUPTIVE, FaultStep, halves_seed
+from kinspect.scenarios.spec import DISRUPTIVE, ROLE_TARGETS, FaultStep, halves_seed
 
 if TYPE_CHECKING:
     from kinspect.model.events import JsonObject
@@ -91,6 +91,7 @@ def _first_follower(followers: list[int], state: PartitionStateZ | None) -> list
 
 
 STATS_POLL_S = 0.2  # the producers publish their stats once a second; no need to read faster
+RESOLVE_WAIT_S, RESOLVE_POLL_S = 30.0, 0.5  # a role that names nobody yet: asked again
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,9 @@ class FaultPlan(threading.Thread):
                     self.log.skipped.append(f"{step.do} {step.target}: the load ended before "
                                             f"{step.at:.0%} was acknowledged")
                     continue
-                nodes = resolve(step.target, self.decided, self.topic, self._remembered,
-                                self._brokers, self._nodes)
+                nodes = self._resolve(step)
+                if nodes is None:
+                    continue
                 faults = step.faults(nodes)
                 self._apply(step.do, faults, nodes)
                 if step.remember:
@@ -171,6 +173,24 @@ class FaultPlan(threading.Thread):
         except Exception as exc:  # reported in the result; the runner heals everything anyway
             self.error = str(exc) or type(exc).__name__
             self.say(f"fault plan failed: {self.error}")
+
+    def _resolve(self, step: FaultStep) -> list[str] | None:
+        """The nodes the step's target means now. A role that names nobody yet (no leader
+        while one is elected after a heal) is asked again for RESOLVE_WAIT_S, then the step
+        is skipped with why: it had ended an hour's nemesis at its 54th fault."""
+        deadline = time.monotonic() + RESOLVE_WAIT_S
+        while True:
+            try:
+                return resolve(step.target, self.decided, self.topic, self._remembered,
+                               self._brokers, self._nodes)
+            except KinspectError as exc:
+                if step.target not in ROLE_TARGETS:
+                    raise
+                if time.monotonic() >= deadline:
+                    self.log.skipped.append(f"{step.do} {step.target}: {exc} for "
+                                            f"{RESOLVE_WAIT_S:.0f} s")
+                    return None
+            time.sleep(RESOLVE_POLL_S)
 
     def _acked(self) -> int:
         return aggregate(read_stats(self.run_dir)).acked

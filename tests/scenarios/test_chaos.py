@@ -14,6 +14,7 @@ from kinspect.lab.faults import Fault, FaultKind
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.postmortem.lost_set import LOST_FILE
 from kinspect.scenarios import chaos
+from kinspect.scenarios import plan as plan_module
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule, windows
 from kinspect.scenarios.plan import FaultPlan, halves, resolve
 from kinspect.scenarios.spec import STEP_FAULTS, FaultStep, halves_seed
@@ -177,3 +178,41 @@ def test_the_plan_fires_each_fault_at_its_time_on_the_schedule(tmp_path: Path) -
     assert offsets[0] == pytest.approx(0.2, abs=0.15)
     assert offsets[1] == pytest.approx(0.6, abs=0.15)  # right after the slow first one
     assert offsets[2] == pytest.approx(1.0, abs=0.15)  # not 0.6 + 0.1 + ...: on the clock
+
+
+class LateController:
+    """Stand-in for the cluster's decisions: no controller for the first `none_for` asks (one
+    being elected), then broker 2."""
+
+    def __init__(self, none_for: int) -> None:
+        self.none_for, self.asked = none_for, 0
+
+    def controller(self) -> int | None:
+        self.asked += 1
+        if self.asked <= self.none_for:
+            return None
+        return 2
+
+
+def test_a_role_that_names_nobody_yet_is_asked_again_then_skipped_with_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A nemesis's 'kill controller' while one is being elected waits for it (it had ended
+    the plan); one never elected skips the step with the reason, and the plan goes on."""
+    monkeypatch.setattr(plan_module, "RESOLVE_POLL_S", 0.01)
+    steps = (FaultStep(do="kill", target="controller", at_s=0.0),
+             FaultStep(do="heal", target="all", at_s=0.0))
+    lab = TimedLab(slow_s=0.0)
+    plan = FaultPlan(steps, lab, LateController(3), "chaos", tmp_path, 0,  # type: ignore[arg-type]
+                     lambda line: None)
+    plan.run()
+    assert plan.error is None and plan.log.skipped == []
+    assert [kind for kind, _ in lab.applied] == ["kill", "heal"]
+
+    monkeypatch.setattr(plan_module, "RESOLVE_WAIT_S", 0.05)
+    lab = TimedLab(slow_s=0.0)
+    plan = FaultPlan(steps, lab, LateController(10_000), "chaos", tmp_path, 0,  # type: ignore[arg-type]
+                     lambda line: None)
+    plan.run()
+    assert plan.error is None
+    assert plan.log.skipped == ["kill controller: there is no controller to hit for 0 s"]
+    assert [kind for kind, _ in lab.applied] == ["heal"]

@@ -57,6 +57,7 @@ def test_two_minutes_of_the_seeded_nemesis(lab_session: Any, lab_backend: str,
 
 
 @pytest.mark.extended  # make matrix: ten minutes, power cuts among the faults
+@pytest.mark.timeout(1800)  # ten minutes of load, then the drain, verify and post-mortem
 def test_ten_minutes_of_the_seeded_nemesis_with_power_cuts(lab_session: Any, lab_backend: str,
                                                            tmp_path: Path) -> None:
     check_chaos(lab_session, lab_backend, tmp_path, 11, "10m", "kill,pause,isolate,slow,power")

@@ -62,7 +62,8 @@ def test_an_isolation_is_journaled_as_one_and_a_partition_as_a_partition(
     assert (partition.action, partition.kind, partition.isolation) == (
         "partition", FaultKind.PARTITION, None)
     assert journal_happenings(isolation) == [Happening(Trigger.FAULT, "isolate")]
-    assert journal_happenings(partition) == []  # a hand-made partition is no isolation
+    # a hand-made partition is no isolation: its own fault (a step word since the nemesis)
+    assert journal_happenings(partition) == [Happening(Trigger.FAULT, "partition")]
     event = fault_event(isolation)
     assert event.detail == ("fault: isolate kafka1 from zk "
                             "(kafka1,kafka2,kafka3 | zk1,kafka2,kafka3)")

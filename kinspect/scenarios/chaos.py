@@ -28,6 +28,7 @@ from kinspect.scenarios.spec import (
     Condition,
     FaultStep,
     Scenario,
+    halves_seed,
     parse_condition,
 )
 
@@ -123,8 +124,15 @@ def _step(word: str, target: str, gap: float, hold: float,
 
 def schedule_lines(steps: Sequence[FaultStep]) -> list[str]:
     """`+12.3 s  kill leader for 8.1 s` per step, its time from the load's start."""
-    return [f"+{step.at_s or 0.0:7.1f} s  {step.do} {step.target} for {step.for_s:.1f} s"
-            for step in steps]
+    return [f"+{step.at_s or 0.0:7.1f} s  {step.do} {_target_words(step.target)} for "
+            f"{step.for_s:.1f} s" for step in steps]
+
+
+def _target_words(target: str) -> str:
+    """A drawn half said as one (`half the nodes, drawn: halves-N`), a role as itself."""
+    if halves_seed(target) is None:
+        return target
+    return f"half the nodes, drawn: {target}"
 
 
 def invariants(plan: ChaosPlan, steps: Sequence[FaultStep]) -> list[str]:

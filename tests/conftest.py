@@ -42,11 +42,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A lab test runs once per backend its `backends` marker names, wherever its module lives
-    (`pytestmark = pytest.mark.backends("process", "docker")`); unmarked, on the process lab."""
+    (`pytestmark = pytest.mark.backends("process", "docker")`); unmarked, on the process lab.
+    `matrix_only=("docker",)` on a test keeps that backend's round trip to `make matrix`."""
     if "lab_backend" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("backends")
         chosen = marker.args if marker else ("process",)
-        metafunc.parametrize("lab_backend", chosen, indirect=True, scope="session")
+        in_matrix = marker.kwargs.get("matrix_only", ()) if marker else ()
+        params = [pytest.param(name, marks=pytest.mark.extended) if name in in_matrix else name
+                  for name in chosen]
+        metafunc.parametrize("lab_backend", params, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -54,12 +54,15 @@ refresh_s = 1
 """)
 
 
-@pytest.fixture(params=["zookeeper", pytest.param("kraft", marks=pytest.mark.extended)])
-def secured(lab_session: Any, tmp_path: Path, request: pytest.FixtureRequest
-            ) -> Iterator[dict[str, Any]]:
+@pytest.fixture(scope="module",
+                params=["zookeeper", pytest.param("kraft", marks=pytest.mark.extended)])
+def secured(lab_session: Any, tmp_path_factory: pytest.TempPathFactory,
+            request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     """The lab with TLS and the authorizer (ZooKeeper mode in CI; KRaft's StandardAuthorizer
     in `make matrix`), its users, topics and a group; then the admin's cluster in trouble:
-    kafka2 and kafka3 stopped (orders' ISR down to one)."""
+    kafka2 and kafka3 stopped (orders' ISR down to one). Made once for the module's tests,
+    which only read it (a reset and two restarts each cost ~48 s)."""
+    tmp_path = tmp_path_factory.mktemp("secured")
     kinspect("lab", "reset", "--tls", "--authorizer", "--mode", request.param, timeout=400)
     status = lab_status()
     plain = status["bootstrap"]

@@ -19,6 +19,9 @@ from tests.helpers import kinspect, shaping_in_node, wait_until
 pytestmark = [pytest.mark.lab, pytest.mark.resets_lab, pytest.mark.backends("process", "docker")]
 
 TOPIC = "kraft1"
+# CI runs these faults on the process lab's KRaft quorum and brings a docker KRaft lab up once
+# (the first test); the docker round trip of each fault runs in `make matrix`.
+DOCKER_IN_MATRIX = pytest.mark.backends("process", "docker", matrix_only=("docker",))
 
 
 def kafka_tool(main_class: str, *args: str) -> str:
@@ -106,6 +109,7 @@ def brokers_seen_by(lab: dict[str, Any], node: str) -> set[int]:
     return set(ask_metadata(address).brokers)
 
 
+@DOCKER_IN_MATRIX
 def test_isolating_a_broker_from_the_quorum_fences_it(kraft_lab: dict[str, Any]) -> None:
     """Cut from ctl1 only (as a broker cut from ZooKeeper), kafka2 misses its heartbeats: the
     controller fences it within the 6 s session (its own log says so, and the other brokers
@@ -122,6 +126,7 @@ def test_isolating_a_broker_from_the_quorum_fences_it(kraft_lab: dict[str, Any])
                "kafka2 unfenced again")
 
 
+@DOCKER_IN_MATRIX
 def test_killing_the_leader_elects_another_as_kafkas_tools_see_it(
         kraft_lab: dict[str, Any]) -> None:
     lab = kraft_lab
@@ -139,6 +144,7 @@ def test_killing_the_leader_elects_another_as_kafkas_tools_see_it(
     wait_until(lambda: unfenced(lab) == {1, 2, 3}, 90, f"kafka{old} back")
 
 
+@DOCKER_IN_MATRIX
 def test_a_paused_controller_leaves_no_quorum_leader_until_resumed(
         kraft_lab: dict[str, Any]) -> None:
     lab = kraft_lab
@@ -151,6 +157,7 @@ def test_a_paused_controller_leaves_no_quorum_leader_until_resumed(
                and a.leader_id == 101, 30, "ctl1 leading again")
 
 
+@DOCKER_IN_MATRIX
 def test_a_controller_link_can_be_slowed_and_restored(kraft_lab: dict[str, Any]) -> None:
     """The shaping is really in ctl1's namespace (read with tc, ip and iptables), and gone
     after unslow: not only what the state file says."""

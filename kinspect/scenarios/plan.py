@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from kinspect.clients.decisions import Decisions
 from kinspect.errors import KinspectError
 from kinspect.lab.backend import LabBackend
-from kinspect.lab.faults import Fault
+from kinspect.lab.faults import Fault, FaultKind
+from kinspect.lab.state import NodeState
 from kinspect.lab.topology import broker_node, node_of
 from kinspect.load.runstats import aggregate, read_stats
 from kinspect.model.views import PartitionStateZ
@@ -113,11 +114,13 @@ class PlanLog:
 
     `skipped` holds one reason per step that never fired ("isolate leader: the load ended
     before 30% was acknowledged"); the result row fails the expectation on any of them.
+    `revived` names each node found dead by itself before a step and started again.
     """
 
     entries: list[PlanEntry] = field(default_factory=list)
     first_fault_ms: int | None = None
     skipped: list[str] = field(default_factory=list)
+    revived: list[str] = field(default_factory=list)  # nodes that died by themselves, restarted
 
     def add(self, do: str, nodes: list[str]) -> None:
         ts = time.time_ns() // 1_000_000
@@ -163,6 +166,7 @@ class FaultPlan(threading.Thread):
                 if nodes is None:
                     continue
                 faults = step.faults(nodes)
+                self._revive(step.do, nodes)
                 self._apply(step.do, faults, nodes)
                 if step.remember:
                     self._remembered[step.remember] = nodes
@@ -191,6 +195,22 @@ class FaultPlan(threading.Thread):
                                             f"{RESOLVE_WAIT_S:.0f} s")
                     return None
             time.sleep(RESOLVE_POLL_S)
+
+    def _revive(self, do: str, nodes: list[str]) -> None:
+        """A node the step hits that died by itself is started again first, as a service
+        manager would, and said: a broker whose ZooKeeper session expired while it started
+        exits (Kafka's fatal startup error), and that had ended an hour's nemesis at its 88th
+        fault ("kafka2 is exited; cannot pause it")."""
+        state = self.lab.state()
+        if state is None:
+            return
+        for node in state.nodes:
+            if node.name not in nodes or node.state is not NodeState.EXITED:
+                continue
+            self.say(f"fault plan: {node.name} had exited by itself; starting it again "
+                     f"before '{do}'")
+            self.lab.apply(Fault(FaultKind.START, node.name))
+            self.log.revived.append(node.name)
 
     def _acked(self) -> int:
         return aggregate(read_stats(self.run_dir)).acked

@@ -145,9 +145,13 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
                                               if not c.holds(row))]
     row["expectation_met"] = not row["expectation_failed"]
     row["faults"] = [entry.to_json() for entry in log.entries]
-    row["notes"] = problems
+    row["revived"] = list(log.revived)
+    revived = [f"{name} died by itself during the plan and was started again before its next "
+               "fault" for name in log.revived]
+    notes = [*problems, *revived]
     if kraft and not controller_log:
-        row["notes"] = [*problems, UNREAD_CONTROLLER]
+        notes.append(UNREAD_CONTROLLER)
+    row["notes"] = notes
     row["explanation"] = report.explanation
     return row
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kinspect.errors import KinspectError
 from kinspect.lab.faults import Fault, FaultKind
+from kinspect.lab.state import NodeState
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.postmortem.lost_set import LOST_FILE
 from kinspect.scenarios import chaos
@@ -216,3 +219,48 @@ def test_a_role_that_names_nobody_yet_is_asked_again_then_skipped_with_why(
     assert plan.error is None
     assert plan.log.skipped == ["kill controller: there is no controller to hit for 0 s"]
     assert [kind for kind, _ in lab.applied] == ["heal"]
+
+
+@dataclass
+class StandInNode:
+    name: str
+    state: NodeState
+
+
+class ExitingLab:
+    """Stand-in for the lab (the plan's handling of a dead node is under test): kafka2 has
+    died by itself, as a broker whose ZooKeeper session expired while it started does; a pause
+    of a node that is not running is refused, as the real lab refuses it."""
+
+    def __init__(self) -> None:
+        self.nodes = {name: StandInNode(name, NodeState.RUNNING) for name in ("kafka1", "kafka2")}
+        self.nodes["kafka2"].state = NodeState.EXITED
+        self.applied: list[str] = []
+
+    def state(self) -> Any:
+        nodes = list(self.nodes.values())
+        return type("State", (), {"nodes": nodes, "brokers": nodes})()
+
+    def apply(self, fault: Fault) -> str:
+        node = self.nodes[str(fault.node)]
+        if fault.kind is FaultKind.PAUSE and node.state is not NodeState.RUNNING:
+            raise KinspectError(f"{node.name} is {node.state}; cannot pause it")
+        node.state = {FaultKind.START: NodeState.RUNNING, FaultKind.PAUSE: NodeState.PAUSED,
+                      FaultKind.RESUME: NodeState.RUNNING}[fault.kind]
+        self.applied.append(f"{fault.kind} {node.name}")
+        return ""
+
+
+def test_a_node_dead_by_itself_is_started_again_before_the_next_fault(tmp_path: Path) -> None:
+    """It had ended the hour's nemesis at its 88th fault: 'kafka2 is exited; cannot pause it'.
+    Now the plan starts it again, says so, names it in the log, and carries the step out."""
+    said: list[str] = []
+    lab = ExitingLab()
+    plan = FaultPlan((FaultStep(do="pause", target="kafka2", at_s=0.0, for_s=0.0),), lab,
+                     None, "chaos", tmp_path, 0, said.append)  # type: ignore[arg-type]
+    plan.run()
+    assert plan.error is None, plan.error
+    assert lab.applied == ["start kafka2", "pause kafka2", "resume kafka2"]
+    assert plan.log.revived == ["kafka2"]
+    assert [e.do for e in plan.log.entries] == ["pause", "resume"]  # the schedule, as drawn
+    assert said[0] == "fault plan: kafka2 had exited by itself; starting it again before 'pause'"

@@ -253,7 +253,8 @@ class ExitingLab:
 
 def test_a_node_dead_by_itself_is_started_again_before_the_next_fault(tmp_path: Path) -> None:
     """It had ended the hour's nemesis at its 88th fault: 'kafka2 is exited; cannot pause it'.
-    Now the plan starts it again, says so, names it in the log, and carries the step out."""
+    Now the plan starts it again, says so, names it in the log, and carries the step out; a
+    step on another node starts it again too (it may be the last in-sync replica)."""
     said: list[str] = []
     lab = ExitingLab()
     plan = FaultPlan((FaultStep(do="pause", target="kafka2", at_s=0.0, for_s=0.0),), lab,
@@ -264,3 +265,9 @@ def test_a_node_dead_by_itself_is_started_again_before_the_next_fault(tmp_path: 
     assert plan.log.revived == ["kafka2"]
     assert [e.do for e in plan.log.entries] == ["pause", "resume"]  # the schedule, as drawn
     assert said[0] == "fault plan: kafka2 had exited by itself; starting it again before 'pause'"
+
+    lab = ExitingLab()
+    plan = FaultPlan((FaultStep(do="pause", target="kafka1", at_s=0.0, for_s=0.0),), lab,
+                     None, "chaos", tmp_path, 0, said.append)  # type: ignore[arg-type]
+    plan.run()
+    assert lab.applied == ["start kafka2", "pause kafka1", "resume kafka1"]

@@ -120,7 +120,7 @@ class PlanLog:
     entries: list[PlanEntry] = field(default_factory=list)
     first_fault_ms: int | None = None
     skipped: list[str] = field(default_factory=list)
-    revived: list[str] = field(default_factory=list)  # nodes that died by themselves, restarted
+    revived: list[str] = field(default_factory=list)
 
     def add(self, do: str, nodes: list[str]) -> None:
         ts = time.time_ns() // 1_000_000

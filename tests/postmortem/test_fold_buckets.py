@@ -100,7 +100,7 @@ def test_an_empty_ledger_folds_to_nothing() -> None:
 
 
 def test_side_by_side_jobs_run_at_once_and_say_one_line() -> None:
-    both_started = threading.Barrier(2, timeout=5)  # each job waits for the other: truly at once
+    both_started = threading.Barrier(2, timeout=60)  # each job waits for the other: truly at once
     said: list[str] = []
 
     def job(value: int) -> int:

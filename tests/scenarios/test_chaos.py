@@ -4,7 +4,6 @@ one the lab carries out and undoes, and the invariants follow from what it drew.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,40 +146,58 @@ def test_a_partition_cuts_a_drawn_half_of_the_nodes_from_the_rest() -> None:
     assert fault.undo() is not None and fault.undo().kind is FaultKind.HEAL  # type: ignore[union-attr]
 
 
+class VirtualClock:
+    """A fake of the `time` module the plan reads: sleeping moves the clock on at once, so
+    the schedule is checked exactly, whatever else the machine is doing."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+    def time_ns(self) -> int:  # the plan log's timestamps
+        return int(self.now * 1e9)
+
+
 class TimedLab:
     """Stand-in for the lab (the plan's clock is under test, not a fault): when each fault
     was handed to it, and a first one that takes `slow_s` to carry out."""
 
-    def __init__(self, slow_s: float) -> None:
-        self.slow_s = slow_s
+    def __init__(self, clock: VirtualClock, slow_s: float) -> None:
+        self.clock, self.slow_s = clock, slow_s
         self.applied: list[tuple[str, float]] = []
 
     def state(self) -> None:
         return None
 
     def apply(self, fault: Fault) -> str:
-        self.applied.append((str(fault.kind), time.monotonic()))
+        self.applied.append((str(fault.kind), self.clock.monotonic()))
         if len(self.applied) == 1:
-            time.sleep(self.slow_s)
+            self.clock.sleep(self.slow_s)
         return ""
 
 
-def test_the_plan_fires_each_fault_at_its_time_on_the_schedule(tmp_path: Path) -> None:
+def test_the_plan_fires_each_fault_at_its_time_on_the_schedule(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Anchored on the plan's start: a slow repair does not push the next fault later than
     its time, and a fault whose time has passed fires at once."""
     steps = (FaultStep(do="heal", target="all", after_s=0.2, at_s=0.2),
              FaultStep(do="heal", target="all", after_s=0.1, at_s=0.3),  # passed: at once
              FaultStep(do="heal", target="all", after_s=0.1, at_s=1.0))
-    lab = TimedLab(slow_s=0.4)
+    clock = VirtualClock()
+    monkeypatch.setattr(plan_module, "time", clock)
+    lab = TimedLab(clock, slow_s=0.4)
     plan = FaultPlan(steps, lab, None, "chaos", tmp_path, 0, lambda line: None)  # type: ignore[arg-type]
-    started = time.monotonic()
-    plan.start()
-    plan.join(timeout=10)
+    started = clock.monotonic()
+    plan.run()
     offsets = [at - started for _, at in lab.applied]
-    assert plan.error is None and len(offsets) == 3
-    assert offsets[0] == pytest.approx(0.2, abs=0.15)
-    assert offsets[1] == pytest.approx(0.6, abs=0.15)  # right after the slow first one
-    assert offsets[2] == pytest.approx(1.0, abs=0.15)  # not 0.6 + 0.1 + ...: on the clock
+    assert plan.error is None
+    assert offsets == pytest.approx([0.2, 0.6, 1.0])  # the second right after the slow first;
+    # the third not at 0.6 + 0.1: on the schedule's clock
 
 
 class LateController:
@@ -201,23 +218,24 @@ def test_a_role_that_names_nobody_yet_is_asked_again_then_skipped_with_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A nemesis's 'kill controller' while one is being elected waits for it (it had ended
     the plan); one never elected skips the step with the reason, and the plan goes on."""
-    monkeypatch.setattr(plan_module, "RESOLVE_POLL_S", 0.01)
+    clock = VirtualClock()
+    monkeypatch.setattr(plan_module, "time", clock)
     steps = (FaultStep(do="kill", target="controller", at_s=0.0),
              FaultStep(do="heal", target="all", at_s=0.0))
-    lab = TimedLab(slow_s=0.0)
+    lab = TimedLab(clock, slow_s=0.0)
     plan = FaultPlan(steps, lab, LateController(3), "chaos", tmp_path, 0,  # type: ignore[arg-type]
                      lambda line: None)
     plan.run()
     assert plan.error is None and plan.log.skipped == []
     assert [kind for kind, _ in lab.applied] == ["kill", "heal"]
 
-    monkeypatch.setattr(plan_module, "RESOLVE_WAIT_S", 0.05)
-    lab = TimedLab(slow_s=0.0)
-    plan = FaultPlan(steps, lab, LateController(10_000), "chaos", tmp_path, 0,  # type: ignore[arg-type]
+    lab = TimedLab(clock, slow_s=0.0)
+    never = int(plan_module.RESOLVE_WAIT_S / plan_module.RESOLVE_POLL_S) + 10
+    plan = FaultPlan(steps, lab, LateController(never), "chaos", tmp_path, 0,  # type: ignore[arg-type]
                      lambda line: None)
     plan.run()
     assert plan.error is None
-    assert plan.log.skipped == ["kill controller: there is no controller to hit for 0 s"]
+    assert plan.log.skipped == ["kill controller: there is no controller to hit for 30 s"]
     assert [kind for kind, _ in lab.applied] == ["heal"]
 
 
@@ -257,8 +275,9 @@ def test_a_node_dead_by_itself_is_started_again_before_the_next_fault(tmp_path: 
     step on another node starts it again too (it may be the last in-sync replica)."""
     said: list[str] = []
     lab = ExitingLab()
-    plan = FaultPlan((FaultStep(do="pause", target="kafka2", at_s=0.0, for_s=0.0),), lab,
-                     None, "chaos", tmp_path, 0, said.append)  # type: ignore[arg-type]
+    step = FaultStep(do="pause", target="kafka2", at_s=0.0, for_s=0.0)
+    plan = FaultPlan((step,), lab, None, "chaos", tmp_path, 0,  # type: ignore[arg-type]
+                     said.append)
     plan.run()
     assert plan.error is None, plan.error
     assert lab.applied == ["start kafka2", "pause kafka2", "resume kafka2"]
@@ -267,7 +286,8 @@ def test_a_node_dead_by_itself_is_started_again_before_the_next_fault(tmp_path: 
     assert said[0] == "fault plan: kafka2 had exited by itself; starting it again before 'pause'"
 
     lab = ExitingLab()
-    plan = FaultPlan((FaultStep(do="pause", target="kafka1", at_s=0.0, for_s=0.0),), lab,
-                     None, "chaos", tmp_path, 0, said.append)  # type: ignore[arg-type]
+    step = FaultStep(do="pause", target="kafka1", at_s=0.0, for_s=0.0)
+    plan = FaultPlan((step,), lab, None, "chaos", tmp_path, 0,  # type: ignore[arg-type]
+                     said.append)
     plan.run()
     assert lab.applied == ["start kafka2", "pause kafka1", "resume kafka1"]

@@ -75,7 +75,7 @@ def test_a_recorded_lesson_plays_with_no_lab(tmp_path: Path, lang: Lang,
             assert app.flow.phase is Phase.READY and app.flow.answers == (2, 0)
             await pilot.press("space")  # the recording plays in the live lab's place
             app.feed.change_speed(16.0)  # type: ignore[attr-defined]  # a ReplayFeed now
-            await until(pilot, lambda: app.flow.shown == 1, "the kill narrated", timeout=20)
+            await until(pilot, lambda: app.flow.shown == 1, "the kill narrated")
             events = app.screen_stack[0].query_one("#events")
             assert "pointed" in events.classes and "▶▶" in str(events.border_title)
             assert app.flow.held
@@ -83,8 +83,7 @@ def test_a_recorded_lesson_plays_with_no_lab(tmp_path: Path, lang: Lang,
             await until(pilot, lambda: app.flow.shown == 2, "the new leader narrated")
             assert "pointed" in app.screen_stack[0].query_one("#partitions").classes
             assert "pointed" not in events.classes
-            await until(pilot, lambda: app.flow.result is not None, "the recording's end",
-                        timeout=20)
+            await until(pilot, lambda: app.flow.result is not None, "the recording's end")
             await pilot.press("space")
             assert app.flow.phase is Phase.REVEAL
             assert app.flow.verdicts() == (True, True)

@@ -29,7 +29,6 @@ def test_progress_is_one_line_in_place_and_goes_when_done() -> None:
             assert not any(step in str(n.message) for n in app._notifications
                            for step in steps)  # no toast per step
             app.post_message(TaskStep("post-mortem", "", done=True))
-            await until(pilot, lambda: "visible" not in line.classes, "the line gone",
-                        timeout=10)
+            await until(pilot, lambda: "visible" not in line.classes, "the line gone")
 
     asyncio.run(scenario())

@@ -15,8 +15,9 @@ BACKEND ?= auto
 demo: setup $(if $(filter docker,$(BACKEND)),docker-engine)
 	$(KINSPECT) demo --backend $(BACKEND)
 
-# The lab tests and the tests needing no lab run side by side (tests/run-suite says how).
-test: setup docker-engine images
+# The lab tests and the tests needing no lab run side by side, and the docker lab's images are
+# built beside the process lab's tests (tests/run-suite says how).
+test: setup docker-engine
 	tests/run-suite $(PY) $(PYTEST_ARGS)
 
 test-fast: setup

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from tests.helpers import kinspect
 from tests.helpers.lab import Lab
 
 BACKENDS = ("process", "docker")
+IMAGES_WITHIN_S = 1800  # a deadline against a hang: the build takes minutes
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -82,7 +84,26 @@ def lab_backend(request: pytest.FixtureRequest) -> str:
             pytest.fail(f"docker backend: {problem} (make test starts dockerd as root)")
         if problem:
             pytest.skip(f"docker backend: {problem}")
+        wait_for_images()
     return backend
+
+
+def wait_for_images() -> None:
+    """`tests/run-suite` builds the docker lab's images beside the process lab's tests and
+    writes the build's exit code to KINSPECT_TEST_IMAGES_RC; the docker tests wait for it (a
+    `lab up` of their own would build the same images a second time, at once)."""
+    rc_file = os.environ.get("KINSPECT_TEST_IMAGES_RC")
+    if not rc_file:
+        return
+    deadline = time.monotonic() + IMAGES_WITHIN_S
+    while not Path(rc_file).exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the docker lab's images were not built within {IMAGES_WITHIN_S} s")
+        time.sleep(2)
+    rc = Path(rc_file).read_text().strip()
+    if rc != "0":
+        pytest.fail(f"`kinspect lab images` failed (exit {rc}); its log's end is printed "
+                    "after the lab tests")
 
 
 @pytest.fixture(scope="session")

@@ -58,15 +58,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """One lab at a time: every process-lab test, then every docker-lab test. Within a backend,
     tests marked resets_lab (scenarios, on-call) reset the lab with their own settings, so they
-    run after those sharing the session lab; lifecycle tests (which take it down) last."""
-    def order(item: pytest.Item) -> tuple[int, int]:
+    run after those sharing the session lab; among them those marked shares_lab with the same
+    name run first, side by side (a TLS lab is made once, and the plain lab the last of the
+    others leaves is the one the lifecycle tests, which take it down, find)."""
+    def order(item: pytest.Item) -> tuple[int, int, int, str]:
         callspec = getattr(item, "callspec", None)
         backend = callspec.params.get("lab_backend", "process") if callspec else "process"
         if item.get_closest_marker("lab_lifecycle"):
             stage = 2
         else:
             stage = 1 if item.get_closest_marker("resets_lab") else 0
-        return BACKENDS.index(backend), stage
+        shared = item.get_closest_marker("shares_lab")
+        if shared is None:
+            return BACKENDS.index(backend), stage, 1, ""
+        return BACKENDS.index(backend), stage, 0, str(shared.args[0])
 
     items.sort(key=order)
 

@@ -21,9 +21,10 @@ from confluent_kafka.admin import AdminClient
 
 from kinspect.lab.topics import create_topics
 from kinspect.sources.hidden import confirm_hidden
-from tests.helpers import kinspect, lab_status, wait_until
+from tests.helpers import kinspect, wait_until
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.resets_lab,
+              pytest.mark.shares_lab("tls")]
 
 ADMIN = "kinspect"  # the lab's super user
 # The grants: Kafka ACLs as `lab user add --allow OPERATION:TYPE[:NAME]` takes them.
@@ -61,10 +62,10 @@ def secured(lab_session: Any, tmp_path_factory: pytest.TempPathFactory,
     """The lab with TLS and the authorizer (ZooKeeper mode in CI; KRaft's StandardAuthorizer
     in `make matrix`), its users, topics and a group; then the admin's cluster in trouble:
     kafka2 and kafka3 stopped (orders' ISR down to one). Made once for the module's tests,
-    which only read it (a reset and two restarts each cost ~48 s)."""
+    which only read it (a reset and two restarts each cost ~48 s), on the TLS lab the tests
+    marked shares_lab("tls") share."""
     tmp_path = tmp_path_factory.mktemp("secured")
-    kinspect("lab", "reset", "--tls", "--authorizer", "--mode", request.param, timeout=400)
-    status = lab_status()
+    status = lab_session.ensure_secure("process", request.param)
     plain = status["bootstrap"]
     create_topics(plain, {"orders": 3})
     create_topics(plain, {"audit": 1}, 3, {"unclean.leader.election.enable": "true"})

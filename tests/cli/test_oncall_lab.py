@@ -32,9 +32,10 @@ def verdict_code(*args: str) -> int:
     return proc.returncode
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def fresh_lab(lab_session: Any) -> dict[str, Any]:
-    """A reset lab (demo preset: min.insync.replicas=2) holding one replicated topic."""
+    """A reset lab (demo preset: min.insync.replicas=2) holding one replicated topic; made once
+    for the module: each test restarts what it stops."""
     kinspect("lab", "reset", timeout=400)
     status = lab_status()
     create_topics(status["bootstrap"], {"health1": 3})
@@ -108,8 +109,9 @@ bootstrap = "{bootstrap}"
 
 
 def sasl_lab() -> tuple[dict[str, Any], str]:
-    """The lab with its SASL_SSL listener (reset with --tls if it has none), and the password.
-    `bootstrap` of the returned status's "secure" entry is the SASL_SSL listeners'."""
+    """The lab with its SASL_SSL listener (reset with --tls if it has none: the tests using it
+    are marked shares_lab("tls") and find the TLS lab), and the password. `bootstrap` of the
+    returned status's "secure" entry is the SASL_SSL listeners'."""
     current = kinspect("lab", "status", "--json", check=False)
     status = json.loads(current.stdout) if current.returncode == 0 else {}
     if not (status.get("tls") or {}).get("sasl_ssl_bootstrap") or \
@@ -121,6 +123,7 @@ def sasl_lab() -> tuple[dict[str, Any], str]:
     return status, Path(status["sasl"]["password_file"]).read_text().strip()
 
 
+@pytest.mark.shares_lab("tls")
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "PLAIN"])
 def test_sasl_profile_connects_and_the_secret_never_shows(lab_session: Any, tmp_path: Path,
                                                          mechanism: str) -> None:
@@ -237,6 +240,7 @@ def test_a_sasl_run_leaves_no_secret_in_its_run_dir(lab_session: Any, tmp_path: 
         assert password not in text
 
 
+@pytest.mark.shares_lab("tls")
 def test_a_wrong_password_is_said_in_one_line(lab_session: Any, tmp_path: Path) -> None:
     """Each command says "authentication failed" once, with librdkafka's reason and a hint,
     and no librdkafka FAIL line, no traceback."""
@@ -295,6 +299,7 @@ def set_scram_password(bootstrap: str, password: str) -> None:
         future.result(timeout=30)
 
 
+@pytest.mark.shares_lab("tls")
 def test_a_login_refused_mid_run_stops_the_load_and_says_so(lab_session: Any,
                                                             tmp_path: Path) -> None:
     """A password rotated under a running load: as the brokers restart, every new connection is
@@ -333,6 +338,7 @@ def test_a_login_refused_mid_run_stops_the_load_and_says_so(lab_session: Any,
     assert summary["sent"] == summary["acked"] + summary["failed"] + summary["unknown"]
 
 
+@pytest.mark.shares_lab("tls")
 def test_only_the_lab_id_makes_a_cluster_the_lab(lab_session: Any) -> None:
     """Faults are refused on any cluster whose ZooKeeper does not hold our lab id."""
     from kinspect.cli import build_parser

@@ -12,7 +12,6 @@ import ssl
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ pytestmark = [
     pytest.mark.lab,
     pytest.mark.slow,
     pytest.mark.resets_lab,
+    pytest.mark.shares_lab("tls"),
     # the docker lab's TLS round trip runs in `make matrix` (CI: the process lab's)
     pytest.mark.backends("process", "docker", matrix_only=("docker",)),
 ]
@@ -35,21 +35,12 @@ MODES = {"process": "zookeeper", "docker": "kraft"}
 
 
 @pytest.fixture(scope="module")
-def secure_lab(lab_session: Any, lab_backend: str) -> Iterator[dict[str, Any]]:
-    """The lab with --tls --authorizer on this backend, made once for this file's tests and
-    taken down after them (the session lab's next user must not inherit its authorizer)."""
-    current = kinspect("lab", "status", "--json", check=False)
-    status = json.loads(current.stdout) if current.returncode == 0 else {}
-    wanted = (lab_backend, MODES[lab_backend])
-    if not (status.get("tls") and status.get("authorizer")) or \
-            (status.get("backend"), status.get("mode")) != wanted:
-        lab_session.down()
-        kinspect("lab", "up", "--backend", lab_backend, "--mode", MODES[lab_backend], "--tls",
-                 "--authorizer", timeout=400)
-        status = lab_status()
-        create_topics(status["bootstrap"], {TOPIC: 3})
-    yield status
-    lab_session.down()
+def secure_lab(lab_session: Any, lab_backend: str) -> dict[str, Any]:
+    """The lab with --tls --authorizer on this backend, shared with the other tests marked
+    shares_lab("tls") (the session lab's next user finds it is not plain and resets it)."""
+    status = lab_session.ensure_secure(lab_backend, MODES[lab_backend])
+    create_topics(status["bootstrap"], {TOPIC: 3})
+    return dict(status)
 
 
 def kcat(status: dict[str, Any], *args: str, user: tuple[str, str] | None = None,
@@ -94,7 +85,9 @@ def test_a_tls_lab_with_an_authorizer_and_users_of_few_rights(secure_lab: dict[s
     assert written.returncode == 0, written.stderr
     read = kcat(status, "-C", "-t", TOPIC, "-p", "0", "-o", "beginning", "-e", "-q")
     assert read.stdout.split() == ["one", "two"], read.stdout + read.stderr
-    # a reader of secure* topics, and a user granted nothing
+    # a reader of secure* topics, and a user granted nothing (beside the users of the tests
+    # sharing this lab)
+    before = lab_status()["authorizer"]["users"]
     reader = json.loads(kinspect("lab", "user", "add", "reader", "--allow", "describe:topic",
                                  "--allow", "read:topic:secure*", "--allow", "read:group:g1",
                                  "--json").stdout)
@@ -123,7 +116,7 @@ def test_a_tls_lab_with_an_authorizer_and_users_of_few_rights(secure_lab: dict[s
     assert "Topic authorization failed" in refused.stderr, refused.stderr
     kinspect("lab", "user", "remove", "nobody")
     assert "User:nobody" not in kafka_acls(status["bootstrap"], "--list")
-    assert lab_status()["authorizer"]["users"] == ["reader"]
+    assert sorted(lab_status()["authorizer"]["users"]) == sorted([*before, "reader"])
 
 
 def tls_profile(tmp_path: Path, status: dict[str, Any], ca: str | None,

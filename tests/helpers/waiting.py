@@ -21,3 +21,10 @@ async def until(pilot: Any, probe: Callable[[], bool], what: str,
             return
         await pilot.pause(0.05)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+async def first_snapshot(pilot: Any, app: Any) -> None:
+    """The feed's first snapshot drawn: a feed posts from its own thread, so a fixed pause may
+    end before it arrives on a busy machine."""
+    await until(pilot, lambda: app.snapshot is not None, "the feed's first snapshot")
+    await pilot.pause()

@@ -16,6 +16,7 @@ from kinspect.tui.broker_screen import BrokerScreen, ReplicaList, replica_cells
 from kinspect.tui.feed import RecordedFeed
 from tests.helpers.kraft_fixtures import T0
 from tests.helpers.recorded import recorded_snapshot
+from tests.helpers.waiting import first_snapshot, until
 
 
 def with_sizes(snapshot: ClusterSnapshot) -> ClusterSnapshot:
@@ -75,9 +76,9 @@ def test_b_opens_the_selected_broker_and_its_keys_sort_filter_and_go_back() -> N
         snapshot = with_sizes(recorded_snapshot())
         app = KinspectApp(RecordedFeed(snapshot), clock=lambda: (T0 + 400) / 1000)
         async with app.run_test(size=(160, 40)) as pilot:
-            await pilot.pause(0.3)
+            await first_snapshot(pilot, app)
             await pilot.press("3", "b")
-            await pilot.pause(0.2)
+            await until(pilot, lambda: isinstance(app.screen, BrokerScreen), "the broker screen")
             screen = app.screen
             assert isinstance(screen, BrokerScreen) and screen.broker == 3
             rows = screen.query_one(ReplicaList).rows
@@ -95,12 +96,11 @@ def test_b_opens_the_selected_broker_and_its_keys_sort_filter_and_go_back() -> N
             assert unhealthy[0] == "test1-0" and all(
                 not r.in_isr or (r.behind or 0) > 0 for r in screen.query_one(ReplicaList).rows)
             await pilot.press("u", "slash", *"orders-1")
-            await pilot.pause(0.1)
-            assert [r.name for r in screen.query_one(ReplicaList).rows] == ["orders-1"]
+            await until(pilot, lambda: [r.name for r in screen.query_one(ReplicaList).rows]
+                        == ["orders-1"], "the filter applied")
             await pilot.press("escape")  # clears the filter first
             assert len(screen.query_one(ReplicaList).rows) == len(rows)
             await pilot.press("escape")
-            await pilot.pause(0.1)
-            assert not isinstance(app.screen, BrokerScreen)
+            await until(pilot, lambda: not isinstance(app.screen, BrokerScreen), "back")
 
     asyncio.run(scenario())

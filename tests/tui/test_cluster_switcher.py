@@ -16,6 +16,7 @@ from kinspect.tui.feed import LiveFeed, RecordedFeed
 from kinspect.tui.modals import ClusterPicker
 from tests.helpers.kraft_fixtures import T0
 from tests.helpers.model_fixtures import demo_snapshot
+from tests.helpers.waiting import first_snapshot, until
 
 
 def test_c_switches_to_a_profile_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -30,20 +31,17 @@ def test_c_switches_to_a_profile_read_only(tmp_path: Path, monkeypatch: pytest.M
         app = KinspectApp(RecordedFeed(demo_snapshot(taken_at=T0), title="lab"), LabConsole(),
                           clock=lambda: (T0 + 400) / 1000)
         async with app.run_test(size=(140, 40)) as pilot:
-            await pilot.pause(0.3)
+            await first_snapshot(pilot, app)
             assert app.read_only_reason is None
             await pilot.press("c")
-            await pilot.pause(0.5)
+            await until(pilot, lambda: isinstance(app.screen, ClusterPicker), "the picker")
             picker = app.screen
             assert isinstance(picker, ClusterPicker)
             options = picker.query_one(OptionList)
             assert [options.get_option_at_index(i).id for i in range(options.option_count)] \
                 == ["staging", "prod"]
             await pilot.press("down", "enter")  # prod
-            for _ in range(50):
-                await pilot.pause(0.1)
-                if isinstance(app.feed, LiveFeed):
-                    break
+            await until(pilot, lambda: isinstance(app.feed, LiveFeed), "the profile's feed")
             assert isinstance(app.feed, LiveFeed) and app.feed.title == "prod"
             assert app.feed.bootstrap == "127.0.0.1:2"
             assert app.read_only_reason is not None and "prod is not one" in app.read_only_reason

@@ -24,6 +24,7 @@ from kinspect.tui.feed import RecordedFeed
 from kinspect.tui.messages import Arrival, SnapshotArrived
 from kinspect.tui.render import header_text
 from tests.helpers.model_fixtures import T0, broker_view, demo_snapshot, zk_view
+from tests.helpers.waiting import first_snapshot, until
 
 
 def test_failing_is_said_last_with_a_count_of_the_rest() -> None:
@@ -95,7 +96,7 @@ def test_the_screen_shows_the_verdict_assessed_in_the_feeds_thread(
     async def scenario() -> None:
         app = KinspectApp(RecordedFeed(snapshot), clock=lambda: (T0 + 400) / 1000)
         async with app.run_test(size=(140, 40)) as pilot:
-            await pilot.pause(0.3)
+            await first_snapshot(pilot, app)
             header, _ = header_and_warnings(app)
             assert "│ health warning │" in header
 
@@ -114,9 +115,9 @@ def test_the_header_and_warnings_draw_the_messages_assessment_not_their_own() ->
     async def scenario() -> None:
         app = KinspectApp(RecordedFeed(warned_snapshot()), clock=lambda: (T0 + 400) / 1000)
         async with app.run_test(size=(140, 40)) as pilot:
-            await pilot.pause(0.3)
+            await first_snapshot(pilot, app)
             app.post_message(SnapshotArrived(Arrival(snapshot, carried)))
-            await pilot.pause(0.3)
+            await until(pilot, lambda: app.snapshot is snapshot, "the carried report drawn")
             header, warnings = header_and_warnings(app)
             assert "│ health warning │" in header
             assert "? under min ISR unknown for 1: orders-1 (refused to this user)" in warnings

@@ -7,13 +7,14 @@ import asyncio
 from kinspect.tui.partition_rows import TopicSummary
 from kinspect.tui.partition_view import PartitionView
 from tests.helpers.recorded import recorded_app
+from tests.helpers.waiting import first_snapshot
 
 
 def test_enter_closes_and_opens_a_topic_and_a_opens_all() -> None:
     async def scenario() -> None:
         app = recorded_app()
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause(0.2)
+            await first_snapshot(pilot, app)
             view = app.query_one(PartitionView)
             assert view.row_count == 10  # test1 + 1, orders + 6, __consumer_offsets closed
             assert view.cell("test1", 0, "leader") == "1"

@@ -34,6 +34,7 @@ from kinspect.tui.partition_rows import Preparer
 from kinspect.tui.partition_view import PartitionView
 from kinspect.tui.widgets import TextBox
 from tests.helpers.model_fixtures import T0, demo_snapshot
+from tests.helpers.waiting import until
 
 
 def test_an_unchanged_picture_is_the_same_model_and_a_change_a_new_one() -> None:
@@ -73,10 +74,7 @@ def test_polls_that_change_nothing_repaint_nothing_but_the_header() -> None:
 
     async def scenario() -> None:
         async with app.run_test(size=(140, 40)) as pilot:
-            for _ in range(200):
-                if app.snapshot is not None:
-                    break
-                await pilot.pause(0.05)
+            await until(pilot, lambda: app.snapshot is not None, "the first snapshot")
             view = app.query_one(PartitionView)
             original = view._rebuild
             view._rebuild = lambda: (rebuilt.append(1), original())[1]  # type: ignore[method-assign]
@@ -86,12 +84,8 @@ def test_polls_that_change_nothing_repaint_nothing_but_the_header() -> None:
                 box.update = (lambda text, *, layout=True, _u=box_update, _l=updates:  # type: ignore[method-assign]
                               (_l.append(text), _u(text, layout=layout))[1])
             feed.go.set()
-            for _ in range(50):
-                await pilot.pause(0.2)
-                if feed.done.is_set() and app.snapshot is not None \
-                        and app.snapshot.taken_at == T0 + 5000:
-                    break
-            assert app.snapshot is not None and app.snapshot.taken_at == T0 + 5000
+            await until(pilot, lambda: feed.done.is_set() and app.snapshot is not None
+                        and app.snapshot.taken_at == T0 + 5000, "the last poll drawn")
 
     asyncio.run(scenario())
     assert rebuilt == []  # the partitions drawn once, before the spy: never again

@@ -15,7 +15,7 @@ from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.state import NodeState
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.postmortem.lost_set import LOST_FILE
-from kinspect.scenarios import chaos
+from kinspect.scenarios import chaos, scenario_run
 from kinspect.scenarios import plan as plan_module
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule, windows
 from kinspect.scenarios.plan import FaultPlan, halves, resolve
@@ -291,3 +291,38 @@ def test_a_node_dead_by_itself_is_started_again_before_the_next_fault(tmp_path: 
                      said.append)
     plan.run()
     assert lab.applied == ["start kafka2", "pause kafka1", "resume kafka1"]
+
+
+@dataclass
+class StandInPartition:
+    leader: int | None
+    isr: tuple[int, ...]
+
+
+class StuckFollowers:
+    """Stand-in for the cluster's decisions: chaos-1's followers never rejoin (as Kafka 3.9.2's
+    kept truncating to one offset after an hour's power cuts); with `led=False`, no leader."""
+
+    def __init__(self, led: bool = True) -> None:
+        self.led = led
+
+    def partition(self, topic: str, p: int) -> StandInPartition:
+        if p == 1:
+            return StandInPartition(1 if self.led else None, (1,))
+        return StandInPartition(3, (1, 2, 3))
+
+
+def test_an_isr_that_never_fills_is_a_note_and_the_run_goes_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The post-mortem still runs (the leaders serve the final log); no leader at all ends
+    the run with one line."""
+    monkeypatch.setattr(scenario_run, "HEAL_WAIT_S", 0.3)
+    monkeypatch.setattr(scenario_run, "LEADER_WAIT_S", 0.3)
+    scenario = chaos_scenario(ChaosPlan(7, 120, fault_words("kill")))
+    said: list[str] = []
+    note = scenario_run.settle(StuckFollowers(), scenario, said.append)  # type: ignore[arg-type]
+    assert note == ("chaos was not healed 0 s after the last repair (short ISR: chaos-1 (ISR 1 "
+                    "of 3)); the post-mortem read what the leaders hold")
+    assert said == [note]
+    with pytest.raises(KinspectError, match="a leader for every partition of chaos"):
+        scenario_run.settle(StuckFollowers(led=False), scenario, said.append)  # type: ignore[arg-type]

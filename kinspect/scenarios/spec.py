@@ -199,7 +199,7 @@ class Scenario:
         """The [group] table as the consumer group's settings (None: no group)."""
         if self.group is None:
             return None
-        values = {"idle_stop_s": 20.0, **self.group}
+        values = {"idle_stop_s": 20.0, "idle_after_load": True, **self.group}
         return ConsumeSettings(topic=self.topic, bootstrap=bootstrap,
                                group=f"kinspect-{self.name}", run_id=run_id, **values)
 

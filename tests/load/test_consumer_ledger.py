@@ -3,6 +3,7 @@ consumer settings' rules, and the post-mortem's words about never-processed reco
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -135,3 +136,26 @@ def test_lag_at_end_is_kafka_consumer_groups_lag() -> None:
     assert PartitionOffsets(0, 40, 100, 0).lag() == 100  # was 60: 0 read as "never"
     assert PartitionOffsets(0, 40, 100, 70).lag() == 30
     assert PartitionOffsets(0, 0, 100, 100).lag() == 0
+
+
+def test_a_scenarios_group_is_idle_only_after_its_load_ended(tmp_path: Path) -> None:
+    """Records stop during a fault (every broker's power cut) for longer than idle_stop_s: a
+    scenario's group keeps reading until its run dir's load has ended, then stops when idle."""
+    from kinspect.load.consumers.consumer_worker import ConsumerWorker
+    from kinspect.load.rundir import SUMMARY_FILE
+
+    settings = ConsumeSettings(topic="t", bootstrap="127.0.0.1:1", group="g", idle_stop_s=20.0,
+                               idle_after_load=True)
+    worker = ConsumerWorker(settings, 0, 0, tmp_path)  # librdkafka connects only on poll
+    try:
+        worker.assigned_at = worker.last_record = 100.0
+        assert not worker._idle(500.0)  # 400 s without a record, the load still running
+        (tmp_path / SUMMARY_FILE).write_text("{}")
+        assert not worker._idle(510.0)  # the load's end seen now: the clock starts here
+        assert worker._idle(530.0)
+        standalone = ConsumerWorker(replace(settings, idle_after_load=False), 1, 0, tmp_path)
+        standalone.assigned_at = standalone.last_record = 100.0
+        assert standalone._idle(120.0)  # `kinspect consume run --idle-stop 20`: as before
+        standalone.consumer.close()
+    finally:
+        worker.consumer.close()

@@ -30,6 +30,7 @@ from kinspect.load.consumers.stats import ConsumerStats
 from kinspect.load.consumers.transform import Transformer
 from kinspect.load.consumers.watch import CommitWatcher
 from kinspect.load.producer_worker import die_with_parent
+from kinspect.load.rundir import SUMMARY_FILE
 
 
 class ConsumerWorker:
@@ -46,6 +47,8 @@ class ConsumerWorker:
         self.started = time.monotonic()
         self.last_record = self.started
         self.assigned_at: float | None = None
+        self.load_summary = run_dir / SUMMARY_FILE  # written when the run dir's load ends
+        self.load_ended_at: float | None = None
         self.will_crash = consumer_id == 0 and incarnation == 0 and (
             settings.crash_after is not None or settings.crash_at_s is not None)
         self.auth = AuthWatch(settings.bootstrap)
@@ -117,9 +120,22 @@ class ConsumerWorker:
         now = time.monotonic()
         if deadline is not None and now >= deadline:
             return True
+        return self._idle(now)
+
+    def _idle(self, now: float) -> bool:
+        """Nothing received for idle_stop_s since the assignment (and, with idle_after_load,
+        since the run dir's load ended)."""
         idle = self.settings.idle_stop_s
-        return (idle is not None and self.assigned_at is not None
-                and now - max(self.last_record, self.assigned_at) >= idle)
+        if idle is None or self.assigned_at is None:
+            return False
+        quiet_since = max(self.last_record, self.assigned_at)
+        if self.settings.idle_after_load:
+            if self.load_ended_at is None and self.load_summary.exists():
+                self.load_ended_at = now
+            if self.load_ended_at is None:
+                return False
+            quiet_since = max(quiet_since, self.load_ended_at)
+        return now - quiet_since >= idle
 
     def maybe_crash(self) -> None:
         """Planned death: consumer 0's first incarnation, after N records or S seconds."""

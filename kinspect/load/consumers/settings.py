@@ -52,6 +52,9 @@ class ConsumeSettings:
     output: str | None = None  # consume-transform-produce into this topic, transactionally
     duration_s: float | None = None
     idle_stop_s: float | None = None  # stop when nothing arrived for this long (after a first)
+    # the idle clock starts no sooner than this run dir's load ended: a scenario's group reads
+    # through every fault (an hour's nemesis lost its group to a power cut at minute 2)
+    idle_after_load: bool = False
     extra: dict[str, str] = field(default_factory=dict)
     run_id: str = ""
 
@@ -64,6 +67,9 @@ class ConsumeSettings:
             raise KinspectError("give --crash-after or --crash-at, not both")
         if not isinstance(self.restart, bool):
             raise KinspectError(f"restart must be true or false, not {self.restart!r}")
+        if not isinstance(self.idle_after_load, bool):
+            raise KinspectError(f"idle_after_load must be true or false, not "
+                                f"{self.idle_after_load!r}")
         if self.output is not None:
             topic_name(self.output, "--output")
             if self.output == self.topic:

@@ -130,15 +130,6 @@ def lab_session(lab_home: Path) -> Iterator[Lab]:
     lab.down()
 
 
-def wait_for_all_brokers(status: dict[str, Any], timeout: float = 60.0) -> None:
-    """A broker restarted by the previous test may not be back in every broker's metadata yet;
-    topic creation with replication factor 3 would then fail."""
-    from kinspect.lab.topics import wait_for_brokers
-
-    wait_for_brokers(status["bootstrap"], sum(n["role"] == "broker" for n in status["nodes"]),
-                     timeout)
-
-
 @pytest.fixture
 def lab(lab_session: Lab, lab_backend: str) -> Iterator[dict[str, Any]]:
     """A running, healed lab with every node up; the status JSON."""
@@ -160,15 +151,9 @@ def kraft4_lab(lab_session: Lab, lab_backend: str) -> Iterator[dict[str, Any]]:
 
 
 def _healed(lab_session: Lab, status: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for node in status["nodes"]:
-        if node["state"] == "paused":
-            kinspect("lab", "resume", node["name"])
-        elif node["state"] != "running":
-            kinspect("lab", "start", node["name"])
     if status["groups"]:
         kinspect("lab", "heal")
-    wait_for_all_brokers(status)
-    yield lab_session.status()
+    yield lab_session.every_node_up(status)
     after = kinspect("lab", "status", "--json", check=False)
     if after.returncode == 0 and json.loads(after.stdout)["groups"]:
         kinspect("lab", "heal")

@@ -56,16 +56,17 @@ class Lab:
         running = self._running()
         if running is not None and (running["backend"], running.get("mode", "zookeeper"),
                                     _secure(running)) == (backend, mode, TLS_AUTHORIZER):
-            return self._every_node_up(running)
+            return self.every_node_up(running)
         # reset, not down and up: `lab up` brings the last lab's data back (its topics and
         # groups), and these tests count what the cluster holds
         kinspect("lab", "reset", "--backend", backend, "--mode", mode, "--tls", "--authorizer",
                  timeout=400)
         return self.status()
 
-    def _every_node_up(self, status: dict[str, Any]) -> dict[str, Any]:
-        """The lab as an earlier test left it, with what it stopped started again and every
-        broker in every broker's metadata (a replication factor 3 topic needs them all)."""
+    def every_node_up(self, status: dict[str, Any]) -> dict[str, Any]:
+        """The lab as an earlier test left it, with what it paused resumed, what it stopped
+        started again, and every broker in every broker's metadata: a broker restarted by the
+        previous test may not be there yet, and a replication factor 3 topic needs them all."""
         from kinspect.lab.topics import wait_for_brokers
 
         for node in status["nodes"]:

@@ -40,6 +40,7 @@ from kinspect.scenarios.spec import METRICS, Scenario
 
 if TYPE_CHECKING:
     from kinspect.model.events import JsonObject
+    from kinspect.model.views import PartitionStateZ
 
 Say = Callable[[str], None]
 CONSUMER_DRAIN_S = 300.0  # the group reads what the load left, then stops when idle
@@ -89,31 +90,28 @@ def heal_everything(lab: LabBackend, say: Say) -> None:
     lab.apply(Fault(FaultKind.UNSLOW))
 
 
-def _full_isr(decided: Decisions, scenario: Scenario) -> bool:
-    for p in range(scenario.partitions):
-        state = decided.partition(scenario.topic, p)
-        if state is None or state.leader is None or len(state.isr) < scenario.replication_factor:
-            return False
-    return True
+def _states(decided: Decisions, scenario: Scenario) -> list[PartitionStateZ | None]:
+    """Each partition's state as the cluster decided it, read once per probe."""
+    return [decided.partition(scenario.topic, p) for p in range(scenario.partitions)]
 
 
-def _led(decided: Decisions, scenario: Scenario) -> bool:
-    for p in range(scenario.partitions):
-        state = decided.partition(scenario.topic, p)
-        if state is None or state.leader is None:
-            return False
-    return True
+def _led(states: list[PartitionStateZ | None]) -> bool:
+    return all(state is not None and state.leader is not None for state in states)
 
 
-def _short_isrs(decided: Decisions, scenario: Scenario) -> list[str]:
+def _short_isrs(states: list[PartitionStateZ | None], scenario: Scenario) -> list[str]:
     """The partitions whose ISR is short of the replication factor, as "chaos-1 (ISR 1 of 3)"."""
     short = []
-    for p in range(scenario.partitions):
-        state = decided.partition(scenario.topic, p)
+    for p, state in enumerate(states):
         if state is not None and len(state.isr) < scenario.replication_factor:
             short.append(f"{scenario.topic}-{p} (ISR {len(state.isr)} of "
                          f"{scenario.replication_factor})")
     return short
+
+
+def _full_isr(decided: Decisions, scenario: Scenario) -> bool:
+    states = _states(decided, scenario)
+    return _led(states) and not _short_isrs(states, scenario)
 
 
 def settle(decided: Decisions, scenario: Scenario, say: Say) -> str | None:
@@ -124,9 +122,9 @@ def settle(decided: Decisions, scenario: Scenario, say: Say) -> str | None:
     after LEADER_WAIT_S more is an error: nothing could read the final log."""
     if _waited(lambda: _full_isr(decided, scenario), HEAL_WAIT_S):
         return None
-    _wait(lambda: _led(decided, scenario), LEADER_WAIT_S,
+    _wait(lambda: _led(_states(decided, scenario)), LEADER_WAIT_S,
           f"a leader for every partition of {scenario.topic}")
-    short = ", ".join(_short_isrs(decided, scenario)) or "none now"
+    short = ", ".join(_short_isrs(_states(decided, scenario), scenario)) or "none now"
     note = (f"{scenario.topic} was not healed {HEAL_WAIT_S:.0f} s after the last repair (short "
             f"ISR: {short}); the post-mortem read what the leaders hold")
     say(note)
@@ -163,7 +161,8 @@ def _observed_at(entry: Mapping[str, object]) -> object:
 
 def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
                log: PlanLog, probe: dict[str, int], plan_error: str | None,
-               platform: Platform | None = None, controller_log: bool = False) -> JsonObject:
+               platform: Platform | None = None, controller_log: bool = False,
+               unhealed: str | None = None) -> JsonObject:
     """One run judged. A skipped step or a failed plan fails the expectation by itself: a run
     whose fault never happened demonstrates nothing, however its numbers look. How the KRaft
     controller chose leaders is counted only from its own log (`controller_log`: kept in the
@@ -195,6 +194,8 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
     notes = [*problems, *revived]
     if kraft and not controller_log:
         notes.append(UNREAD_CONTROLLER)
+    if unhealed is not None:  # settle()'s note: an ISR still short after the last repair
+        notes.append(unhealed)
     row["notes"] = notes
     row["explanation"] = report.explanation
     return row
@@ -371,18 +372,8 @@ def _run_on_lab(scenario: Scenario, run_dir: Path, say: Say, lab: LabBackend, st
         unhealed = settle(decided, scenario, say)
     say("verify, evidence and post-mortem (Spark)…")
     report = finish_run(run_dir, bootstrap, lab=lab.state() or state, spark=spark)
-    row = result_row(scenario, report, summary, plan.log, probe_result, plan.error, platform,
-                     kept_controller_log(run_dir, state))
-    if unhealed is not None:
-        row["notes"] = [*_notes(row), unhealed]
-    return row
-
-
-def _notes(row: JsonObject) -> list[str]:
-    notes = row.get("notes")
-    if not isinstance(notes, list):
-        return []
-    return [str(note) for note in notes]
+    return result_row(scenario, report, summary, plan.log, probe_result, plan.error, platform,
+                      kept_controller_log(run_dir, state), unhealed)
 
 
 def _prepare_topics(scenario: Scenario, group: ConsumeSettings | None, bootstrap: str,

@@ -15,10 +15,11 @@ from kinspect.lab.faults import Fault, FaultKind
 from kinspect.lab.state import NodeState
 from kinspect.load.rundir import POSTMORTEM_DIR
 from kinspect.postmortem.lost_set import LOST_FILE
+from kinspect.postmortem.story.values import Report
 from kinspect.scenarios import chaos, scenario_run
 from kinspect.scenarios import plan as plan_module
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words, schedule, windows
-from kinspect.scenarios.plan import FaultPlan, halves, resolve
+from kinspect.scenarios.plan import FaultPlan, PlanLog, halves, resolve
 from kinspect.scenarios.spec import STEP_FAULTS, FaultStep, halves_seed
 from tests.helpers import kinspect
 
@@ -324,5 +325,8 @@ def test_an_isr_that_never_fills_is_a_note_and_the_run_goes_on(
     assert note == ("chaos was not healed 0 s after the last repair (short ISR: chaos-1 (ISR 1 "
                     "of 3)); the post-mortem read what the leaders hold")
     assert said == [note]
+    row = scenario_run.result_row(scenario, Report.from_json({"acked": 100}), {}, PlanLog(), {},
+                                  None, unhealed=note)
+    assert note in row["notes"]  # the result says it, beside the report
     with pytest.raises(KinspectError, match="a leader for every partition of chaos"):
         scenario_run.settle(StuckFollowers(led=False), scenario, said.append)  # type: ignore[arg-type]

@@ -168,15 +168,8 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
     controller chose leaders is counted only from its own log (`controller_log`: kept in the
     run dir); without it the counts are unknown, not zero."""
     kraft = platform is not None and platform.kraft
-    counted: dict[str, int | None] = {}  # unknown without the controller's log
-    if kraft and controller_log:
-        counted = elections(report)
-    measured = Measured(
-        faults_applied=len(log.disruptive()),
-        lost_blamed_on_target=lost_blamed_on_target(report, log),
-        generator_crashes=int((summary.get("crashed") or {}).get("generators", 0)),
-        consumed_during_fault=probe.get("consumed_during_fault"),
-        **group_metrics(report.consumers), **counted)
+    crashes = int((summary.get("crashed") or {}).get("generators", 0))
+    measured = _measured(report, crashes, log, probe, kraft and controller_log)
     row: JsonObject = {"scenario": scenario.name, "status": "ran", "source": scenario.source}
     row.update({name: metric_value(name, report, measured) for name in METRICS})
     row["blamed_broker"] = blamed_broker(report)
@@ -189,16 +182,37 @@ def result_row(scenario: Scenario, report: Report, summary: dict[str, Any],
     row["expectation_met"] = not row["expectation_failed"]
     row["faults"] = [entry.to_json() for entry in log.entries]
     row["revived"] = list(log.revived)
+    row["notes"] = _notes(log, problems, kraft and not controller_log, unhealed)
+    row["explanation"] = report.explanation
+    return row
+
+
+def _measured(report: Report, generator_crashes: int, log: PlanLog, probe: dict[str, int],
+              read_controller: bool) -> Measured:
+    """The run's numbers under the names [expect] uses; the KRaft controller's election counts
+    only when its log was read (unknown otherwise, not zero)."""
+    counted: dict[str, int | None] = {}
+    if read_controller:
+        counted = elections(report)
+    return Measured(
+        faults_applied=len(log.disruptive()),
+        lost_blamed_on_target=lost_blamed_on_target(report, log),
+        generator_crashes=generator_crashes,
+        consumed_during_fault=probe.get("consumed_during_fault"),
+        **group_metrics(report.consumers), **counted)
+
+
+def _notes(log: PlanLog, problems: list[str], controller_unread: bool,
+           unhealed: str | None) -> list[str]:
+    """What a reader of the row must know beside its numbers, one line each."""
     revived = [f"{name} died by itself during the plan and was started again before its next "
                "fault" for name in log.revived]
     notes = [*problems, *revived]
-    if kraft and not controller_log:
+    if controller_unread:
         notes.append(UNREAD_CONTROLLER)
     if unhealed is not None:  # settle()'s note: an ISR still short after the last repair
         notes.append(unhealed)
-    row["notes"] = notes
-    row["explanation"] = report.explanation
-    return row
+    return notes
 
 
 UNREAD_CONTROLLER = ("no controller's log was kept: elr_elections and unclean_elections are "

@@ -68,6 +68,28 @@ def test_a_cut_keeps_what_was_fsynced_and_drops_the_rest(
         (view / "t-0" / "late.log").write_bytes(b"late")
 
 
+def test_a_log_truncated_into_what_is_on_disk_keeps_its_new_batches_from_the_truncation(
+        mounted: tuple[Path, Path, NodeRecord], tmp_path: Path) -> None:
+    """A follower truncates its log to the leader's and appends the leader's batches: what
+    the cut drops starts at the truncation, below the fsynced length, and the evidence holds
+    those new batches whole, not from the middle of the first."""
+    view, disk, node = mounted
+    fd = os.open(view / "00.log", os.O_RDWR | os.O_CREAT)
+    try:
+        os.write(fd, b"A" * 100)
+        os.fsync(fd)
+        os.ftruncate(fd, 60)  # the follower's truncation into what is on disk
+        os.pwrite(fd, b"N" * 70, 60)  # the leader's batches, never fsynced
+    finally:
+        os.close(fd)
+
+    cut = power.cut(tmp_path, node)
+
+    assert (disk / "00.log").read_bytes() == b"A" * 100  # the disk as at the fsync
+    assert {f.file: f.dropped for f in cut.files} == {"00.log": ((60, 130),)}
+    assert (cut.evidence / "00.log").read_bytes() == b"N" * 70
+
+
 def test_what_the_kernel_would_have_written_back_is_on_disk(tmp_path: Path) -> None:
     node = NodeRecord(name="kafka2", role="broker", host="127.0.0.1", port=9092, broker_id=2)
     power.mount(tmp_path, node, expire=0.2)  # a kernel writing back after 0.2 s

@@ -365,9 +365,10 @@ def _with_power_cut(report: Report, inputs: RunInputs, out: Path) -> Report:
     if lost is not None:
         lost_dropped = power_cuts.lost_among(dropped, lost_set.messages(lost))
         outside = report.acked_lost - lost_dropped
-    story = PowerCutStory(nodes=tuple(node for node, _ in cuts),
-                          at_ms=min(at for _, at in cuts), dropped=len(dropped),
-                          lost_dropped=lost_dropped)
+    times = [at for _, at in cuts]
+    story = PowerCutStory(nodes=tuple(node for node, _ in sorted(cuts, key=lambda c: c[1])),
+                          at_ms=min(times), dropped=len(dropped), lost_dropped=lost_dropped,
+                          last_ms=max(times))
     return replace(report, power_cut=story, lost_outside_power_cuts=outside)
 
 

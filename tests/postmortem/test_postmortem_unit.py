@@ -381,6 +381,14 @@ def test_a_loss_the_power_cut_dropped_is_blamed_on_the_power_cut() -> None:
     assert rep.explain(one, [], {}).startswith("500 acknowledged messages were lost: "
                                                "acknowledged from the page cache of broker 2 "
                                                "and never on disk.")
+    assert "on all at once" not in rep.explain(one, [], {})  # one broker's cut is one's
+    # A nemesis's many cuts: each broker named once, the cuts counted with their span.
+    many = _report(acked=1000, acked_lost=500, attribution=attribution, power_cut={
+        **cut, "nodes": ["kafka2", "kafka3", "kafka2", "kafka1"], "last_ms": T0 + 600_000})
+    said = rep.explain(many, [], {})
+    assert "the page cache of brokers 1, 2, 3 and never on disk. The 4 power cuts from " \
+        f"{rep.clock(T0 + 6_000)} to {rep.clock(T0 + 600_000)} each dropped every write its " \
+        "broker had not fsynced, all of them among" in said
     # Without a cut the story is the broker's, and report.json carries no power fields.
     plain = _report(acked=1000, acked_lost=500, attribution=attribution)
     assert rep.explain(plain, [], {}).startswith("500 acknowledged messages were lost: broker 2")

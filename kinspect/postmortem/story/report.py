@@ -19,6 +19,7 @@ from kinspect.postmortem.story.values import (
     LostRanges,
     Method,
     PartitionRow,
+    PowerCutStory,
     Report,
     opt_int,
 )
@@ -208,16 +209,32 @@ def _why_lost(report: Report, events: Sequence[TimelineEvent],
     cut = report.power_cut
     if cut is None or not cut.lost_dropped:
         return _who_lost(report, events, leaders)
-    ids = [str(broker_id_of(node)) for node in cut.nodes]
-    who, they, at_once = f"broker {ids[0]}", "it", ""
-    if len(ids) > 1:
-        who, they, at_once = f"brokers {', '.join(ids)}", "those brokers", ", on all at once"
     share = "all of them"
     if cut.lost_dropped != report.acked_lost:
         share = f"{cut.lost_dropped:,} of them"
-    return (f": acknowledged from the page cache of {who} and never on disk. The power cut at "
-            f"{clock(cut.at_ms)} dropped every write {they} had not fsynced{at_once}, {share} "
-            "among the batches the filesystem dropped (its own record, power-cuts/).")
+    return (f": acknowledged from the page cache of {_cut_brokers(cut)} and never on disk. "
+            f"{_cuts_said(cut)}, {share} among the batches the filesystem dropped (its own "
+            "record, power-cuts/).")
+
+
+def _cut_brokers(cut: PowerCutStory) -> str:
+    """The brokers that lost power, each once, however often it did."""
+    ids = sorted({str(broker_id_of(node)) for node in cut.nodes}, key=lambda i: (len(i), i))
+    if len(ids) == 1:
+        return f"broker {ids[0]}"
+    return "brokers " + ", ".join(str(i) for i in ids)
+
+
+def _cuts_said(cut: PowerCutStory) -> str:
+    """One power failure said as one (of one broker, or of several at once); a nemesis's many
+    cuts as their count and span."""
+    if not cut.one_instant:
+        return (f"The {len(cut.nodes)} power cuts from {clock(cut.at_ms)} to "
+                f"{clock(cut.last_ms)} each dropped every write its broker had not fsynced")
+    if len(set(cut.nodes)) == 1:
+        return f"The power cut at {clock(cut.at_ms)} dropped every write it had not fsynced"
+    return (f"The power cut at {clock(cut.at_ms)} dropped every write those brokers had not "
+            "fsynced, on all at once")
 
 
 def _who_lost(report: Report, events: Sequence[TimelineEvent],

@@ -359,21 +359,34 @@ class PowerCutStory:
     and how many of the lost ones are among them (None: the report lists only the first lost
     ranges, so the lost cannot all be looked up)."""
 
-    nodes: tuple[str, ...]
-    at_ms: int
+    nodes: tuple[str, ...]  # one per broker's cut, in time order (a node cut twice twice)
+    at_ms: int  # the first cut
     dropped: int
     lost_dropped: int | None
+    last_ms: int | None = None  # the last cut (None: a report written before it was kept)
 
     def to_json(self) -> JsonObject:
         return {"nodes": list(self.nodes), "at_ms": self.at_ms, "dropped": self.dropped,
-                "lost_dropped": self.lost_dropped}
+                "lost_dropped": self.lost_dropped, "last_ms": self.last_ms}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> PowerCutStory:
         nodes = data.get("nodes")
         return cls(nodes=tuple(str(n) for n in nodes) if isinstance(nodes, list) else (),
                    at_ms=_int(data, "at_ms"), dropped=_int(data, "dropped"),
-                   lost_dropped=opt_int(data, "lost_dropped"))
+                   lost_dropped=opt_int(data, "lost_dropped"),
+                   last_ms=opt_int(data, "last_ms"))
+
+    @property
+    def one_instant(self) -> bool:
+        """Whether the cuts were one power failure: the lab cuts every target of a step in
+        one instant, but each broker's record is written when its filesystem is unmounted,
+        up to a second or so apart."""
+        last = self.at_ms if self.last_ms is None else self.last_ms
+        return last - self.at_ms <= ONE_FAILURE_MS
+
+
+ONE_FAILURE_MS = 5_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from kinspect.cli.scenario import MARK_END, MARK_START, PLATFORM_MARKS
 from kinspect.lessons import lesson_catalog
 from kinspect.model.exits import EXITS
 from kinspect.model.health_checks import HEALTH_CHECKS, checks_table
+from kinspect.model.sends import ANSWER_MEANS, INDEFINITE_ERRORS, Answer
 from kinspect.scenarios import catalog
 from kinspect.scenarios.platform import Platform
 from kinspect.scenarios.spec import Scenario
@@ -201,6 +202,18 @@ def metrics(_: str) -> str:
             + table(("metric", "type", "labels", "help"), rows))
 
 
+def verdicts(_: str) -> str:
+    answers = [(f"`{a.value}`", f"`{a.jepsen}`", ANSWER_MEANS[a]) for a in Answer]
+    errors = [(f"`{name}`", why) for name, why in INDEFINITE_ERRORS.items()]
+    return ("## What a send was told\n\nEvery send in the ledger has one of three outcomes, "
+            "read from its status and its error (`kinspect/model/sends.py`). The post-mortem "
+            "counts acknowledged-and-lost only among the acknowledged.\n\n"
+            + table(("outcome", "Jepsen", "means"), answers)
+            + "\n\n## Errors that leave it open\n\nA failed send whose error is one of these "
+            "is indefinite; any other error is a definite failure.\n\n"
+            + table(("librdkafka's error", "why the message may be written"), errors))
+
+
 # -- scenarios, with the matrix kept ---------------------------------------------------------
 
 
@@ -254,6 +267,8 @@ PAGES = (
          "alerting.", exit_codes),
     Page("metrics.md", "Prometheus metrics", "Every metric the exporter serves, from its "
          "definitions (`kinspect/sources/metrics.py`).", metrics),
+    Page("verdicts.md", "Verdicts and Jepsen's names", "What the post-mortem calls each "
+         "outcome and anomaly, with the name Jepsen's Kafka checker gives it.", verdicts),
 )
 
 

@@ -55,6 +55,10 @@ METRICS: dict[str, str] = {
     "duplicates": "extra copies of messages in the final log",
     "failed": "sends the producer was told failed",
     "unknown": "sends never reported (the generator died)",
+    "indefinite": "sends with no definite answer (Jepsen's :info): failed with a timeout or a "
+                  "lost connection (model/sends.py), or never reported",
+    "indefinite_present": "of the indefinite sends, those in the final log (no anomaly)",
+    "failed_present": "sends that failed with a definite error, and in the final log anyway",
     "consumed_during_fault": "records read mid-fault (by the consumer group, if [consumer] has one)",
     "no_leader_ms": "time without a leader, all no-leader windows added up",
     "unavailable_ms": "the longest single window without a successful acknowledgement (to the "

@@ -11,7 +11,8 @@ from kinspect.scenarios.platform import Platform
 COLUMNS = (("scenario", "scenario"), ("acked", "acked"), ("in_log", "in log"),
            ("acked_lost", "acked lost"), ("live_lost", "live figure"),
            ("unacked_present", "unacked present"),
-           ("duplicates", "duplicates"), ("failed", "failed"), ("failover_ms", "failover"),
+           ("duplicates", "duplicates"), ("failed", "failed"), ("indefinite", "indefinite"),
+           ("failover_ms", "failover"),
            ("unavailable_ms", "unavailable"), ("beyond_brokers", "client / consumers"),
            ("expectation_met", "expected?"))
 # What the client and the consumer group did, in a few words (only what was measured).

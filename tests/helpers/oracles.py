@@ -53,6 +53,68 @@ def duckdb_recount(run_dir: Path, in_log: Counter[str]) -> dict[str, int]:
     return dict(zip(keys, (int(v) for v in row), strict=True))
 
 
+def duckdb_answers(run_dir: Path, in_log: Counter[str]) -> dict[str, int]:
+    """Each send's three-valued outcome (ok, failed, indefinite: Jepsen's :ok, :fail, :info)
+    recounted in DuckDB SQL from the ledger's Parquet rows, their footers' sent_upto and the
+    producers' write-ahead marks, against the ids the log holds (the run's, as kcat_ids gives
+    them: `<run>-<producer>-<seq>`). A seq sent with no row is indefinite; a failure is
+    indefinite when its error is one of INDEFINITE_ERRORS."""
+    import duckdb
+    import pyarrow as pa
+
+    from kinspect.model.sends import INDEFINITE_ERRORS
+
+    ledger = str(run_dir / "ledger" / "p*.parquet")
+    con = duckdb.connect()
+    upto = _sent_upto(con, run_dir, ledger)
+    held = [i.rsplit("-", 2)[-2:] for i in in_log]
+    con.register("log", pa.table({"producer": [int(p) for p, _ in held],
+                                  "seq": [int(q) for _, q in held]}))
+    con.register("upto", pa.table({"producer": list(upto), "upto": list(upto.values())}))
+    errors = ", ".join(f"'{name}'" for name in INDEFINITE_ERRORS)
+    row = con.execute(f"""
+        WITH rows AS (
+            SELECT producer, seq,
+                   CASE WHEN status = 'acked' THEN 'ok'
+                        WHEN status = 'failed' AND error IN ({errors}) THEN 'indefinite'
+                        WHEN status = 'failed' THEN 'failed'
+                        ELSE 'indefinite' END AS answer
+            FROM read_parquet('{ledger}')),
+        unrecorded AS (
+            SELECT u.producer, s.seq, 'indefinite' AS answer
+            FROM upto u, range(0, u.upto + 1) s(seq)
+            WHERE NOT EXISTS (SELECT 1 FROM rows r WHERE r.producer = u.producer
+                                                     AND r.seq = s.seq)),
+        every AS (SELECT e.*, l.seq IS NOT NULL AS held
+                  FROM (SELECT * FROM rows UNION ALL SELECT * FROM unrecorded) e
+                  LEFT JOIN (SELECT DISTINCT producer, seq FROM log) l
+                  ON e.producer = l.producer AND e.seq = l.seq)
+        SELECT count(*) FILTER (WHERE answer = 'ok'),
+               count(*) FILTER (WHERE answer = 'failed'),
+               count(*) FILTER (WHERE answer = 'indefinite'),
+               count(*) FILTER (WHERE answer = 'indefinite' AND held),
+               count(*) FILTER (WHERE answer = 'failed' AND held)
+        FROM every""").fetchone()
+    assert row is not None
+    keys = ("ok", "failed_definite", "indefinite", "indefinite_present", "failed_present")
+    return dict(zip(keys, (int(v) for v in row), strict=True))
+
+
+def _sent_upto(con: Any, run_dir: Path, ledger: str) -> dict[int, int]:
+    """Per producer, the last seq it may have sent: the largest `kinspect.sent_upto` of its
+    chunks' footers (DuckDB's parquet_kv_metadata) and its mark file's first 20 digits."""
+    rows = con.execute(f"""
+        SELECT regexp_extract(file_name, 'p([0-9]+)-[0-9]+[.]parquet$', 1)::INT,
+               max(decode(value)::BIGINT)
+        FROM parquet_kv_metadata('{ledger}') WHERE decode(key) = 'kinspect.sent_upto'
+        GROUP BY 1""").fetchall()
+    upto = {int(p): int(u) for p, u in rows}
+    for mark in (run_dir / "ledger").glob("_p*.mark"):
+        producer = int(mark.name[2:5])
+        upto[producer] = max(upto.get(producer, -1), int(mark.read_bytes()[:20]))
+    return upto
+
+
 def dump_segments(files: list[Path]) -> list[dict[str, Any]]:
     """Every record of these segment files as Kafka's DumpLogSegments prints it:
     {file, offset, epoch (the batch's partitionLeaderEpoch), payload}."""

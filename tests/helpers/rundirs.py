@@ -55,8 +55,8 @@ def scenario_a(run_dir: Path) -> Path:
     """Three producers, partitions 0-2; partition 2 has no final log. Answers: EXPECTED_A."""
     (run_dir / "settings.json").parent.mkdir(parents=True, exist_ok=True)
     (run_dir / "settings.json").write_text(json.dumps({"topic": TOPIC, "acks": "1"}))
-    # Producer 0, partition 0, two chunks: 0-14 acked (epoch 1 to seq 9, then 2), 15-16 failed,
-    # 17-19 recorded as unknown by the worker itself.
+    # Producer 0, partition 0, two chunks: 0-14 acked (epoch 1 to seq 9, then 2), 15 failed with
+    # a definite error, 16 timed out (indefinite), 17-19 recorded as unknown by the worker.
     p0 = LedgerWriter(run_dir, 0, TOPIC, "1")
     for seq in range(20):
         p0.note_sent(seq, T0 + seq * 10)
@@ -64,7 +64,8 @@ def scenario_a(run_dir: Path) -> Path:
         if seq < 15:
             p0.record(seq, 0, seq, 1 if seq < 10 else 2, "acked", None, send, ack)
         elif seq < 17:
-            p0.record(seq, 0, -1, None, "failed", "_MSG_TIMED_OUT", send, ack)
+            error = "NOT_ENOUGH_REPLICAS" if seq == 15 else "_MSG_TIMED_OUT"
+            p0.record(seq, 0, -1, None, "failed", error, send, ack)
         else:
             p0.record(seq, -1, -1, None, "unknown", None, send, None)
         if seq == 9:
@@ -84,10 +85,10 @@ def scenario_a(run_dir: Path) -> Path:
     for seq in range(5):
         p2.record(seq, 2, seq, 7, "acked", None, T0 + seq * 10 + 2, T0 + seq * 10 + 7)
     p2.flush()
-    # Final log. Partition 0: 5, 9, 10, 13 lost; 6 after 7 (reordered); 8 twice; 16 (failed) and
-    # 18 (unknown) present anyway.
+    # Final log. Partition 0: 5, 9, 10, 13 lost; 6 after 7 (reordered); 8 twice; 15 (failed,
+    # definitely), 16 (timed out) and 18 (unknown) present anyway.
     write_final_log(run_dir, 0, [(0, s, 1) for s in (0, 1, 2, 3, 4, 7, 6, 8, 8)]
-                    + [(0, s, 2) for s in (11, 12, 14, 16, 18)])
+                    + [(0, s, 2) for s in (11, 12, 14, 15, 16, 18)])
     # Partition 1: everything of producer 1, plus 13 (synthesized unknown), a foreign record and
     # 1-20, which the ledger never heard of.
     write_final_log(run_dir, 1, [(1, s, 3) for s in (*range(10), 12, 13)]
@@ -125,8 +126,9 @@ def scenario_a(run_dir: Path) -> Path:
 
 
 EXPECTED_A: dict[str, Any] = {
-    "sent": 43, "acked": 31, "failed": 2, "unknown": 10, "in_log": 28, "acked_lost": 9,
-    "unacked_present": 4, "unknown_present": 2, "not_in_ledger": 1, "duplicates": 1,
+    "sent": 43, "acked": 31, "failed": 2, "unknown": 10, "indefinite": 11, "in_log": 29,
+    "acked_lost": 9, "unacked_present": 5, "unknown_present": 2, "indefinite_present": 3,
+    "failed_present": 1, "not_in_ledger": 1, "duplicates": 1,
     "duplicate_ids": 1, "reordered": 1,
     "foreign_records": 1, "lost_ranges": {"0": [[5, 5], [9, 10], [13, 13]], "2": [[0, 4]]},
     "first_ack_after_fault_ms": 7, "first_kept_ack_after_fault_ms": 17, "unavailable_ms": 4904,

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from kinspect.postmortem import run_postmortem
 from kinspect.postmortem.lost_set import read_lost
 from kinspect.postmortem.story.values import Report
+from tests.helpers.oracles import duckdb_answers
 from tests.helpers.rundirs import EXPECTED_A, T0, clean_run, scenario_a, write_final_log
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -47,12 +49,30 @@ def test_exact_counts(report_a: tuple[Report, list[str]]) -> None:
     assert report_a[0].engine.startswith("pyspark 4.")
 
 
+def test_three_valued_answers_equal_duckdbs_recount(report_a: tuple[Report, list[str]]) -> None:
+    """Run A's sends as ok, failed and indefinite, recounted in DuckDB from the ledger's
+    Parquet files, their footers and marks, against the final log's ids: seq 15 failed with a
+    definite error and is in the log; seq 16 timed out (indefinite) and is too."""
+    import duckdb
+
+    report = report_a[0]
+    final_log = str(Path(report.run_dir) / "final_log" / "*.parquet")
+    ids = duckdb.sql(f"SELECT producer, seq FROM read_parquet('{final_log}') "
+                     "WHERE producer IS NOT NULL").fetchall()
+    recount = duckdb_answers(Path(report.run_dir), Counter(f"{p}-{s}" for p, s in ids))
+    assert recount == {"ok": report.acked, "failed_definite": 1, "indefinite": report.indefinite,
+                       "indefinite_present": report.indefinite_present,
+                       "failed_present": report.failed_present}
+    assert (report.failed, report.indefinite, report.indefinite_present,
+            report.failed_present) == (2, 11, 3, 1)
+
+
 def test_per_partition(report_a: tuple[Report, list[str]]) -> None:
     rows = {p.partition: p.to_json() for p in report_a[0].partitions}
     assert sorted(rows) == [0, 1, 2]
     assert {k: rows[0][k] for k in ("acked", "failed", "unknown", "in_log", "acked_lost",
                                     "unacked_present", "duplicates", "reordered", "lost_by_epoch")} == {
-        "acked": 15, "failed": 2, "unknown": 1, "in_log": 14, "acked_lost": 4, "unacked_present": 2,
+        "acked": 15, "failed": 2, "unknown": 1, "in_log": 15, "acked_lost": 4, "unacked_present": 3,
         "duplicates": 1, "reordered": 1, "lost_by_epoch": {"1": 2, "2": 2}}
     assert {k: rows[1][k] for k in ("acked", "in_log", "foreign", "acked_lost", "unacked_present",
                                     "not_in_ledger")} == {

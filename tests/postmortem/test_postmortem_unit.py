@@ -169,7 +169,7 @@ def test_inputs_from_footers_only(tmp_path: Path) -> None:
     assert inputs.topic == "t" and inputs.acks == "1"
     assert {p: (m.sent_upto, m.rows, m.max_seq) for p, m in inputs.producers.items()} == {
         0: (19, 20, 19), 1: (14, 11, 12), 2: (7, 5, 4)}
-    assert inputs.final_log_partitions == [0, 1] and inputs.final_log_rows == 28
+    assert inputs.final_log_partitions == [0, 1] and inputs.final_log_rows == 29
     assert run_window(inputs) == (T0, T0 + 5000)
     assert inputs.timeline is not None and len(inputs.timeline) == 5  # the torn line is gone
     assert list(inputs.broker_logs) == ["kafka3"]

@@ -33,9 +33,15 @@ V1_KEYS = [
     "explanation", "out", "seconds", "per_second"]
 
 
+# Keys added since, each after the key it follows: a version 1 key keeps its place.
+ADDED_AFTER = {"unknown": ["indefinite"], "unknown_present": ["indefinite_present",
+                                                              "failed_present"]}
+
+
 def test_report_json_keeps_the_keys_and_their_order_with_the_version_first() -> None:
     keys = list(Report().to_json())
-    assert keys == ["schema_version", *V1_KEYS] and SCHEMA_VERSION == 2
+    expected = [k for v1 in V1_KEYS for k in (v1, *ADDED_AFTER.get(v1, []))]
+    assert keys == ["schema_version", *expected] and SCHEMA_VERSION == 2
     side = ConsumerSide("g", "after")
     with_group = list(Report(consumers=side).to_json())
     assert with_group[with_group.index("explanation") + 1] == "consumers"  # as before
@@ -68,15 +74,18 @@ def test_an_older_report_json_is_read_with_defaults() -> None:
 # The first report.json (commit 384cddb, PySpark post-mortem): run A's numbers, without the
 # keys later code added. What it lacks was not measured then.
 FIRST_KEYS = {"refused", "client_lost", "unknown_present", "other_runs_records", "run_id",
-              "unavailable_total_ms", "slow_links", "slowed_left_isr_ms", "isr_min", "live_lost"}
+              "unavailable_total_ms", "slow_links", "slowed_left_isr_ms", "isr_min", "live_lost",
+              "indefinite", "indefinite_present", "failed_present"}
 NOT_MEASURED = ("refused", "client_lost", "unknown_present", "other_runs_records",
-                "unavailable_total_ms")
+                "unavailable_total_ms", "indefinite", "indefinite_present", "failed_present")
+PARTITION_LATER = ("unknown_present", "other_runs", "indefinite_failed",
+                   "indefinite_failed_present")
 
 
 def first_report_json() -> dict[str, Any]:
     golden = json.loads((Path(__file__).parent / "data" / "scenario_a_report.json").read_text())
     old = {k: v for k, v in golden.items() if k not in FIRST_KEYS}
-    old["partitions"] = [{k: v for k, v in p.items() if k not in ("unknown_present", "other_runs")}
+    old["partitions"] = [{k: v for k, v in p.items() if k not in PARTITION_LATER}
                          for p in golden["partitions"]]
     old["attribution"] = [{k: v for k, v in a.items() if k not in ("measured", "method")}
                           for a in golden["attribution"]]
@@ -96,11 +105,12 @@ def test_the_first_report_json_shows_what_it_did_not_measure_as_not_recorded() -
     assert [getattr(old, name) for name in NOT_MEASURED] == [None] * len(NOT_MEASURED)
     assert {p.other_runs for p in old.partitions} == {None}
     assert {p.counts.unknown_present for p in old.partitions} == {None}
+    assert {p.counts.indefinite for p in old.partitions} == {None}
     assert Counts.total(p.counts for p in old.partitions).client_lost is None
     assert {(a.measured, a.method) for a in old.attribution} == {(None, None)}
     assert old.to_json()["refused"] is None and old.partitions[0].to_json()["other_runs"] is None
     md = rep.markdown(old)
-    for name in ("refused", "client lost"):
+    for name in ("refused", "client lost", "indefinite", "failed present"):
         assert f"| {name} | not recorded |" in md
     assert "| sent | 43 |" in md and "| acked | 31 |" in md
     assert "| not recorded |" in md.split("## Lost, by who acknowledged them")[1].splitlines()[4]

@@ -15,7 +15,7 @@ from kinspect.lab.faults import UNDO
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words
 from kinspect.scenarios.spec import STEP_FAULTS
 from tests.helpers import kinspect
-from tests.helpers.oracles import duckdb_recount, kcat_ids
+from tests.helpers.oracles import duckdb_answers, duckdb_recount, kcat_ids
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.resets_lab]
 
@@ -48,6 +48,10 @@ def check_chaos(lab_session: Any, lab_backend: str, tmp_path: Path, seed: int,
     in_log = kcat_ids(status["bootstrap"], report["topic"], report["run_id"])
     recount = duckdb_recount(tmp_path, in_log)
     assert (recount["acked"], recount["acked_lost"]) == (row["acked"], row["acked_lost"])
+    answers = duckdb_answers(tmp_path, in_log)  # ok, failed, indefinite (Jepsen's :info)
+    assert (answers["ok"], answers["indefinite"], answers["indefinite_present"],
+            answers["failed_present"]) == (row["acked"], report["indefinite"],
+                                           report["indefinite_present"], report["failed_present"])
     assert json.loads((tmp_path / "chaos.json").read_text())["faults"] == row["faults"]
 
 

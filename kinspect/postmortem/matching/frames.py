@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from kinspect.load.rundir import FINAL_LOG_DIR, LEDGER_DIR
+from kinspect.model.sends import ACKED_STATUS, FAILED_STATUS, INDEFINITE_ERRORS
 from kinspect.postmortem.evidence.inputs import RunInputs
 
 KEY_SHIFT = 40
-ACKED, FAILED, UNKNOWN = 0, 1, 2
+# A ledger row's status coded, best first: acknowledged, failed with a definite error, failed
+# with an error that leaves it open (model/sends.py), never answered.
+ACKED, FAILED, INDEFINITE, UNKNOWN = 0, 1, 2, 3
 
 
 def spark_schema(arrow_schema: Any) -> Any:
@@ -42,8 +45,10 @@ def ledger_frame(spark: Any, inputs: RunInputs) -> Any:
 
     raw = (spark.read.schema(spark_schema(LEDGER_SCHEMA)).option("pathGlobFilter", "p*.parquet")
            .parquet(str(inputs.run_dir / LEDGER_DIR)))
-    status = (F.when(F.col("status") == "acked", ACKED).when(F.col("status") == "failed", FAILED)
-              .otherwise(UNKNOWN))
+    failed = F.col("status") == FAILED_STATUS
+    status = (F.when(F.col("status") == ACKED_STATUS, ACKED)
+              .when(failed & F.col("error").isin(*INDEFINITE_ERRORS), INDEFINITE)
+              .when(failed, FAILED).otherwise(UNKNOWN))
     return raw.select(message_key(F.col("producer"), F.col("seq")).alias("key"),
                       F.col("partition").alias("l_part"), "offset",
                       F.col("leader_epoch").alias("epoch"), status.alias("st"), "send_ts", "ack_ts")

@@ -28,7 +28,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinspect.postmortem.evidence.inputs import RunInputs
-from kinspect.postmortem.matching.frames import ACKED, FAILED, KEY_SHIFT, UNKNOWN, is_ours, message_key
+from kinspect.postmortem.matching.frames import (
+    ACKED,
+    FAILED,
+    INDEFINITE,
+    KEY_SHIFT,
+    UNKNOWN,
+    is_ours,
+    message_key,
+)
 from kinspect.postmortem.matching.idsets import IdSet, ranges
 from kinspect.postmortem.matching.queries import lost_in
 from kinspect.postmortem.matching.queries import small_side as _small
@@ -37,7 +45,7 @@ from kinspect.postmortem.spark.side_by_side import run_jobs
 from kinspect.postmortem.story.values import Counts
 
 RANGE_CAP = 50  # lost ranges listed per producer; the rest are counted
-CANDIDATE = 3  # an id that may have been sent (sent_upto) and has no ledger row: unknown
+CANDIDATE = 4  # an id that may have been sent (sent_upto) and has no ledger row: unknown
 WORD_SHIFT = KEY_SHIFT - 6  # key >> 6 is producer << WORD_SHIFT | seq >> 6
 
 
@@ -147,9 +155,9 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
     # Dense bit sets only per status and for the log as a whole (1 bit a message each); what
     # needs partitions is worked out on the few runs of 64 ids it concerns.
     by_status = {s: _idset(ledger_table.filter(pc.equal(ledger_table["st"], s)))
-                 for s in (ACKED, FAILED, UNKNOWN)}
+                 for s in (ACKED, FAILED, INDEFINITE, UNKNOWN)}
     acked = by_status[ACKED]
-    in_ledger = acked | by_status[FAILED] | by_status[UNKNOWN]
+    in_ledger = acked | by_status[FAILED] | by_status[INDEFINITE] | by_status[UNKNOWN]
     per_part = {(int(r["l_part"]), int(r["st"])): int(r["n_sum"]) for r in
                 ledger_table.group_by(["l_part", "st"]).aggregate([("n", "sum")]).to_pylist()}
     notes = []
@@ -310,30 +318,53 @@ def _groups(per_part: dict[tuple[int, int], int], lost: Counter[int], unacked: l
             for p in sorted(x for x in parts if x is not None)}
 
 
-_MOVED = {FAILED: "failed", UNKNOWN: "unknown", CANDIDATE: "unknown"}  # the count it moves
+# The counts an unacknowledged id moves with it, by its ledger status: it counts where the
+# log holds it. An indefinite failure is a failure too.
+_MOVED: dict[int, tuple[str, ...]] = {FAILED: ("failed",),
+                                      INDEFINITE: ("failed", "indefinite_failed"),
+                                      UNKNOWN: ("unknown",), CANDIDATE: ("unknown",)}
+_PRESENT: dict[int, tuple[str, ...]] = {INDEFINITE: ("indefinite_failed_present",),
+                                        UNKNOWN: ("unknown_present",),
+                                        CANDIDATE: ("unknown_present",)}
 
 
 def _group(p: int, per_part: dict[tuple[int, int], int], lost: Counter[int],
            unacked: list[Unacked], dups: list[PartDuplicates], cand_absent: int) -> Counts:
-    g = {f: 0 for f in ("failed", "unknown", "unacked_present", "unknown_present",
-                        "not_in_ledger")}
-    g["failed"] = per_part.get((p, FAILED), 0)
+    g = {f: 0 for f in ("failed", "indefinite_failed", "unknown", "unacked_present",
+                        "indefinite_failed_present", "unknown_present", "not_in_ledger")}
+    g["indefinite_failed"] = per_part.get((p, INDEFINITE), 0)
+    g["failed"] = per_part.get((p, FAILED), 0) + g["indefinite_failed"]
     g["unknown"] = per_part.get((p, UNKNOWN), 0) + (cand_absent if p == -1 else 0)
     for u in unacked:
-        name = None if u.st is None else _MOVED.get(u.st)
-        if name is not None and u.st != CANDIDATE and u.lp == p:
-            g[name] -= u.count  # it counts where the log holds it...
-        if u.logp == p:
-            if name is not None:
-                g[name] += u.count  # ...here
-            g["unacked_present"] += u.count
-            g["unknown_present"] += u.count if u.st in (UNKNOWN, CANDIDATE) else 0
-            g["not_in_ledger"] += u.count if u.st is None else 0
+        _move(g, u, p)
     acked, acked_lost = per_part.get((p, ACKED), 0), lost.get(p, 0)
     here = [d for d in dups if d.pp == p]
     return Counts(sent=acked + g["failed"] + g["unknown"], acked=acked, failed=g["failed"],
-                  unknown=g["unknown"], in_log_ids=acked - acked_lost + g["unacked_present"],
+                  indefinite_failed=g["indefinite_failed"], unknown=g["unknown"],
+                  in_log_ids=acked - acked_lost + g["unacked_present"],
                   acked_lost=acked_lost, unacked_present=g["unacked_present"],
+                  indefinite_failed_present=g["indefinite_failed_present"],
                   unknown_present=g["unknown_present"], not_in_ledger=g["not_in_ledger"],
                   duplicates=sum(d.duplicates for d in here),
                   duplicate_ids=sum(d.duplicate_ids for d in here))
+
+
+def _move(g: dict[str, int], u: Unacked, p: int) -> None:
+    """One (status, ledger partition, log partition) count of unacknowledged ids the log holds,
+    counted in partition p where the log holds it, not where the ledger sent it."""
+    moved: tuple[str, ...] = ()
+    if u.st is not None:
+        moved = _MOVED.get(u.st, ())
+    if u.st != CANDIDATE and u.lp == p:
+        for name in moved:
+            g[name] -= u.count  # it counts where the log holds it...
+    if u.logp != p:
+        return
+    for name in moved:
+        g[name] += u.count  # ...here
+    g["unacked_present"] += u.count
+    if u.st is None:
+        g["not_in_ledger"] += u.count
+        return
+    for name in _PRESENT.get(u.st, ()):
+        g[name] += u.count

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinspect.postmortem.matching.frames import ACKED, FAILED, UNKNOWN
+from kinspect.postmortem.matching.frames import ACKED, FAILED, INDEFINITE, UNKNOWN
 from kinspect.postmortem.matching.leadership import ROW_SCHEMA as LEADERSHIP_SCHEMA
 from kinspect.postmortem.matching.results import AckBounds, AckTiming, Gap, LostEpoch
 from kinspect.postmortem.story.values import Second
@@ -177,7 +177,7 @@ def ack_timing(ledger: Any, fault_ts: int | None, lost_words: Any = None, gap_ms
     buckets = reported.groupBy(
         F.col("l_part").alias("pp"), F.floor(F.col("ack_ts") / BUCKET_MS).alias("b")).agg(
         F.sum(F.when(acked, 1).otherwise(0)).alias("acked"),
-        F.sum(F.when(F.col("st") == FAILED, 1).otherwise(0)).alias("failed"),
+        F.sum(F.when(F.col("st").isin(FAILED, INDEFINITE), 1).otherwise(0)).alias("failed"),
         F.min(F.when(acked, F.col("ack_ts"))).alias("lo"),
         F.max(F.when(acked, F.col("ack_ts"))).alias("hi"),
         F.min(F.when(after, F.col("ack_ts"))).alias("after"),

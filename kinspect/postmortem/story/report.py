@@ -274,8 +274,10 @@ def _epoch_words(top: Attribution) -> str:
 def _extras(report: Report) -> list[str]:
     """The sentences beside the verdict: what the client did, copies, order, recovery."""
     extras = []
+    if report.indefinite:
+        extras.append(_indefinite(report))
     if report.unacked_present:
-        extras.append(_unacked_present(report.unacked_present, report.unknown_present))
+        extras.append(_unacked_present(report))
     if report.client_lost:
         extras.append(f"{plural(report.client_lost, 'message')} handed to the client "
                       f"{agree(report.client_lost, 'was', 'were')} never delivered: the "
@@ -303,14 +305,41 @@ def _extras(report: Report) -> list[str]:
     return extras
 
 
-def _unacked_present(count: int, unknown: int | None) -> str:
-    """The messages in the log the producer never saw acknowledged, and which were unknown."""
-    text = (f"{plural(count, 'message')} the producer never saw acknowledged are in the log "
-            "anyway (not an error")
-    if unknown:
-        text += (f"; {unknown:,} of them unknown: sent by a generator that died before its "
-                 "ledger recorded an answer")
-    return text + ")"
+def _indefinite(report: Report) -> str:
+    """The sends with no definite answer, apart from the acknowledged and the failed."""
+    count = report.indefinite or 0
+    text = (f"{plural(count, 'send')} got no definite answer (timed out, cut off or never "
+            "answered: Jepsen's :info)")
+    if report.indefinite_present is not None:
+        text += f", and {report.indefinite_present:,} of them are in the log (not an error)"
+    return text
+
+
+def _unacked_present(report: Report) -> str:
+    """The messages in the log the producer never saw acknowledged, by what it was told."""
+    text = (f"{plural(report.unacked_present, 'message')} the producer never saw acknowledged "
+            f"{agree(report.unacked_present, 'is', 'are')} in the log anyway")
+    kinds = _unacked_kinds(report)
+    if kinds:
+        text += ": " + " and ".join(kinds)
+    return text
+
+
+def _unacked_kinds(report: Report) -> list[str]:
+    """What the producer was told of the unacknowledged messages the log holds: nothing
+    definite, or a definite failure the log contradicts."""
+    if report.indefinite_present is None:  # a report from before sends had three values
+        if not report.unknown_present:
+            return []
+        return [f"{report.unknown_present:,} of them unknown, sent by a generator that died "
+                "before its ledger recorded an answer"]
+    kinds = []
+    if report.indefinite_present:
+        kinds.append(f"the {report.indefinite_present:,} without a definite answer")
+    if report.failed_present:
+        kinds.append(f"{report.failed_present:,} that failed with a definite error (Jepsen's "
+                     f":fail) yet {agree(report.failed_present, 'was', 'were')} written")
+    return kinds
 
 
 def _first_ack(after: int, kept: int | None) -> str:
@@ -451,8 +480,9 @@ def _truncation(broker: int | None, partition: str, since: int | None,
     return [_Moment(truncs[0].ts, 4, words, words)]
 
 
-MD_NUMBERS = ("sent", "acked", "failed", "refused", "unknown", "client_lost", "in_log",
-              "acked_lost", "unacked_present", "duplicates", "reordered")
+MD_NUMBERS = ("sent", "acked", "failed", "refused", "unknown", "indefinite", "client_lost",
+              "in_log", "acked_lost", "unacked_present", "indefinite_present", "failed_present",
+              "duplicates", "reordered")
 
 
 def markdown(report: Report) -> str:

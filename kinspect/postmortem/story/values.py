@@ -14,7 +14,7 @@ story/timeline.py makes of them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Literal
 
 from kinspect.model.events import JsonObject
@@ -105,15 +105,19 @@ def _plain(obj: DataclassInstance) -> JsonObject:
 
 @dataclass(frozen=True, slots=True)
 class Counts:
-    """The message counts (story/report.py COUNTS), per partition or in total."""
+    """The message counts (story/report.py COUNTS), per partition or in total. A send is
+    acknowledged, failed, or never answered (`unknown`); of the failed, `indefinite_failed`
+    failed with an error that leaves open whether it was written (model/sends.py)."""
 
     sent: int = 0
     acked: int = 0
     failed: int = 0
+    indefinite_failed: int | None = 0  # None: a file from before it was counted
     unknown: int = 0
     in_log_ids: int = 0
     acked_lost: int = 0
     unacked_present: int = 0
+    indefinite_failed_present: int | None = 0  # None: a file from before it was counted
     unknown_present: int | None = 0  # None: a file from before it was counted
     not_in_ledger: int = 0
     duplicates: int = 0
@@ -126,21 +130,50 @@ class Counts:
             return None
         return self.unknown - self.unknown_present
 
+    @property
+    def indefinite(self) -> int | None:
+        """Sends with no definite answer (Jepsen's :info): timed out, cut off, unanswered."""
+        if self.indefinite_failed is None:
+            return None
+        return self.indefinite_failed + self.unknown
+
+    @property
+    def indefinite_present(self) -> int | None:
+        """Of the indefinite sends, those in the log: written after all (no anomaly)."""
+        return known_sum((self.indefinite_failed_present, self.unknown_present))
+
+    @property
+    def failed_present(self) -> int | None:
+        """Sends that failed with a definite error and are in the log anyway."""
+        indefinite = self.indefinite_present
+        if indefinite is None:
+            return None
+        return self.unacked_present - indefinite - self.not_in_ledger
+
     @classmethod
     def total(cls, rows: Iterable[Counts]) -> Counts:
         rows = list(rows)
-        return cls(**{f.name: sum(getattr(r, f.name) for r in rows) for f in fields(cls)
-                      if f.name != "unknown_present"},
-                   unknown_present=known_sum(r.unknown_present for r in rows))
+        summed = cls(**{f.name: sum(getattr(r, f.name) for r in rows) for f in fields(cls)
+                        if f.name not in COUNTED_LATER})
+        return replace(
+            summed, indefinite_failed=known_sum(r.indefinite_failed for r in rows),
+            indefinite_failed_present=known_sum(r.indefinite_failed_present for r in rows),
+            unknown_present=known_sum(r.unknown_present for r in rows))
 
     def to_json(self) -> JsonObject:
         return _plain(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Counts:
-        return cls(**{f.name: _int(data, f.name) for f in fields(cls)
-                      if f.name != "unknown_present"},
-                   unknown_present=opt_int(data, "unknown_present"))
+        counted = cls(**{f.name: _int(data, f.name) for f in fields(cls)
+                         if f.name not in COUNTED_LATER})
+        return replace(counted, indefinite_failed=opt_int(data, "indefinite_failed"),
+                       indefinite_failed_present=opt_int(data, "indefinite_failed_present"),
+                       unknown_present=opt_int(data, "unknown_present"))
+
+
+# Counts an older report.json lacks: None there (not counted), never 0.
+COUNTED_LATER = ("indefinite_failed", "indefinite_failed_present", "unknown_present")
 
 
 @dataclass(frozen=True, slots=True)
@@ -509,6 +542,7 @@ class Report:
     acked: int = 0
     failed: int = 0
     unknown: int = 0
+    indefinite: int | None = None  # Jepsen's :info: failed indefinitely, or never answered
     in_log: int = 0
     in_log_ids: int = 0
     foreign_records: int = 0
@@ -517,6 +551,8 @@ class Report:
     unacked_present: int = 0
     live_lost: int | None = None
     unknown_present: int | None = None
+    indefinite_present: int | None = None  # of `indefinite`, in the log (no anomaly)
+    failed_present: int | None = None  # failed with a definite error, in the log anyway
     not_in_ledger: int = 0
     client_lost: int | None = None
     refused: int | None = None
@@ -575,11 +611,14 @@ class Report:
             run_id=_opt_text(data, "run_id"),
             topic=str(data.get("topic", "")), acks=str(data.get("acks", "")),
             sent=count("sent"), acked=count("acked"), failed=count("failed"),
-            unknown=count("unknown"), in_log=count("in_log"), in_log_ids=count("in_log_ids"),
+            unknown=count("unknown"), indefinite=maybe("indefinite"), in_log=count("in_log"),
+            in_log_ids=count("in_log_ids"),
             foreign_records=count("foreign_records"),
             other_runs_records=maybe("other_runs_records"), acked_lost=count("acked_lost"),
             unacked_present=count("unacked_present"), live_lost=maybe("live_lost"),
-            unknown_present=maybe("unknown_present"), not_in_ledger=count("not_in_ledger"),
+            unknown_present=maybe("unknown_present"),
+            indefinite_present=maybe("indefinite_present"),
+            failed_present=maybe("failed_present"), not_in_ledger=count("not_in_ledger"),
             client_lost=maybe("client_lost"), refused=maybe("refused"),
             duplicates=count("duplicates"), duplicate_ids=count("duplicate_ids"),
             reordered=count("reordered"),

@@ -24,6 +24,7 @@ from pathlib import Path
 from kinspect.cli import build_parser
 from kinspect.cli.scenario import MARK_END, MARK_START, PLATFORM_MARKS
 from kinspect.lessons import lesson_catalog
+from kinspect.model.anomalies import ANOMALIES
 from kinspect.model.exits import EXITS
 from kinspect.model.health_checks import HEALTH_CHECKS, checks_table
 from kinspect.model.sends import ANSWER_MEANS, INDEFINITE_ERRORS, Answer
@@ -211,7 +212,12 @@ def verdicts(_: str) -> str:
             + table(("outcome", "Jepsen", "means"), answers)
             + "\n\n## Errors that leave it open\n\nA failed send whose error is one of these "
             "is indefinite; any other error is a definite failure.\n\n"
-            + table(("librdkafka's error", "why the message may be written"), errors))
+            + table(("librdkafka's error", "why the message may be written"), errors)
+            + "\n\n## What the report names\n\nEach count of `report.json`, beside the name "
+            "Jepsen's Kafka checker gives it and when Kafka's guarantees allow it "
+            "(`kinspect/model/anomalies.py`).\n\n"
+            + table(("report.json", "Jepsen", "what it is", "Kafka allows it"),
+                    [(f"`{a.key}`", a.jepsen, a.means, a.allowed) for a in ANOMALIES]))
 
 
 # -- scenarios, with the matrix kept ---------------------------------------------------------

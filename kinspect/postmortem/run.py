@@ -35,6 +35,7 @@ from kinspect.validation import writable_dir
 if TYPE_CHECKING:
     from kinspect.postmortem.matching.match import Match
     from kinspect.postmortem.matching.results import LostEpoch, PartDuplicates, QueryResults
+    from kinspect.postmortem.story.values import OffsetsRewritten
 
 __all__ = ["run_postmortem"]
 
@@ -202,7 +203,7 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
     import pyspark
     from pyspark import StorageLevel
 
-    from kinspect.postmortem.matching import frames, queries
+    from kinspect.postmortem.matching import frames, offsets, queries
     from kinspect.postmortem.matching.match import match
     from kinspect.postmortem.matching.results import AckTiming, QueryResults
     from kinspect.postmortem.spark.side_by_side import run_jobs, small
@@ -217,9 +218,12 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
     found = match(spark, inputs, ledger, every_run, say, together)
     kept = []  # unpersisted at the end, whatever happens
 
-    def attribution() -> list[LostEpoch]:
+    def attribution() -> tuple[list[LostEpoch], list[OffsetsRewritten]]:
+        """Who acknowledged the lost ids; then which acked offsets hold another record now
+        (the lost ids' and those of the runs of ids that sit off their acked offsets)."""
         if found.lost is None:
-            return []
+            return [], offsets.rewritten(ledger, every_run, None, found.moved_words,
+                                         inputs.run_id)
         lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
         kept.append(lost)
         lost_set.write_lost(lost, out)
@@ -227,8 +231,10 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
         held = None
         if path:
             held = frames.held_frame(spark, path, inputs.run_id)
-        return queries.lost_by_epoch(queries.attribute(lost, every_run, held, history,
-                                                       found.lost_total))
+        epochs = queries.lost_by_epoch(queries.attribute(lost, every_run, held, history,
+                                                         found.lost_total))
+        return epochs, offsets.rewritten(ledger, every_run, lost, found.moved_words,
+                                         inputs.run_id)
 
     def timing() -> AckTiming:
         return queries.ack_timing(ledger, fault_ts, found.lost_words,
@@ -238,13 +244,14 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
         return found.duplicates(every_run, inputs.run_id)
 
     try:
-        epochs, acks, dups = run_jobs(together, attribution, timing, duplicates, say=say,
-                                      labels=_labels(found))
+        (epochs, rewritten), acks, dups = run_jobs(together, attribution, timing, duplicates,
+                                                   say=say, labels=_labels(found))
     finally:
         for frame in kept:
             frame.unpersist()
     return QueryResults(f"pyspark {pyspark.__version__}", found.groups(epochs, dups), epochs,
-                        found.lost_ranges, found.log_stats, acks, found.notes, found.lost_total)
+                        found.lost_ranges, found.log_stats, acks, found.notes, found.lost_total,
+                        rewritten)
 
 
 def _labels(found: Match) -> tuple[str, str, str]:
@@ -334,7 +341,9 @@ def _assemble(inputs: RunInputs, results: QueryResults, fault: TimelineEvent | N
         failed_present=total.failed_present, not_in_ledger=total.not_in_ledger,
         client_lost=total.client_lost, refused=inputs.refused,
         duplicates=total.duplicates, duplicate_ids=total.duplicate_ids,
-        reordered=sum(p.reordered for p in partitions), partitions=tuple(partitions),
+        reordered=sum(p.reordered for p in partitions),
+        offsets_rewritten=sum(r.count for r in results.rewritten),
+        rewritten=tuple(results.rewritten), partitions=tuple(partitions),
         lost_ranges=lost_ranges, lost_ranges_more=more,
         attribution=tuple(rep.attribution(results.epochs)),
         fault=_journal_json(fault), timeline=tuple(entries),

@@ -53,12 +53,15 @@ METRICS: dict[str, str] = {
                  "end of the load (load/liveloss.py); the post-mortem's acked_lost, known early",
     "unacked_present": "never acknowledged, and in the final log anyway",
     "duplicates": "extra copies of messages in the final log",
+    "reordered": "messages behind a later message of the same producer in the final log",
     "failed": "sends the producer was told failed",
     "unknown": "sends never reported (the generator died)",
     "indefinite": "sends with no definite answer (Jepsen's :info): failed with a timeout or a "
                   "lost connection (model/sends.py), or never reported",
     "indefinite_present": "of the indefinite sends, those in the final log (no anomaly)",
     "failed_present": "sends that failed with a definite error, and in the final log anyway",
+    "offsets_rewritten": "acknowledged offsets that hold another record in the final log "
+                         "(Jepsen's inconsistent offsets)",
     "consumed_during_fault": "records read mid-fault (by the consumer group, if [consumer] has one)",
     "no_leader_ms": "time without a leader, all no-leader windows added up",
     "unavailable_ms": "the longest single window without a successful acknowledgement (to the "

@@ -100,6 +100,28 @@ def duckdb_answers(run_dir: Path, in_log: Counter[str]) -> dict[str, int]:
     return dict(zip(keys, (int(v) for v in row), strict=True))
 
 
+def duckdb_rewritten(run_dir: Path, records: list[tuple[int, int, str | None]]) -> int:
+    """Acknowledged offsets that hold another record in the log (Jepsen's inconsistent
+    offsets), in DuckDB SQL: the ledger's acked (partition, offset, id) rows joined with the
+    log's (partition, offset, id) records, as kcat_records reads them back (or a run dir's
+    hand-made final log); each offset once."""
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    con.register("log", pa.table({"partition": [p for p, _, _ in records],
+                                  "offset": [o for _, o, _ in records],
+                                  "id": pa.array([i for _, _, i in records], pa.string())}))
+    ledger = str(run_dir / "ledger" / "p*.parquet")
+    row = con.execute(f"""
+        SELECT count(DISTINCT (a.partition, a."offset"))
+        FROM read_parquet('{ledger}') a
+        JOIN log l ON l.partition = a.partition AND l."offset" = a."offset"
+        WHERE a.status = 'acked' AND l.id IS DISTINCT FROM a.id""").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def _sent_upto(con: Any, run_dir: Path, ledger: str) -> dict[int, int]:
     """Per producer, the last seq it may have sent: the largest `kinspect.sent_upto` of its
     chunks' footers (DuckDB's parquet_kv_metadata) and its mark file's first 20 digits."""

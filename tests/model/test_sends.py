@@ -27,3 +27,13 @@ def test_every_indefinite_error_is_one_librdkafka_names() -> None:
     for name in INDEFINITE_ERRORS:
         assert isinstance(getattr(KafkaError, name, None), int), name
     assert [a.jepsen for a in Answer] == [":ok", ":fail", ":info"]
+
+
+def test_every_named_anomaly_is_a_metric_a_scenario_can_expect() -> None:
+    """The glossary's keys are the report's and the scenarios' own: a renamed count fails
+    here, not in a reader's hands."""
+    from kinspect.model.anomalies import ANOMALIES
+    from kinspect.scenarios.spec import METRICS
+
+    assert [a.key for a in ANOMALIES if a.key not in METRICS] == []
+    assert len({a.key for a in ANOMALIES}) == len(ANOMALIES)

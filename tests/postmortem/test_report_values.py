@@ -34,8 +34,9 @@ V1_KEYS = [
 
 
 # Keys added since, each after the key it follows: a version 1 key keeps its place.
-ADDED_AFTER = {"unknown": ["indefinite"], "unknown_present": ["indefinite_present",
-                                                              "failed_present"]}
+ADDED_AFTER = {"unknown": ["indefinite"],
+               "unknown_present": ["indefinite_present", "failed_present"],
+               "reordered": ["offsets_rewritten", "rewritten"]}
 
 
 def test_report_json_keeps_the_keys_and_their_order_with_the_version_first() -> None:
@@ -75,9 +76,11 @@ def test_an_older_report_json_is_read_with_defaults() -> None:
 # keys later code added. What it lacks was not measured then.
 FIRST_KEYS = {"refused", "client_lost", "unknown_present", "other_runs_records", "run_id",
               "unavailable_total_ms", "slow_links", "slowed_left_isr_ms", "isr_min", "live_lost",
-              "indefinite", "indefinite_present", "failed_present"}
+              "indefinite", "indefinite_present", "failed_present", "offsets_rewritten",
+              "rewritten"}
 NOT_MEASURED = ("refused", "client_lost", "unknown_present", "other_runs_records",
-                "unavailable_total_ms", "indefinite", "indefinite_present", "failed_present")
+                "unavailable_total_ms", "indefinite", "indefinite_present", "failed_present",
+                "offsets_rewritten")
 PARTITION_LATER = ("unknown_present", "other_runs", "indefinite_failed",
                    "indefinite_failed_present")
 
@@ -110,7 +113,7 @@ def test_the_first_report_json_shows_what_it_did_not_measure_as_not_recorded() -
     assert {(a.measured, a.method) for a in old.attribution} == {(None, None)}
     assert old.to_json()["refused"] is None and old.partitions[0].to_json()["other_runs"] is None
     md = rep.markdown(old)
-    for name in ("refused", "client lost", "indefinite", "failed present"):
+    for name in ("refused", "client lost", "indefinite", "failed present", "offsets rewritten"):
         assert f"| {name} | not recorded |" in md
     assert "| sent | 43 |" in md and "| acked | 31 |" in md
     assert "| not recorded |" in md.split("## Lost, by who acknowledged them")[1].splitlines()[4]

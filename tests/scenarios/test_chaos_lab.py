@@ -15,7 +15,13 @@ from kinspect.lab.faults import UNDO
 from kinspect.scenarios.chaos import ChaosPlan, chaos_scenario, fault_words
 from kinspect.scenarios.spec import STEP_FAULTS
 from tests.helpers import kinspect
-from tests.helpers.oracles import duckdb_answers, duckdb_recount, kcat_ids
+from tests.helpers.oracles import (
+    duckdb_answers,
+    duckdb_recount,
+    duckdb_rewritten,
+    kcat_ids,
+    kcat_records,
+)
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.spark, pytest.mark.resets_lab]
 
@@ -52,6 +58,8 @@ def check_chaos(lab_session: Any, lab_backend: str, tmp_path: Path, seed: int,
     assert (answers["ok"], answers["indefinite"], answers["indefinite_present"],
             answers["failed_present"]) == (row["acked"], report["indefinite"],
                                            report["indefinite_present"], report["failed_present"])
+    records = kcat_records(status["bootstrap"], report["topic"])  # Jepsen's inconsistent offsets
+    assert duckdb_rewritten(tmp_path, records) == report["offsets_rewritten"]
     assert json.loads((tmp_path / "chaos.json").read_text())["faults"] == row["faults"]
 
 

@@ -38,6 +38,7 @@ from kinspect.postmortem.matching.frames import (
     message_key,
 )
 from kinspect.postmortem.matching.idsets import IdSet, ranges
+from kinspect.postmortem.matching.offsets import unsettled_words
 from kinspect.postmortem.matching.queries import lost_in
 from kinspect.postmortem.matching.queries import small_side as _small
 from kinspect.postmortem.matching.results import LogStats, LostEpoch, LostRun, PartDuplicates, Unacked
@@ -62,6 +63,7 @@ class Match:
     log_stats: list[LogStats]  # per log partition
     across: Counter[tuple[int, str]]  # copies in different partitions, by (pp, count name)
     suspects: np.ndarray  # runs of 64 ids (key >> 6) with more records than ids in a partition
+    moved_words: np.ndarray  # runs of 64 ids where an acked id may sit off its acked offset
 
     def duplicates(self, every_run: Any, run_id: str | None) -> list[PartDuplicates]:
         """Per log partition: ids held more than once and their extra copies (a Spark job
@@ -88,21 +90,30 @@ def _bit(column: str) -> Any:
     return F.expr(f"shiftleft(CAST(1 AS BIGINT), CAST({column} & 63 AS INT))")
 
 
+def placed(offset: str) -> Any:
+    """A fingerprint of (id, offset): XOR-ed over a run of 64 ids, equal on both sides when
+    each id sits at the offset the other side says (offsets.py; 2^-64 to be fooled)."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(F.col("key"), F.col(offset))
+
+
 def ledger_words(ledger: Any) -> pa.Table:
-    """(w, st, l_part, m, n): per run of 64 ids (w = key >> 6), status and ledger partition,
-    the ids' bits and the rows."""
+    """(w, st, l_part, m, n, h): per run of 64 ids (w = key >> 6), status and ledger partition,
+    the ids' bits, the rows, and the acknowledged ids' placed() fingerprint."""
     from pyspark.sql import functions as F
 
     return ledger.groupBy(F.shiftright("key", 6).alias("w"), "st", "l_part").agg(
-        F.bit_or(_bit("key")).alias("m"), F.count("*").alias("n")).toArrow()
+        F.bit_or(_bit("key")).alias("m"), F.count("*").alias("n"),
+        F.bit_xor(F.when(F.col("st") == ACKED, placed("offset"))).alias("h")).toArrow()
 
 
 def log_words(final_log: Any, run_id: str | None) -> pa.Table:
-    """(w, partition, m, n, mine, foreign, other, behind): this run's ids per run of 64 and
-    log partition with their records, and per partition (w null) the records that carry no
-    id of this run; `mine`, `foreign`, `other` and `behind` count this run's records, records
-    with no producer, other runs' records, and this run's records behind their producer's
-    previous seq."""
+    """(w, partition, m, n, h, mine, foreign, other, behind): this run's ids per run of 64 and
+    log partition with their records and placed() fingerprint, and per partition (w null) the
+    records that carry no id of this run; `mine`, `foreign`, `other` and `behind` count this
+    run's records, records with no producer, other runs' records, and this run's records
+    behind their producer's previous seq."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -120,8 +131,10 @@ def log_words(final_log: Any, run_id: str | None) -> pa.Table:
     def n(cond: Any) -> Any:
         return F.sum(F.when(cond, 1).otherwise(0))
 
-    return final_log.groupBy(F.when(has_id, F.shiftright(key, 6)).alias("w"), "partition").agg(
+    return final_log.withColumn("key", key).groupBy(
+        F.when(has_id, F.shiftright(key, 6)).alias("w"), "partition").agg(
         F.bit_or(F.when(has_id, _bit("seq"))).alias("m"), F.count("*").alias("n"),
+        F.bit_xor(F.when(has_id, placed("offset"))).alias("h"),
         n(mine).alias("mine"), n(foreign).alias("foreign"), n(~foreign & ~mine).alias("other"),
         n(mine & F.coalesce(behind, F.lit(False))).alias("behind")).toArrow()
 
@@ -192,8 +205,10 @@ def match(spark: Any, inputs: RunInputs, ledger: Any, every_run: Any, say: Any,
         runs, total = ranges(lost_ids.seqs(producer), RANGE_CAP)
         lost_ranges += [LostRun(producer, lo, hi, total) for lo, hi in runs]
     unacked = _unacked_present(unacked_ids, ledger_table, ids_table, cand)
+    moved = unsettled_words(ledger_table.filter(pc.equal(ledger_table["st"], ACKED)), ids_table)
     return Match(lost, lost_words, lost_total, lost_ranges, notes, unacked, len(cand - present),
-                 per_part, _log_stats(log_table), _copies_across(ids_table, suspects), suspects)
+                 per_part, _log_stats(log_table), _copies_across(ids_table, suspects), suspects,
+                 moved)
 
 
 def _popcount(table: pa.Table) -> pa.Array:

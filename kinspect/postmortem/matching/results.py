@@ -4,9 +4,9 @@ by a string."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kinspect.postmortem.story.values import Counts, Second
+from kinspect.postmortem.story.values import Counts, OffsetsRewritten, Second
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +105,4 @@ class QueryResults:
     timing: AckTiming
     notes: list[str]
     lost_total: int  # acked ids the match found missing from the final log
+    rewritten: list[OffsetsRewritten] = field(default_factory=list)

@@ -291,6 +291,8 @@ def _extras(report: Report) -> list[str]:
         extras.append(f"{plural(report.duplicates, 'extra copy', 'extra copies')} of "
                       f"{plural(report.duplicate_ids, 'message')} were written (retries without "
                       "idempotence)")
+    if report.offsets_rewritten:
+        extras.append(_rewritten(report))
     if report.other_runs_records:
         extras.append(f"{plural(report.other_runs_records, 'record')} of other runs "
                       f"{agree(report.other_runs_records, 'is', 'are')} in the topic too "
@@ -303,6 +305,21 @@ def _extras(report: Report) -> list[str]:
         extras.append(_first_ack(report.first_ack_after_fault_ms,
                                  report.first_kept_ack_after_fault_ms))
     return extras
+
+
+def _rewritten(report: Report) -> str:
+    """Acked offsets that hold another record now, and who wrote it, where most of them are."""
+    count = report.offsets_rewritten or 0
+    text = (f"{plural(count, 'acknowledged offset')} {agree(count, 'holds', 'hold')} another "
+            "record in the final log (Jepsen's inconsistent offsets: the log was truncated there "
+            "and written again)")
+    if not report.rewritten:
+        return text
+    top = max(report.rewritten, key=lambda r: r.count)
+    text += f", most in partition {top.pp}, written over at leader epoch {count_text(top.held_epoch)}"
+    if top.acked_epoch is not None:
+        text += f" after epoch {top.acked_epoch} acknowledged them"
+    return text
 
 
 def _indefinite(report: Report) -> str:
@@ -482,7 +499,7 @@ def _truncation(broker: int | None, partition: str, since: int | None,
 
 MD_NUMBERS = ("sent", "acked", "failed", "refused", "unknown", "indefinite", "client_lost",
               "in_log", "acked_lost", "unacked_present", "indefinite_present", "failed_present",
-              "duplicates", "reordered")
+              "duplicates", "reordered", "offsets_rewritten")
 
 
 def markdown(report: Report) -> str:

@@ -386,6 +386,31 @@ class ConsumerPartition:
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetsRewritten:
+    """Acked offsets of one partition the final log holds another record at (Jepsen's
+    inconsistent offsets; matching/offsets.py), by the epoch that acknowledged (None: the
+    delivery report did not say) and the epoch that wrote what is there now."""
+
+    pp: int
+    acked_epoch: int | None
+    held_epoch: int | None
+    count: int
+    first_offset: int
+    last_offset: int
+
+    def to_json(self) -> JsonObject:
+        return {"partition": self.pp, "acked_epoch": self.acked_epoch,
+                "held_epoch": self.held_epoch, "count": self.count,
+                "first_offset": self.first_offset, "last_offset": self.last_offset}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> OffsetsRewritten:
+        return cls(_int(data, "partition"), opt_int(data, "acked_epoch"),
+                   opt_int(data, "held_epoch"), _int(data, "count"), _int(data, "first_offset"),
+                   _int(data, "last_offset"))
+
+
+@dataclass(frozen=True, slots=True)
 class PowerCutStory:
     """The run's power cuts (report.json `power_cut`), from the filesystem's own record: which
     brokers lost power and when, how many of the run's messages their dropped batches held,
@@ -559,6 +584,8 @@ class Report:
     duplicates: int = 0
     duplicate_ids: int = 0
     reordered: int = 0
+    offsets_rewritten: int | None = None  # acked offsets holding another record now
+    rewritten: tuple[OffsetsRewritten, ...] = ()  # those, by partition and epochs
     partitions: tuple[PartitionRow, ...] = ()
     lost_ranges: LostRanges = field(default_factory=dict)
     lost_ranges_more: dict[str, int] = field(default_factory=dict)  # ranges past the cap
@@ -621,7 +648,8 @@ class Report:
             failed_present=maybe("failed_present"), not_in_ledger=count("not_in_ledger"),
             client_lost=maybe("client_lost"), refused=maybe("refused"),
             duplicates=count("duplicates"), duplicate_ids=count("duplicate_ids"),
-            reordered=count("reordered"),
+            reordered=count("reordered"), offsets_rewritten=maybe("offsets_rewritten"),
+            rewritten=tuple(OffsetsRewritten.from_json(r) for r in _objects(data, "rewritten")),
             partitions=tuple(PartitionRow.from_json(p) for p in _objects(data, "partitions")),
             lost_ranges=_lost_ranges(_object(data, "lost_ranges")),
             lost_ranges_more=_ints_by_name(data, "lost_ranges_more"),

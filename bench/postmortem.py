@@ -30,7 +30,7 @@ from kinspect.load.verify import FINAL_LOG_SCHEMA, PreviousSeqs
 T0 = 1_700_000_000_000
 CHUNK = 50_000
 KEYS = ("sent", "acked", "failed", "unknown", "in_log", "acked_lost", "unacked_present",
-        "duplicates", "reordered")
+        "duplicates", "reordered", "offsets_rewritten")
 
 
 def _ids(producer: np.ndarray, seq: np.ndarray) -> pa.Array:
@@ -60,13 +60,6 @@ def generate(run_dir: Path, messages: int, producers: int = 4, partitions: int =
     # every third one (so the gaps are not just a tail).
     last = producers - 1
     killed = (producer == last) & (seq >= per - 20_000) & (seq % 3 != 0)
-    # Offsets: order of sending within each partition.
-    order = np.lexsort((send, part))
-    offset = np.empty(len(seq), np.int64)
-    starts = np.searchsorted(part[order], np.arange(partitions))
-    offset[order] = np.arange(len(seq)) - np.repeat(starts, np.diff(np.append(starts, len(seq))))
-    offset[status == 1] = -1
-    _write_ledger(run_dir, producer, seq, part, offset, epoch, status, send, ack, killed, per)
     # The final log: lost ones gone, failed ones mostly gone, half of the killed ones present,
     # 0.05 % of acked ones written twice (the copy a little later: reordering too).
     present = ~lost & ((status != 1) | (rng.random(len(seq)) < 0.1))
@@ -74,8 +67,35 @@ def generate(run_dir: Path, messages: int, producers: int = 4, partitions: int =
     dup = present & (status == 0) & (rng.random(len(seq)) < 0.0005)
     idx = np.concatenate([np.nonzero(present)[0], np.nonzero(dup)[0]])
     when = np.concatenate([send[present], send[dup] + 50])
+    offset = _acked_offsets(part, send, lost, present, idx, when, fault, partitions)
+    offset[status == 1] = -1
+    _write_ledger(run_dir, producer, seq, part, offset, epoch, status, send, ack, killed, per)
     _write_final_log(run_dir, producer[idx], seq[idx], part[idx], epoch[idx], when, partitions)
-    return {"fault_ts": fault, "lost_planted": int(lost.sum()), "duplicates_planted": int(dup.sum())}
+    return {"fault_ts": fault, "lost_planted": int(lost.sum()), "duplicates_planted": int(dup.sum()),
+            "rewritten_planted": int(lost.sum())}
+
+
+def _acked_offsets(part: np.ndarray, send: np.ndarray, lost: np.ndarray, present: np.ndarray,
+                   idx: np.ndarray, when: np.ndarray, fault: int, partitions: int) -> np.ndarray:
+    """Each message's offset as its delivery report said it: where the final log holds it (the
+    first copy), and for the lost ones where the old leader put them, from the partition's
+    length at the fault on; the new leader then wrote its own records at those offsets again
+    (Jepsen's inconsistent offsets, one per lost message)."""
+    log_part = part[idx]
+    position = np.empty(len(idx), np.int64)
+    for p in range(partitions):  # _write_final_log's order: by time within each partition
+        rows = np.nonzero(log_part == p)[0]
+        rows = rows[np.argsort(when[rows], kind="stable")]
+        position[rows] = np.arange(len(rows))
+    offset = np.full(len(part), -1, np.int64)
+    held = np.nonzero(present)[0]
+    offset[held] = position[:len(held)]  # the first copies come first in idx
+    for p in np.unique(part[lost]):
+        gone = np.nonzero(lost & (part == p))[0]
+        gone = gone[np.argsort(send[gone], kind="stable")]
+        before = int(np.count_nonzero((log_part == p) & (when < fault)))
+        offset[gone] = before + np.arange(len(gone))
+    return offset
 
 
 def _write_ledger(run_dir: Path, producer: np.ndarray, seq: np.ndarray, part: np.ndarray,
@@ -146,12 +166,17 @@ def duckdb_counts(run_dir: Path) -> dict[str, int]:
     j AS (SELECT a.status, f.c FROM a FULL OUTER JOIN f ON a.producer = f.producer AND a.seq = f.seq),
     r AS (SELECT count(*) AS in_log, count(*) FILTER (WHERE seq < prev) AS reordered FROM (
           SELECT seq, lag(seq) OVER (PARTITION BY partition, producer ORDER BY "offset") AS prev
-          FROM read_parquet({final})))
+          FROM read_parquet({final}))),
+    w AS (SELECT count(DISTINCT (a.partition, a."offset")) AS rewritten
+          FROM read_parquet({ledger}) a JOIN read_parquet({final}) o
+          ON o.partition = a.partition AND o."offset" = a."offset"
+          WHERE a.status = 'acked' AND o.id <> a.id)
     SELECT count(status), count(*) FILTER (WHERE status = 'acked'),
            count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'unknown'),
            (SELECT in_log FROM r), count(*) FILTER (WHERE status = 'acked' AND c IS NULL),
            count(*) FILTER (WHERE (status IS NULL OR status <> 'acked') AND c IS NOT NULL),
-           coalesce(sum(c - 1) FILTER (WHERE c > 1), 0), (SELECT reordered FROM r)
+           coalesce(sum(c - 1) FILTER (WHERE c > 1), 0), (SELECT reordered FROM r),
+           (SELECT rewritten FROM w)
     FROM j"""
     con = duckdb.connect()
     con.execute("SET threads TO 2")

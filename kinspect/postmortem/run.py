@@ -223,7 +223,7 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
         (the lost ids' and those of the runs of ids that sit off their acked offsets)."""
         if found.lost is None:
             return [], offsets.rewritten(ledger, every_run, None, found.moved_words,
-                                         inputs.run_id)
+                                         inputs.run_id, found.lost_total)
         lost = found.lost.persist(StorageLevel.MEMORY_AND_DISK)
         kept.append(lost)
         lost_set.write_lost(lost, out)
@@ -234,7 +234,7 @@ def _run_queries(spark: Any, inputs: RunInputs, fault_ts: int | None, say: Calla
         epochs = queries.lost_by_epoch(queries.attribute(lost, every_run, held, history,
                                                          found.lost_total))
         return epochs, offsets.rewritten(ledger, every_run, lost, found.moved_words,
-                                         inputs.run_id)
+                                         inputs.run_id, found.lost_total)
 
     def timing() -> AckTiming:
         return queries.ack_timing(ledger, fault_ts, found.lost_words,

@@ -52,10 +52,11 @@ def _bits(masks: np.ndarray) -> np.ndarray:
 
 
 def rewritten(ledger: Any, every_run: Any, lost: Any, moved_words: np.ndarray,
-              run_id: str | None) -> list[OffsetsRewritten]:
+              run_id: str | None, lost_total: int = 0) -> list[OffsetsRewritten]:
     """The acked offsets the final log holds another record at, by (partition, the epoch that
     acknowledged, the epoch that wrote what is there now): from the lost ids and the ids of
-    the unsettled runs, each acked offset once."""
+    the unsettled runs, each acked offset once. The acks looked up are few beside the log
+    (`lost_total` plus 64 per unsettled run): they go to the log's scan, not the log to them."""
     from pyspark.sql import functions as F
 
     from kinspect.postmortem.matching.frames import ACKED, is_ours, message_key
@@ -81,10 +82,10 @@ def rewritten(ledger: Any, every_run: Any, lost: Any, moved_words: np.ndarray,
         F.when(is_ours(run_id) & F.col("seq").isNotNull(),
                message_key(F.col("producer"), F.col("seq"))).alias("h_key"))
     other = (F.col("h_key").isNull()) | (F.col("h_key") != F.col("key"))
-    found = (acked.join(held, ["pp", "offset"]).where(other)
-             .dropDuplicates(["pp", "offset"])
+    few = small_side(acked, lost_total + 64 * len(moved_words))
+    found = (held.join(few, ["pp", "offset"]).where(other)
              .groupBy("pp", "a_epoch", "h_epoch")
-             .agg(F.count("*").alias("n"), F.min("offset").alias("lo"),
+             .agg(F.count_distinct("offset").alias("n"), F.min("offset").alias("lo"),
                   F.max("offset").alias("hi")).collect())
     rows = [OffsetsRewritten(int(r["pp"]), _opt(r["a_epoch"]), _opt(r["h_epoch"]), int(r["n"]),
                              int(r["lo"]), int(r["hi"])) for r in found]

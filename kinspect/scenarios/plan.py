@@ -145,6 +145,7 @@ class FaultPlan(threading.Thread):
         self.run_dir, self.planned, self.say, self.probe = run_dir, planned, say, probe
         self.log = PlanLog()
         self.load_done = threading.Event()
+        self.stopped = threading.Event()  # set by the runner once the plan ran past its time
         self.error: str | None = None
         self._remembered: dict[str, list[str]] = {}
         self._schedule_start = time.monotonic()  # run()'s start: the load starts with it
@@ -158,6 +159,10 @@ class FaultPlan(threading.Thread):
         self._schedule_start = time.monotonic()
         try:
             for step in self.steps:
+                if self.stopped.is_set():
+                    self.log.skipped.append(f"{step.do} {step.target}: the plan ran past its "
+                                            "time and was stopped")
+                    continue
                 if not self._wait_for(step):
                     self.log.skipped.append(f"{step.do} {step.target}: the load ended before "
                                             f"{step.at:.0%} was acknowledged")

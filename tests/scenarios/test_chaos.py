@@ -4,6 +4,7 @@ one the lab carries out and undoes, and the invariants follow from what it drew.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -333,3 +334,36 @@ def test_an_isr_that_never_fills_is_a_note_and_the_run_goes_on(
     assert note in row["notes"]  # the result says it, beside the report
     with pytest.raises(KinspectError, match="a leader for every partition of chaos"):
         scenario_run.settle(StuckFollowers(led=False), scenario, said.append)  # type: ignore[arg-type]
+
+
+class SlowLab:
+    """Stand-in for the lab: each fault takes `seconds` of real time to carry out, as a
+    broker's power-on does on a loaded machine."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.applied: list[str] = []
+
+    def state(self) -> None:
+        return None
+
+    def apply(self, fault: Fault) -> str:
+        time.sleep(self.seconds)
+        self.applied.append(str(fault.kind))
+        return ""
+
+
+def test_a_plan_past_its_time_finishes_its_step_and_skips_the_rest(tmp_path: Path) -> None:
+    """The runner heals only once the plan has stopped touching the lab: healing beside a plan
+    still powering brokers on had been refused ('kafka3 is running; cannot power-on')."""
+    steps = tuple(FaultStep(do="heal", target="all", after_s=0.0) for _ in range(3))
+    lab = SlowLab(0.5)
+    plan = FaultPlan(steps, lab, None, "t", tmp_path, 0, lambda line: None)  # type: ignore[arg-type]
+    said: list[str] = []
+    plan.start()
+    scenario_run.end_plan(plan, 0.1, said.append)
+    assert not plan.is_alive()
+    assert lab.applied == ["heal"]  # the step under way was carried out whole
+    assert plan.log.skipped == ["heal all: the plan ran past its time and was stopped"] * 2
+    assert said == ["the fault plan ran past its time: its current step finishes, the rest "
+                    "are skipped"]

@@ -21,6 +21,7 @@ from typing import Any
 from kinspect.lab.journal import JournalEntry
 from kinspect.lessons.flow import Flow, Happening, RunResult
 from kinspect.lessons.lesson_values import Lesson, Question, Step, Trigger
+from kinspect.load.run_timeline import LIVE_LOSS_FILE
 from kinspect.load.rundir import FAULTS_FILE, SCENARIO_FILE, TIMELINE_FILE
 from kinspect.model import EventKind
 
@@ -93,7 +94,29 @@ def _timed(run_dir: Path, recognise: Recogniser) -> list[tuple[int, Happening]]:
             happening, ts = _event_happening(raw, recognise), raw.get("ts")
             if happening is not None and isinstance(ts, int):
                 timed.append((ts, happening))
+    timed += _live_losses(run_dir)
     return sorted(timed, key=lambda pair: pair[0])  # stable: the journal's first
+
+
+def _live_losses(run_dir: Path) -> list[tuple[int, Happening]]:
+    """Each live judgement of the load that counts a doomed acknowledgement (the load's
+    live_loss.jsonl, one line a second): the screen's load panel says live_lost at every poll
+    while the count is above 0, so a step waiting for it after a later event still sees it.
+    It is in neither the journal nor the timeline, and --check-all had never seen it come."""
+    path = run_dir / LIVE_LOSS_FILE
+    if not path.exists():
+        return []
+    seen = []
+    for raw in _lines(path):
+        doomed, ts = raw.get("doomed"), raw.get("ts")
+        if isinstance(doomed, int) and doomed > 0 and isinstance(ts, int):
+            seen.append((ts, Happening(Trigger.LIVE_LOST)))
+    return seen
+    for raw in _lines(path):
+        doomed, ts = raw.get("doomed"), raw.get("ts")
+        if isinstance(doomed, int) and doomed > 0 and isinstance(ts, int):
+            return [(ts, Happening(Trigger.LIVE_LOST))]
+    return []
 
 
 def read_run(run_dir: Path, recognise: Recogniser) -> RunEvidence:

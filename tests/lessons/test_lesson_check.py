@@ -72,6 +72,25 @@ def test_the_real_runs_lines_hold(tmp_path: Path) -> None:
     assert judge(POWER, run, fix_run(tmp_path)).ok
 
 
+ISOLATED = next(lesson for lesson in builtin() if lesson.name == "isolated-leader")
+
+
+def test_the_live_loss_the_load_judged_is_a_step_that_came(tmp_path: Path) -> None:
+    """A real acks1-isolate-leader run (tests/lessons/data/sc-isolated, from --check-all on
+    2026-12-08) and its fix's: the step 'live_lost' comes from the load's live_loss.jsonl,
+    the first second it counted a doomed acknowledgement, as the screen's load panel shows
+    it. Without it --check-all said the step never came in three lessons."""
+    run = read_run(DATA.parent / "sc-isolated", RECOGNISE)
+    fix = read_run(DATA.parent / "sc-isolated-fix", RECOGNISE)
+    assert judge(ISOLATED, run, {"acksall-isolate-leader": fix}) == LessonCheck("isolated-leader")
+    alone = tmp_path / "run"
+    shutil.copytree(DATA.parent / "sc-isolated", alone)
+    (alone / "live_loss.jsonl").unlink()
+    assert judge(ISOLATED, read_run(alone, RECOGNISE),
+                 {"acksall-isolate-leader": fix}).failed == (
+        "step 5 (live_lost) never came in run (2 later steps not judged)",)
+
+
 def test_a_fault_that_never_came_is_named_with_the_steps_left_unjudged(tmp_path: Path) -> None:
     faults = [fault(1000, "kill", "kafka1"), fault(4000, "start", "kafka1")]
     run = read_run(write_run(tmp_path / "run", LOST, faults, TIMELINE), RECOGNISE)

@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 
 from kinspect.errors import KinspectError
 from kinspect.load.rundir import LEDGER_DIR, id_prefix
+from kinspect.model.sends import ACKED_STATUS, FAILED_STATUS, UNANSWERED_STATUS
 
 if TYPE_CHECKING:
     from kinspect.model.events import JsonObject
@@ -73,7 +74,7 @@ WRITE_OPTIONS: dict[str, list[str]] = {
     "write_statistics": ["producer", "seq", "partition", "offset", "leader_epoch", "send_ts",
                          "ack_ts"],
 }
-STATUS_NAMES = pa.array(["acked", "failed", "unknown"])
+STATUS_NAMES = pa.array([ACKED_STATUS, FAILED_STATUS, UNANSWERED_STATUS])  # by status code
 
 
 def ledger_dir(run_dir: Path) -> Path:

@@ -83,9 +83,13 @@ def rewritten(ledger: Any, every_run: Any, lost: Any, moved_words: np.ndarray,
                message_key(F.col("producer"), F.col("seq"))).alias("h_key"))
     other = (F.col("h_key").isNull()) | (F.col("h_key") != F.col("key"))
     few = small_side(acked, lost_total + 64 * len(moved_words))
-    found = (held.join(few, ["pp", "offset"]).where(other)
-             .groupBy("pp", "a_epoch", "h_epoch")
-             .agg(F.count_distinct("offset").alias("n"), F.min("offset").alias("lo"),
+    # One row per offset first: an offset acknowledged twice (a zombie's ack and the new
+    # leader's) is one inconsistent offset, under the older acknowledging epoch.
+    offsets = (held.join(few, ["pp", "offset"]).where(other)
+               .groupBy("pp", "offset").agg(F.min("a_epoch").alias("a_epoch"),
+                                            F.first("h_epoch").alias("h_epoch")))
+    found = (offsets.groupBy("pp", "a_epoch", "h_epoch")
+             .agg(F.count("*").alias("n"), F.min("offset").alias("lo"),
                   F.max("offset").alias("hi")).collect())
     rows = [OffsetsRewritten(int(r["pp"]), _opt(r["a_epoch"]), _opt(r["h_epoch"]), int(r["n"]),
                              int(r["lo"]), int(r["hi"])) for r in found]
